@@ -10,8 +10,6 @@ cfg = cfg['DEFAULT']
 
 def reqs(key): return cfg.get(key, '').split()
 
-licenses = {'apache2': ('Apache Software License 2.0', 'OSI Approved :: Apache Software License')}
-lic = licenses[cfg['license']]
 statuses = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Production/Stable', '6 - Mature', '7 - Inactive']
 readme = here/'README.md'
 
@@ -19,7 +17,7 @@ setuptools.setup(
     name=cfg['lib_name'], version=cfg['version'], description=cfg['description'],
     long_description=readme.read_text(encoding='utf-8') if readme.exists() else '',
     long_description_content_type='text/markdown',
-    author=cfg['author'], author_email=cfg['author_email'], license=lic[0], url=cfg['git_url'],
+    author=cfg['author'], author_email=cfg['author_email'], license='Apache-2.0', url=cfg['git_url'],
     keywords=cfg['keywords'], packages=setuptools.find_packages(include=['ragnb', 'ragnb.*']),
     include_package_data=True, package_data={'ragnb': ['data/*', 'data/**/*']},
     install_requires=reqs('requirements'),
@@ -28,6 +26,6 @@ setuptools.setup(
                     'scale': ['duckdb>=1.0']},
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),
-                 'License :: ' + lic[1], 'Natural Language :: ' + cfg['language'].title(), 'Programming Language :: Python :: 3'],
+                 'Natural Language :: ' + cfg['language'].title(), 'Programming Language :: Python :: 3'],
     entry_points={'console_scripts': cfg.get('console_scripts', '').split(), 'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
 )
