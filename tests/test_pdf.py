@@ -1,0 +1,132 @@
+"Behaviour of ragnb.pdf: regions, rendering, the regions command, bad input."
+import argparse, io, json, subprocess, sys
+from contextlib import redirect_stdout
+from pathlib import Path
+import pymupdf, pytest
+from ragnb.pdf import (DocumentError, Region, add_cli, doc_id, icdar_tables, iou, mark_page, merge_rects, open_pdf,
+                       page_regions, pdf_regions, render_regions)
+
+DOCS = Path(__file__).parent.parent.parent/'shared/data/documents'
+EU = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu'
+needs_data = pytest.mark.skipif(not DOCS.exists(), reason='shared data not present')
+
+def run_cli(*argv):
+    "Run a `ragnb` subcommand defined by ragnb.pdf.add_cli; return (exit code, stdout, stderr)."
+    parser = argparse.ArgumentParser(prog='ragnb'); add_cli(parser.add_subparsers())
+    args = parser.parse_args([str(a) for a in argv])
+    out, err = io.StringIO(), io.StringIO()
+    from contextlib import redirect_stderr
+    with redirect_stdout(out), redirect_stderr(err): rc = args.func(args)
+    return rc, out.getvalue(), err.getvalue()
+
+def test_merge_rects_chains_and_respects_distance():
+    # a chain: a-b 5 pt apart, b-c 5 pt apart, d far away; a merge can bring a box within reach of another
+    got = merge_rects([[0,0,10,10],[15,0,25,10],[30,0,40,10],[200,200,230,230]], distance=10)
+    assert sorted(map(tuple, got.tolist())) == [(0,0,40,10), (200,200,230,230)]
+    assert len(merge_rects([[0,0,10,10],[0,20,10,30]], distance=10)) == 2  # exactly 10 apart stays apart
+    assert len(merge_rects([[0,0,10,10],[0,19.9,10,30]], distance=10)) == 1
+    # growth: merging a and b makes a box that reaches c, which neither a nor b reached
+    got = merge_rects([[0,0,10,100],[15,0,25,10],[30,95,40,100]], distance=6)
+    assert got.tolist() == [[0,0,40,100]]
+
+def test_iou():
+    assert iou((0,0,10,10), (0,0,10,10)) == 1
+    assert iou((0,0,10,10), (10,0,20,10)) == 0
+    assert iou((0,0,10,10), (5,0,15,10)) == pytest.approx(50/150)
+
+@needs_data
+def test_every_human_table_is_covered():
+    for name in ('eu-001', 'eu-004'):
+        doc = pymupdf.open(EU/f'{name}.pdf')
+        truth = icdar_tables(EU/f'{name}-reg.xml', doc)
+        assert truth
+        regions = {p.number+1: page_regions(p) for p in doc}
+        for pno, box in truth:
+            assert max([iou(box, r) for r in regions[pno]], default=0) >= 0.5, (name, pno, box, regions[pno])
+
+@needs_data
+def test_seed_parameters_are_arguments():
+    page = pymupdf.open(EU/'eu-004.pdf')[1]
+    assert len(page_regions(page)) == 2
+    assert page_regions(page, min_size=1000) == []  # nothing is bigger than the page
+    # a larger merge distance joins the page's two tables (about 100 pt apart)
+    assert len(page_regions(page, distance=120)) == 1
+
+@needs_data
+def test_control_pages():
+    assert pdf_regions(DOCS/'docling/tests/data/pdf/sources/multi_page.pdf') == []
+    scan = DOCS/'unstructured/example-docs/pdf/table-multi-row-column-cells.pdf'
+    (r,) = pdf_regions(scan)
+    page = pymupdf.open(scan)[0]
+    assert iou(r.bbox, tuple(page.rect)) > 0.8  # the scan is the page
+
+@needs_data
+def test_regions_are_in_page_and_reading_order():
+    f = DOCS/'docling/tests/data/pdf/sources/normal_4pages.pdf'
+    regs = pdf_regions(f)
+    doc = pymupdf.open(f)
+    for r in regs:
+        x0, y0, x1, y1 = r.bbox
+        pr = doc[r.page-1].rect
+        assert pr.x0 <= x0 < x1 <= pr.x1 and pr.y0 <= y0 < y1 <= pr.y1 and x1-x0 > 20 and y1-y0 > 20
+    for pno in {r.page for r in regs}:
+        on = [r for r in regs if r.page == pno]
+        assert [r.index for r in on] == list(range(1, len(on)+1))
+        assert [r.bbox[1] for r in on] == sorted(r.bbox[1] for r in on)
+
+@needs_data
+def test_render_names_are_unique_and_stable(tmp_path):
+    a, b = EU/'eu-004.pdf', EU/'eu-001.pdf'
+    ra = render_regions(a, pdf_regions(a, [2]), tmp_path)
+    rb = render_regions(b, pdf_regions(b, [1]), tmp_path)
+    names = [Path(r.image).name for r in ra+rb]
+    assert len(set(names)) == len(names)  # two documents in one folder never collide
+    assert all(n.startswith(doc_id(a)) for n in names[:len(ra)])
+    again = render_regions(a, pdf_regions(a, [2]), tmp_path/'again')
+    assert [Path(r.image).name for r in again] == names[:len(ra)]  # stable
+    pix = pymupdf.Pixmap(ra[0].image)
+    x0, y0, x1, y1 = ra[0].bbox
+    assert abs(pix.width - 4*(x1-x0)) <= 2 and abs(pix.height - 4*((y1+50)-(y0-35))) <= 2  # zoom 4, margins
+    assert 'page 2, region 1' in ra[0]._repr_html_() and 'base64' in ra[0]._repr_html_()
+
+@needs_data
+def test_marked_page_has_red_boxes(tmp_path):
+    f = EU/'eu-004.pdf'
+    regs = pdf_regions(f, [2])
+    png = mark_page(f, 2, regs, tmp_path)
+    assert png.name == f'{doc_id(f)}_2.png'
+    pix = pymupdf.Pixmap(str(png))
+    for r in regs:
+        x0, y0, x1, y1 = (round(3*v) for v in r.bbox)
+        edge = [pix.pixel(x, (y0+y1)//2) for x in range(x0-3, x0+4)]
+        assert any(c[0] > 200 and c[1] < 80 and c[2] < 80 for c in edge)
+    plain = pymupdf.open(f)[1].get_pixmap(matrix=pymupdf.Matrix(3, 3))
+    x0, y0, x1, y1 = (round(3*v) for v in regs[0].bbox)
+    assert not any(c[0] > 200 and c[1] < 80 and c[2] < 80 for c in (plain.pixel(x, (y0+y1)//2) for x in range(x0-3, x0+4)))
+
+@needs_data
+def test_regions_cli_json(tmp_path):
+    rc, out, _ = run_cli('regions', EU/'eu-004.pdf', '--json', '--pages', '2,3', '--render', tmp_path)
+    assert rc == 0
+    rows = json.loads(out)
+    assert [(r['page'], r['index']) for r in rows] == [(2, 1), (2, 2), (3, 1)]
+    for r in rows:
+        assert set(r) == {'page', 'index', 'bbox', 'image'} and len(r['bbox']) == 4
+        assert Path(r['image']).exists()
+    assert (tmp_path/f'{doc_id(EU/"eu-004.pdf")}_2.png').exists()  # marked page
+    rc, out, _ = run_cli('regions', EU/'eu-004.pdf', '--json', '--pages', '2')
+    assert all(r['image'] is None for r in json.loads(out))
+
+def test_bad_pdfs_name_the_file(tmp_path):
+    empty = tmp_path/'empty.pdf'; empty.write_bytes(b'')
+    corrupt = tmp_path/'corrupt.pdf'; corrupt.write_bytes(b'%PDF-1.7\n' + b'\x00garbage' * 50)
+    notpdf = tmp_path/'notes.pdf'; notpdf.write_text('just some text, not a PDF')
+    enc = tmp_path/'secret.pdf'
+    doc = pymupdf.open(); doc.new_page().insert_text((72, 72), 'secret')
+    doc.save(enc, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw='pw', owner_pw='pw')
+    for f, why in [(empty, 'empty'), (corrupt, 'not a readable PDF'), (notpdf, 'not a readable PDF'),
+                   (enc, 'encrypted'), (tmp_path/'missing.pdf', 'no such file')]:
+        with pytest.raises(DocumentError, match=why) as e: open_pdf(f)
+        assert str(f) in str(e.value)
+    rc, out, err = run_cli('regions', enc, '--json')
+    assert rc == 2 and str(enc) in err and 'encrypted' in err and out == ''
