@@ -82,6 +82,18 @@ Context:
 
 Output:::"""))
 
+# %% ../nbs/01_prompts.ipynb #cd12d330
+register(Prompt('factoid_qa_next', '1', description='follow-up turn asking for one more factoid question about a different fact',
+template="""Write one more factoid question about the same context, about a different fact than your previous questions,
+with its answer and its evidence. Follow the same rules and reply in the same format:
+
+Output:::
+Factoid question: (your factoid question)
+Answer: (your answer to the factoid question)
+Evidence: (the sentence or paragraph from the context)
+
+Output:::"""))
+
 # %% ../nbs/01_prompts.ipynb #df71f987
 _RATING_FORMAT = """Reply in exactly this format:
 
