@@ -1,0 +1,159 @@
+"Figures draw from RAGChecker's own files, fail loudly on bad input, and save in the format the extension names."
+import json, copy
+from pathlib import Path
+
+import matplotlib
+matplotlib.use('Agg')
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.patches import Rectangle
+
+from ragnb.plots import (save_figure, plot_entailment_map, plot_metrics, plot_systems, plot_claim_shares, claim_shares,
+                         plot_critique_scores, plot_hit_rate, plot_page_regions, relevant_chunks, flat_metrics,
+                         short_label, LABEL_COLOURS)
+
+DATA = Path(__file__).resolve().parents[2] / 'shared' / 'data'
+OUTPUTS = DATA / 'ragchecker/examples/checking_outputs.json'
+needs_data = pytest.mark.skipif(not OUTPUTS.exists(), reason='shared data not present')
+
+
+@pytest.fixture
+def rc(): return json.loads(OUTPUTS.read_text())
+
+
+def _cell_colours(fig):
+    "Face colours of the label cells of every axes, as hex."
+    return [matplotlib.colors.to_hex(p.get_facecolor()) for ax in fig.axes for p in ax.patches
+            if isinstance(p, Rectangle) and p.get_fill() and p.get_width() == 1 and p.get_height() == 1]
+
+
+@needs_data
+def test_entailment_map_has_one_cell_per_label(rc):
+    r = rc['results'][0]
+    fig = plot_entailment_map(r)
+    n = len(r['retrieved_context'])
+    expected = (len(r['response_claims']) + len(r['gt_answer_claims'])) * (n + 1)
+    cols = _cell_colours(fig)
+    assert len(cols) == expected
+    # the number of contradiction cells equals the number of Contradiction labels in the four lists
+    n_c = sum(l == 'Contradiction' for f in ('answer2response', 'response2answer') for l in r[f])
+    n_c += sum(l == 'Contradiction' for f in ('retrieved2response', 'retrieved2answer') for row in r[f] for l in row)
+    assert cols.count(LABEL_COLOURS['Contradiction'].lower()) == n_c
+    # relevant chunks are starred on the x axis
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert [t.endswith('\u2605') for t in ticks] == relevant_chunks(r)
+
+
+@needs_data
+def test_entailment_map_key_mode_uses_ids(rc):
+    fig = plot_entailment_map(rc['results'][1], key=True)
+    ylabels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert ylabels == [f'R{i+1}' for i in range(len(rc['results'][1]['response_claims']))]
+    key_text = ' '.join(t.get_text() for ax in fig.axes for t in ax.texts)
+    assert 'G8' in key_text and 'radiant future' in key_text
+
+
+@needs_data
+def test_entailment_map_errors_name_result_and_field(rc):
+    r = copy.deepcopy(rc['results'][0])
+    r['retrieved2answer'][3] = r['retrieved2answer'][3][:-1]
+    with pytest.raises(ValueError, match=r"result '0': 'retrieved2answer' row 3 has 3 labels, expected 4"):
+        plot_entailment_map(r)
+    r = copy.deepcopy(rc['results'][0])
+    del r['response2answer']
+    with pytest.raises(KeyError, match='response2answer'):
+        plot_entailment_map(r)
+
+
+@needs_data
+def test_missing_label_is_drawn_not_dropped(rc):
+    r = copy.deepcopy(rc['results'][1])
+    r['answer2response'][0] = None
+    fig = plot_entailment_map(r)
+    assert any(t.get_text() == '?' for ax in fig.axes for t in ax.texts)
+
+
+def test_short_label_cuts_with_ellipsis():
+    s = short_label('word ' * 40, width=20, max_lines=2)
+    assert s.count('\n') == 1 and s.endswith('\u2026') and all(len(l) <= 20 for l in s.split('\n'))
+
+
+@needs_data
+@pytest.mark.parametrize('ext', ['png', 'svg', 'pdf'])
+def test_save_figure_writes_the_format(rc, tmp_path, ext):
+    p = save_figure(plot_metrics(rc['metrics']), tmp_path / 'sub' / f'm.{ext}')
+    head = p.read_bytes()[:8]
+    assert {'png': head.startswith(b'\x89PNG'), 'pdf': head.startswith(b'%PDF'), 'svg': b'<svg' in p.read_bytes()[:2000]}[ext]
+
+
+def test_save_figure_rejects_unknown_extension(tmp_path):
+    fig = plot_hit_rate(pd.DataFrame({'k': [1, 2], 'hit_rate': [.5, 1.]}))
+    with pytest.raises(ValueError, match=r"m\.gif.*extension"):
+        save_figure(fig, tmp_path / 'm.gif')
+
+
+@needs_data
+def test_metrics_plot_reads_both_scales(rc):
+    assert flat_metrics(rc['metrics'])['claim_recall'] == 61.4
+    assert flat_metrics(rc['results'][0]['metrics'])['context_precision'] == pytest.approx(75.0)
+    fig = plot_metrics(rc['metrics'], per_result=[r['metrics'] for r in rc['results']])
+    widths = sorted(round(p.get_width(), 1) for p in fig.axes[0].patches)
+    assert widths == sorted(flat_metrics(rc['metrics']).values())
+    with pytest.raises(KeyError, match='faithfulness'):
+        plot_metrics({k: v for k, v in rc['results'][0]['metrics'].items() if k != 'faithfulness'})
+
+
+@needs_data
+def test_claim_shares_sum_to_one_and_catch_bad_rows(rc):
+    df = claim_shares({r['query_id']: r['metrics'] for r in rc['results']})
+    assert np.allclose(df.sum(axis=1), 1)
+    assert list(df.columns) == ['correct', 'relevant noise', 'irrelevant noise', 'hallucination']
+    bad = {'sys-b': dict(rc['results'][0]['metrics'], precision=0.2)}
+    with pytest.raises(ValueError, match="'sys-b' sum to"):
+        plot_claim_shares(bad)
+    # a result without response claims has all four at zero: allowed, drawn as such
+    empty = {k: 0.0 for k in rc['results'][0]['metrics']}
+    fig = plot_claim_shares({'empty': empty, 'q0': rc['results'][0]['metrics']})
+    assert any('no response claims' in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_systems_plot_one_bar_per_system_and_metric():
+    t = pd.DataFrame({'precision': [50., 60.], 'recall': [40., 45.], 'f1': [44., 51.]}, index=['bm25', 'e5'])
+    fig = plot_systems(t, metrics=['precision', 'f1'])
+    assert sorted(p.get_height() for p in fig.axes[0].patches) == [44., 50., 51., 60.]
+    with pytest.raises(KeyError, match='mrr'):
+        plot_systems(t, metrics=['mrr'])
+
+
+def test_critique_scores_count_kept_dropped_and_failed():
+    df = pd.DataFrame({'groundedness_score': [5, 4, None, 2], 'relevance_score': [4, 2, 3, 5],
+                       'standalone_score': [3, 1, 4, 5], 'kept': [True, False, False, False]})
+    fig = plot_critique_scores(df)
+    g = fig.axes[0]
+    heights = {}
+    for p in g.patches:
+        x = round(p.get_x() + p.get_width() / 2)
+        heights[x] = heights.get(x, 0) + p.get_height()
+    assert heights == {0: 0, 1: 1, 2: 0, 3: 1, 4: 1, 5: 1}  # scores 2, 4, 5 and one failed
+    assert [p.get_height() for p in fig.axes[3].patches] == [1, 3]
+    with pytest.raises(KeyError, match='kept'):
+        plot_critique_scores(df.drop(columns='kept'))
+
+
+def test_hit_rate_plot_lines_follow_table():
+    t = pd.DataFrame({'k': [1, 3, 5], 'hit_rate': [.2, .5, .7], 'mrr': [.2, .3, .35]})
+    fig = plot_hit_rate(t)
+    lines = fig.axes[0].get_lines()
+    assert [list(l.get_ydata()) for l in lines] == [[.2, .5, .7], [.2, .3, .35]]
+    with pytest.raises(ValueError, match='empty'):
+        plot_hit_rate(t.iloc[:0])
+
+
+def test_page_regions_scaled_to_image():
+    img = np.full((200, 100, 3), 255, dtype=np.uint8)  # a page of 50 x 100 points at zoom 2
+    fig = plot_page_regions(img, [{'bbox': [10, 20, 30, 60], 'index': 1}], page_size=(50, 100))
+    (r,) = [p for p in fig.axes[0].patches if isinstance(p, Rectangle)]
+    assert (r.get_x(), r.get_y(), r.get_width(), r.get_height()) == (20, 40, 40, 80)
+    with pytest.raises(ValueError, match="region 0 has no 4-number 'bbox'"):
+        plot_page_regions(img, [{'box': [1, 2, 3, 4]}])
