@@ -475,7 +475,7 @@ def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.
     path = Path(cache_dir)/f'{name}.sqlite'
     if os.environ.get('RAGNB_RECORD'):
         if _lesson_server is None:
-            from .testserver import FakeServer
+            from ragnb.testserver import FakeServer
             _lesson_server = FakeServer(port=LESSON_PORT).start()
         return LLM(base_url=base_url, api_key='scripted', model=LESSON_MODEL, embed_model='scripted-embedding',
                    cache_path=path, **kw)

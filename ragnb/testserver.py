@@ -69,7 +69,7 @@ class FakeServer:
     "An OpenAI-compatible chat/embeddings server on 127.0.0.1 with scripted replies and injectable faults."
     def __init__(self, port:int=0, # 0 picks a free port
                  latency:float|tuple=0.0, # Seconds per reply, or a (min, max) range
-                 faults:dict|None=None, # Shares of requests failing: {'429':p, '500':p, 'timeout':p}
+                 faults:dict|None=None, # Shares of requests failing: {'429':p, '500':p, '400':p, 'timeout':p}
                  malformed:float=0.0, # Share of replies garbled
                  seed:int=0,
                  hang:float=5.0, # How long a 'timeout' fault sleeps before answering
@@ -80,6 +80,7 @@ class FakeServer:
         self.port, self.latency, self.faults, self.malformed = port, latency, faults or {}, malformed
         self.hang, self.retry_after, self.rules = hang, retry_after, {**RULES, **(rules or {})}
         self.rng, self.lock, self.requests, self.httpd = random.Random(seed), threading.Lock(), [], None
+        self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
 
     @property
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
@@ -121,12 +122,18 @@ class FakeServer:
                 fault, garble, u, seed = srv._draw()
                 entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault, 'time':time.time(),
                          'body':body, 'headers':dict(self.headers)}
-                with srv.lock: srv.requests.append(entry)
+                with srv.lock:
+                    srv.requests.append(entry); srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
+                try: self._answer(srv, body, prompt, fault, garble, u, seed)
+                finally:
+                    with srv.lock: srv.inflight -= 1
+            def _answer(self, srv, body, prompt, fault, garble, u, seed):
                 srv._delay(u)
                 if fault == '429':
                     return self._send(429, {'error':{'message':'Rate limit reached, please retry', 'type':'rate_limit_error'}},
                                       {'Retry-After':str(math.ceil(srv.retry_after)), 'retry-after-ms':str(int(srv.retry_after*1000))})
                 if fault == '500': return self._send(500, {'error':{'message':'The server had an error', 'type':'server_error'}})
+                if fault == '400': return self._send(400, {'error':{'message':'Invalid request (injected)', 'type':'invalid_request_error'}})
                 if fault == 'timeout':
                     time.sleep(srv.hang)
                     return self._send(504, {'error':{'message':'upstream timed out', 'type':'server_error'}})
@@ -153,8 +160,11 @@ class FakeServer:
                 pt = sum(approx_tokens(t) for t in inp)
                 self._send(200, {'object':'list', 'data':data, 'model':body.get('model'),
                                  'usage':{'prompt_tokens':pt, 'total_tokens':pt}})
-        self.httpd = ThreadingHTTPServer(('127.0.0.1', self.port), Handler)
-        self.httpd.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # the default backlog of 5 refuses bursts of concurrent connections
+            daemon_threads = True
+            def handle_error(self, request, client_address): pass  # clients that hang up mid-request are expected
+        self.httpd = Server(('127.0.0.1', self.port), Handler)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         return self

@@ -1,0 +1,29 @@
+"""Batch throughput of ragnb's LLM layer against the scripted test server with fixed latency.
+
+Prints wall time and calls/s for N calls at several concurrency levels, next to the ideal (calls x latency / concurrency).
+Usage: python bench/llm_batch.py [--calls 1000] [--latency 0.2] [--concurrency 1,8,32,64]
+"""
+import argparse, tempfile, time
+from pathlib import Path
+from ragnb.llm import LLM
+from ragnb.testserver import FakeServer
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--calls', type=int, default=1000)
+ap.add_argument('--latency', type=float, default=0.2)
+ap.add_argument('--concurrency', default='1,8,32,64')
+a = ap.parse_args()
+
+print(f"{a.calls} calls, {a.latency*1000:.0f} ms latency per call, fresh cache each run")
+print(f"{'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'overhead':>9} {'calls/s':>8} {'max in flight':>14}")
+with FakeServer(latency=a.latency) as srv:
+    for c in map(int, a.concurrency.split(',')):
+        srv.max_inflight = 0
+        with tempfile.TemporaryDirectory() as d:
+            llm = LLM(base_url=srv.base_url, api_key='bench', model='scripted-test-model', cache_path=Path(d)/'c.sqlite',
+                      concurrency=c, progress=False)
+            reqs = [[{'role': 'user', 'content': f'benchmark question {c}-{i}'}] for i in range(a.calls)]
+            t = time.perf_counter(); rs = llm.batch(reqs, show_estimate=0); wall = time.perf_counter() - t
+        assert all(r.ok for r in rs), [str(r.failure) for r in rs if not r.ok][:3]
+        ideal = a.calls * a.latency / c
+        print(f"{c:>11} {wall:>8.2f} {ideal:>8.2f} {100*(wall/ideal-1):>8.1f}% {a.calls/wall:>8.1f} {srv.max_inflight:>14}", flush=True)

@@ -1,0 +1,172 @@
+"The LLM layer against ragnb's test server, through the real openai client."
+import asyncio, os, signal, subprocess, sys, textwrap, time
+from pathlib import Path
+import pytest
+from ragnb.llm import LLM, Request, CallCache, PRICES, cache_key, run_sync, lesson_llm
+from ragnb.testserver import FakeServer
+
+def msg(t): return [{'role': 'user', 'content': t}]
+
+def test_cache_hit_makes_no_http_call(llm, server):
+    r1 = llm.call(msg('hello one'))
+    n = len(server.requests)
+    r2 = llm.call(msg('hello one'))
+    assert r1.ok and not r1.cached and r2.cached and r2.text == r1.text
+    assert len(server.requests) == n == 1
+    assert llm.usage.calls == 1 and llm.usage.cached == 1
+
+def test_cache_key_includes_model_and_prompt_version(llm, server):
+    llm.call(msg('same text'), prompt='p@1')
+    llm.call(msg('same text'), prompt='p@2')
+    llm.call(msg('same text'), prompt='p@1', model='other-model')
+    assert len(server.requests) == 3
+    assert [r['prompt'] for r in server.requests] == ['p@1', 'p@2', 'p@1']
+
+def test_replay_miss_names_the_call(llm, tmp_path):
+    llm.call(msg('recorded question'))
+    rp = LLM(base_url=llm.base_url, model=llm.model, cache_path=tmp_path/'calls.sqlite', replay=True)
+    assert rp.call(msg('recorded question')).cached
+    miss = rp.call(msg('never recorded question'), prompt='factoid_qa@1', item_id='chunk-7')
+    assert miss.failure.kind == 'replay_miss'
+    for part in ('chunk-7', 'factoid_qa@1', 'scripted-test-model', 'never recorded'):
+        assert part in miss.failure.message
+    with pytest.raises(Exception, match='replay'):
+        miss.unwrap()
+
+def test_replay_makes_no_request_even_on_miss(tmp_path):
+    with FakeServer() as srv:
+        rp = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', replay=True, progress=False)
+        rs = rp.batch([msg(f'q{i}') for i in range(5)])
+        assert [r.failure.kind for r in rs] == ['replay_miss'] * 5
+        assert srv.requests == []
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_faults_every_item_gets_a_result(tmp_path, seed):
+    N = 3
+    with FakeServer(faults={'429': 0.08, '500': 0.07, 'timeout': 0.05}, seed=seed, hang=2.0) as srv:
+        llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+                  timeout=1.0, max_retries=N, backoff=0.01, concurrency=16, progress=False)
+        reqs = [Request(msg(f'question number {i}'), id=f'q{i}') for i in range(120)]
+        rs = llm.batch(reqs)
+    assert [r.id for r in rs] == [f'q{i}' for i in range(120)]
+    assert all(r.ok or r.failure.kind in {'rate_limit', 'server_error', 'timeout'} for r in rs)
+    assert all(1 <= r.attempts <= N + 1 for r in rs)
+    assert any(r.attempts > 1 for r in rs)  # faults really happened and were retried
+    # the server saw exactly the attempts we report, per item
+    per_item = {}
+    for q in srv.requests:
+        per_item[q['body']['messages'][0]['content']] = per_item.get(q['body']['messages'][0]['content'], 0) + 1
+    assert all(per_item[f'question number {i}'] == rs[i].attempts for i in range(120))
+    # usage counted once per successful call
+    ok = [r for r in rs if r.ok]
+    assert llm.usage.calls == len(ok)
+    assert llm.usage.prompt_tokens == sum(r.usage.prompt_tokens for r in ok)
+    assert llm.usage.failed == len(rs) - len(ok)
+    assert len(CallCache(tmp_path/'c.sqlite')) == len(ok)
+
+def test_retry_after_is_honoured_and_retries_are_bounded(tmp_path):
+    with FakeServer(faults={'429': 1.0}, retry_after=0.2) as srv:
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', max_retries=2, backoff=0.001, progress=False)
+        t = time.perf_counter()
+        r = llm.call(msg('hi'), item_id='x')
+        elapsed = time.perf_counter() - t
+    assert r.failure.kind == 'rate_limit' and r.attempts == 3 and len(srv.requests) == 3
+    assert elapsed >= 0.4  # two waits of the server's 0.2 s, not the 1 ms backoff
+    assert 'x' in str(r.failure)
+
+def test_bad_request_is_not_retried(tmp_path):
+    with FakeServer(faults={'400': 1.0}) as srv:
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', max_retries=4, progress=False)
+        r = llm.call(msg('hi'))
+    assert r.failure.kind == 'bad_request' and r.attempts == 1 and len(srv.requests) == 1
+
+def test_parse_failure_is_recorded_and_batch_continues(llm):
+    def parse(t):
+        if 'number 3' in t: raise ValueError('no rating in reply')
+        return t.upper()
+    rs = llm.batch([msg(f'report number {i}') for i in range(6)], parse=parse)
+    assert [r.ok for r in rs] == [True, True, True, False, True, True]
+    assert rs[3].failure.kind == 'parse' and 'no rating' in rs[3].failure.message and rs[3].text
+    assert rs[0].value == rs[0].text.upper()
+
+def test_concurrency_is_bounded(tmp_path):
+    with FakeServer(latency=0.05) as srv:
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', concurrency=4, progress=False)
+        llm.batch([msg(f'q{i}') for i in range(24)])
+    assert srv.max_inflight == 4
+
+def test_sync_api_inside_running_event_loop(llm):
+    async def inside_jupyter_like_loop():
+        return llm.call(msg('hello from a cell'))      # sync call while a loop runs in this thread
+    r = asyncio.run(inside_jupyter_like_loop())
+    assert r.ok and 'Hello' in r.text
+
+def test_async_api(llm):
+    async def go():
+        rs = await llm.abatch([msg('a'), msg('b')])
+        one = await llm.acall(msg('c'))
+        return rs, one
+    rs, one = asyncio.run(go())
+    assert all(r.ok for r in rs) and one.ok
+
+def test_cost_from_extensible_price_table(llm, monkeypatch):
+    monkeypatch.setitem(PRICES, 'scripted-test-model', (1.0, 2.0))
+    r = llm.call(msg('what does this cost'))
+    assert r.usage.cost == pytest.approx((r.usage.prompt_tokens * 1.0 + r.usage.completion_tokens * 2.0) / 1e6)
+    assert llm.usage.cost == pytest.approx(r.usage.cost) and llm.usage.unpriced == 0
+    monkeypatch.delitem(PRICES, 'scripted-test-model')
+    llm.call(msg('an unpriced model'))
+    assert llm.usage.unpriced == 1
+
+def test_estimate_before_batch(llm):
+    reqs = [msg(f'estimate me {i}') for i in range(10)]
+    llm.batch(reqs[:4])
+    e = llm.estimate(reqs)
+    assert (e['requests'], e['cached'], e['to_call']) == (10, 4, 6)
+    assert e['prompt_tokens'] > 0
+
+def test_api_key_never_written(tmp_path):
+    secret = 'sk-SECRET-never-on-disk-8c1f'
+    with FakeServer() as srv:
+        llm = LLM(base_url=srv.base_url, api_key=secret, model='m', cache_path=tmp_path/'cache'/'c.sqlite', progress=False)
+        llm.batch([msg(f'q{i}') for i in range(5)])
+        llm.embed(['some text'], model='e')
+        assert {k.lower(): v for k, v in srv.requests[0]['headers'].items()}['authorization'] == f'Bearer {secret}'  # it was really used
+    assert secret not in repr(llm)
+    files = list((tmp_path/'cache').iterdir())
+    assert files and all(secret.encode() not in f.read_bytes() for f in files)
+
+def test_embeddings_cached_per_text(llm, server):
+    a = llm.embed(['alpha beta', 'gamma'], model='e')
+    n = len(server.requests)
+    b = llm.embed(['gamma', 'delta'], model='e')
+    assert len(server.requests) == n + 1 and server.requests[-1]['body']['input'] == ['delta']
+    assert (b[0] == a[1]).all() and a.shape == (2, 256)
+
+KILL_SCRIPT = textwrap.dedent('''
+    import sys
+    from ragnb.llm import LLM
+    llm = LLM(base_url=sys.argv[1], model='m', cache_path=sys.argv[2], concurrency=4, progress=False)
+    llm.batch([[{'role':'user','content':f'item {i}'}] for i in range(60)])
+''')
+
+def test_killed_batch_rerun_makes_only_missing_calls(tmp_path):
+    cache = tmp_path/'c.sqlite'
+    with FakeServer(latency=0.05) as srv:
+        p = subprocess.Popen([sys.executable, '-c', KILL_SCRIPT, srv.base_url, str(cache)])
+        deadline = time.time() + 30
+        while len(srv.requests) < 24 and time.time() < deadline: time.sleep(0.01)
+        p.send_signal(signal.SIGKILL); p.wait()
+        done = len(CallCache(cache))
+        assert 0 < done < 60
+        before = len(srv.requests)
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=cache, concurrency=4, progress=False)
+        rs = llm.batch([[{'role': 'user', 'content': f'item {i}'}] for i in range(60)])
+        assert all(r.ok for r in rs)
+        assert len(srv.requests) - before == 60 - done
+        assert sum(r.cached for r in rs) == done
+
+def test_lesson_llm_replays(tmp_path, monkeypatch):
+    l = lesson_llm('x', cache_dir=tmp_path)
+    assert l.replay and l.cache.path == tmp_path/'x.sqlite'
+    assert l.call(msg('not recorded')).failure.kind == 'replay_miss'
