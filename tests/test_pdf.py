@@ -130,3 +130,93 @@ def test_bad_pdfs_name_the_file(tmp_path):
         assert str(f) in str(e.value)
     rc, out, err = run_cli('regions', enc, '--json')
     assert rc == 2 and str(enc) in err and 'encrypted' in err and out == ''
+
+# ---- parsing -------------------------------------------------------------------------------------------------
+from ragnb.llm import LLM
+from ragnb.pdf import OFFLINE_MARK, ParsedPage, parse_pdf, read_page_reply, sanitize_html
+from ragnb.testserver import FakeServer
+
+def test_sanitize_html_keeps_tables_only():
+    dirty = ('<table onclick="x()" style="color:red"><tr><th onmouseover="y()" colspan="2">A</th></tr>'
+             '<tr><td rowspan="2"><a href="javascript:z()">b</a><img src=x onerror="w()"></td></tr></table>'
+             '<script>alert(1)</script><iframe src="http://evil"></iframe>')
+    clean = sanitize_html(dirty)
+    for bad in ('onclick', 'onmouseover', 'onerror', 'script', 'javascript', 'iframe', 'style', '<img', '<a '):
+        assert bad not in clean, bad
+    assert 'colspan="2"' in clean and 'rowspan="2"' in clean and '>b<' in clean
+
+def test_read_page_reply_extracts_tables_and_images():
+    reply = ("```markdown\n# Title\n\nText <script>bad()</script> here.\n\n```html\n<table><tr><td>1</td></tr></table>\n```\n\n"
+             "<table><tr><td onclick='x'>2</td></tr></table>\n\n![fig](1_2.png) ![](made_up.png) ![](d_1_3.png)\n```")
+    md, tables, images, warnings = read_page_reply(reply, ['d_1_1.png', 'd_1_2.png', 'd_1_3.png'], first_table=4)
+    assert list(tables) == ['table_4', 'table_5']
+    assert '[table_4](table_4.html)' in md and '[table_5](table_5.html)' in md and '<table' not in md
+    assert 'onclick' not in tables['table_5'] and '<script' not in md and not md.startswith('```')
+    assert images == ['d_1_2.png', 'd_1_3.png'] and '![fig](d_1_2.png)' in md
+    assert len(warnings) == 1 and 'made_up.png' in warnings[0]
+    segs = ParsedPage(1, md, tables, {i: i for i in images}).segments()
+    assert [s.name for s in segs if s.kind != 'text'] == ['table_4', 'table_5', 'd_1_2.png', 'd_1_3.png']
+
+@needs_data
+def test_offline_parse_writes_folder(tmp_path):
+    f = EU/'eu-004.pdf'
+    res = parse_pdf(f, tmp_path, offline=True, pages=[2, 3, 5], page_zoom=1, crop_zoom=1)
+    assert res.mode == 'offline' and res.failures == []
+    m = json.loads((tmp_path/'manifest.json').read_text())
+    assert m['mode'] == 'offline' and 'no model' in m['note'] and [p['page'] for p in m['pages']] == [2, 3, 5]
+    assert [p['tables'] for p in m['pages']] == [['table_1.html', 'table_2.html'], ['table_3.html'], []]
+    t1 = (tmp_path/'table_1.html').read_text()
+    assert 'Germany' in t1 and '415.3' in t1  # a cell of Table 6.1
+    md2 = (tmp_path/'page_2.md').read_text()
+    assert md2.startswith(OFFLINE_MARK) and '[table_1](table_1.html)' in md2 and 'Germany' not in md2
+    assert (tmp_path/f'{doc_id(f)}_2.png').exists() and (tmp_path/f'{doc_id(f)}_2_1.png').exists()
+    with pytest.raises(DocumentError, match='another document'):
+        parse_pdf(EU/'eu-001.pdf', tmp_path, offline=True)
+    assert json.loads((tmp_path/'manifest.json').read_text())['doc'] == doc_id(f)  # untouched
+
+@needs_data
+def test_offline_parse_scanned_and_text_only(tmp_path):
+    scan = parse_pdf(DOCS/'unstructured/example-docs/pdf/table-multi-row-column-cells.pdf', tmp_path/'s', offline=True)
+    (p,) = scan.pages
+    assert 'no text layer' in p.warnings[0] and [s.kind for s in p.segments()] == ['image']
+    text = parse_pdf(DOCS/'docling/tests/data/pdf/sources/multi_page.pdf', tmp_path/'t', offline=True, pages=[1])
+    assert all(s.kind == 'text' for s in text.pages[0].segments()) and len(text.pages[0].markdown) > 500
+
+@needs_data
+def test_vision_parse_through_test_server(tmp_path):
+    f = EU/'eu-004.pdf'
+    with FakeServer() as srv:
+        llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite', progress=False)
+        res = parse_pdf(f, tmp_path/'out', llm=llm, pages=[2, 3], page_zoom=1, crop_zoom=1)
+        calls = srv.calls('pdf_page')
+    assert res.failures == [] and res.mode == 'vision' and len(calls) == 2
+    content = calls[0]['body']['messages'][-1]['content']
+    assert content[1]['image_url']['url'].startswith('data:image/png;base64,')
+    assert f'{doc_id(f)}_2_1.png' in content[0]['text'] and f'{doc_id(f)}_2_2.png' in content[0]['text']
+    m = json.loads((tmp_path/'out'/'manifest.json').read_text())
+    assert m['mode'] == 'vision' and m['prompt'].startswith('pdf_page@')
+    assert [p['tables'] for p in m['pages']] == [['table_1.html'], ['table_2.html']]  # numbered through the document
+    assert m['pages'][0]['images'] == [f'{doc_id(f)}_2_2.png']
+    assert '<table' not in (tmp_path/'out'/'page_2.md').read_text()
+
+@needs_data
+def test_failed_pages_are_recorded_and_the_rest_continues(tmp_path):
+    f = EU/'eu-004.pdf'
+    with FakeServer(faults={'500': 0.5}, seed=3) as srv:
+        llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache=False, max_retries=0, progress=False)
+        res = parse_pdf(f, tmp_path, llm=llm, pages=[2, 3, 4, 6, 7, 8], page_zoom=0.5, crop_zoom=0.5)
+    failed = [p.page for p in res.pages if p.failure is not None]
+    assert 0 < len(failed) < 6, failed
+    m = json.loads((tmp_path/'manifest.json').read_text())
+    assert [x['page'] for x in m['failures']] == failed and all(x['kind'] == 'server_error' for x in m['failures'])
+    for p in m['pages']:
+        assert (tmp_path/f"page_{p['page']}.md").exists() == (p['page'] not in failed)
+    assert 'failed' in res._repr_markdown_()
+
+@needs_data
+def test_parse_cli(tmp_path):
+    rc, out, err = run_cli('parse', EU/'eu-004.pdf', '--out', tmp_path, '--offline', '--pages', '2')
+    assert rc == 0 and '1/1 pages' in out
+    assert (tmp_path/'page_2.md').exists() and (tmp_path/'table_2.html').exists()
+    rc, out, err = run_cli('parse', tmp_path/'missing.pdf', '--out', tmp_path/'x', '--offline')
+    assert rc == 2 and 'missing.pdf' in err
