@@ -82,18 +82,23 @@ def relevant_chunks(result:dict) -> list[bool]:
 
 # %% ../nbs/08_plots.ipynb #c49f8b86
 def _draw_labels(ax, labels:list, xlabels:list, ylabels:list, fontsize:float=8):
-    "Draw a claims x columns grid of entailment labels on `ax`."
+    "Draw a claims x columns grid of entailment labels on `ax` (one image, marks on the labelled cells)."
+    nr, nc = len(ylabels), len(xlabels)
+    rgb = np.ones((max(nr, 1), max(nc, 1), 3))
     for i, row in enumerate(labels):
         for j, lab in enumerate(row):
-            known = lab in LABEL_COLOURS
-            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=LABEL_COLOURS.get(lab, 'white'),
-                                   edgecolor='white', linewidth=1.5, hatch=None if known else '///'))
+            rgb[i, j] = matplotlib.colors.to_rgb(LABEL_COLOURS.get(lab, 'white'))
+            if lab not in LABEL_COLOURS:
+                ax.add_patch(Rectangle((j, i), 1, 1, facecolor='white', edgecolor='grey', hatch='///', linewidth=0))
             mark = LABEL_MARKS.get(lab, '?')
             if mark: ax.text(j+.5, i+.5, mark, ha='center', va='center', fontsize=fontsize+1,
-                             color='white' if known else 'black', fontweight='bold')
-    ax.set_xlim(0, max(len(xlabels), 1)); ax.set_ylim(len(ylabels), 0)
-    ax.set_xticks(np.arange(len(xlabels))+.5, xlabels, fontsize=fontsize)
-    ax.set_yticks(np.arange(len(ylabels))+.5, ylabels, fontsize=fontsize)
+                             color='white' if lab in LABEL_COLOURS else 'black', fontweight='bold')
+    ax.imshow(rgb, extent=(0, max(nc, 1), max(nr, 1), 0), aspect='auto', interpolation='nearest', zorder=0)
+    ax.hlines(np.arange(1, nr), 0, nc, color='white', linewidth=1.5)
+    ax.vlines(np.arange(1, nc), 0, nr, color='white', linewidth=1.5)
+    ax.set_xlim(0, max(nc, 1)); ax.set_ylim(max(nr, 1), 0)
+    ax.set_xticks(np.arange(nc)+.5, xlabels, fontsize=fontsize)
+    ax.set_yticks(np.arange(nr)+.5, ylabels, fontsize=fontsize)
     ax.tick_params(length=0)
     for s in ax.spines.values(): s.set_visible(False)
 
@@ -125,7 +130,7 @@ def plot_entailment_map(
     w = lab_w + 0.45*(n+1) + 1.2 + key_w
     h = 1.7 + line_h*sum(heights) + .8
     fig = _new_figure(w, h)
-    gs = fig.add_gridspec(2, 4 if key else 2, height_ratios=heights, hspace=1.0/(line_h*sum(heights)/2), wspace=.08,
+    gs = fig.add_gridspec(2, 4 if key else 2, height_ratios=heights, hspace=1.0/(line_h*sum(heights)/2), wspace=.15,
                           width_ratios=[n, 1] + ([1, key_w/0.45] if key else []))
     panels = [('Response claims', rc_, r2r, a2r, 'vs answer', 'R'), ('Ground-truth claims', gc, r2a, r2ans, 'vs response', 'G')]
     for k, (title, claims, mat, side, side_name, prefix) in enumerate(panels):
@@ -133,13 +138,14 @@ def plot_entailment_map(
         _draw_labels(ax, mat, xl, ylab(prefix, claims), fontsize)
         ax.set_title(f'{title} \u00d7 chunks', fontsize=fontsize+1, loc='left')
         for j in range(n):
-            if rel[j]: ax.add_patch(Rectangle((j, 0), 1, len(claims), fill=False, edgecolor='black', linewidth=2))
+            if rel[j]: ax.add_patch(Rectangle((j, 0), 1, len(claims), fill=False, edgecolor='black', linewidth=2, zorder=3))
         _draw_labels(ax2, [[s] for s in side], [side_name], ['']*len(claims), fontsize)
         ax2.set_yticks([])
         if not claims: ax.text(n/2, .5, 'no claims', ha='center', va='center', fontsize=fontsize, style='italic')
     if key:
         kax = fig.add_subplot(gs[:, 3]); kax.axis('off')
-        lines = [f'{p}{i+1}  {short_label(claim_text(c), 60, 1)}' for p, cl in (('R', rc_), ('G', gc)) for i, c in enumerate(cl)]
+        lines = [f'{p}{i+1:<3} ' + short_label(claim_text(c), 56, 3).replace('\n', '\n     ')
+                 for p, cl in (('R', rc_), ('G', gc)) for i, c in enumerate(cl)]
         kax.text(0, 1, '\n'.join(lines), va='top', ha='left', fontsize=fontsize-1, family='monospace', transform=kax.transAxes)
     handles = [Patch(facecolor=c, edgecolor='grey', label=f"{l} {LABEL_MARKS[l]}".strip()) for l, c in LABEL_COLOURS.items()]
     handles.append(Patch(facecolor='white', edgecolor='black', linewidth=2, label='\u2605 relevant chunk'))

@@ -23,9 +23,9 @@ def rc(): return json.loads(OUTPUTS.read_text())
 
 
 def _cell_colours(fig):
-    "Face colours of the label cells of every axes, as hex."
-    return [matplotlib.colors.to_hex(p.get_facecolor()) for ax in fig.axes for p in ax.patches
-            if isinstance(p, Rectangle) and p.get_fill() and p.get_width() == 1 and p.get_height() == 1]
+    "Colours of the label cells of every axes (one image pixel per cell), as hex."
+    return [matplotlib.colors.to_hex(px) for ax in fig.axes for im in ax.images
+            for px in np.asarray(im.get_array()).reshape(-1, 3)]
 
 
 @needs_data
