@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'METRIC_GROUPS', 'METRICS', 'EXTRAS', 'LABEL_FIELDS',
-           'ResultError', 'CheckingDataError', 'LabelBatch', 'claim_metrics', 'overall', 'Scores', 'score', 'compare',
+           'TEXT_FIELDS', 'CLAIM_FIELDS', 'ResultError', 'CheckingDataError', 'LabelBatch', 'claim_metrics', 'overall',
+           'Scores', 'score', 'compare', 'RAGResult', 'load_results', 'results_frame', 'attach_metrics', 'save_results',
            'add_cli']
 
-# %% ../nbs/06a_metrics.ipynb #8b33ca7b
+# %% ../nbs/06a_metrics.ipynb #6ff863f1
 import json, sys
 from itertools import chain
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-# %% ../nbs/06a_metrics.ipynb #390e790c
+# %% ../nbs/06a_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
 ENTAILMENT, NEUTRAL, CONTRADICTION = 1, 0, -1
 LABEL_CODE = {'Entailment': ENTAILMENT, 'Neutral': NEUTRAL, 'Contradiction': CONTRADICTION}
@@ -31,7 +32,7 @@ METRICS = tuple(m for ms in METRIC_GROUPS.values() for m in ms)
 EXTRAS = ('contradiction_rate', 'zero_from_empty')  # ragnb's additions, not RAGChecker metrics
 LABEL_FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer')
 
-# %% ../nbs/06a_metrics.ipynb #ebd64eb8
+# %% ../nbs/06a_metrics.ipynb #f405bb57
 @dataclass
 class ResultError:
     "Why one result could not be scored."
@@ -44,7 +45,7 @@ class CheckingDataError(ValueError):
     "A result's fields are missing or malformed."
     def __init__(self, err:ResultError): super().__init__(str(err)); self.error = err
 
-# %% ../nbs/06a_metrics.ipynb #cb7c52f0
+# %% ../nbs/06a_metrics.ipynb #06af3662
 def _codes(labels, rid, name, out):
     "Append the codes of `labels` to `out`, raising on anything but the three labels."
     try: out.extend([LABEL_CODE[l] for l in labels])
@@ -68,7 +69,7 @@ def _get(r, name, default=None):
     if isinstance(r, dict) or isinstance(r, Mapping): return r.get(name, default)
     return getattr(r, name, default)
 
-# %% ../nbs/06a_metrics.ipynb #393f9cbe
+# %% ../nbs/06a_metrics.ipynb #f0e01dea
 def _one_result(r, rid):
     "The four label sets of one result and its chunk count, after checking every field in detail."
     labels = {}
@@ -109,7 +110,7 @@ def _encode(labels:list) -> np.ndarray:
     if not (a[c] == 'Contradiction').all(): raise _BadLabel()
     return e.astype(np.int8) - c.astype(np.int8)
 
-# %% ../nbs/06a_metrics.ipynb #e4797c16
+# %% ../nbs/06a_metrics.ipynb #64dfae3c
 @dataclass
 class LabelBatch:
     "The four label sets of many results as int8 codes: claim labels flat, matrices as one 2-D block per chunk count."
@@ -146,13 +147,13 @@ class LabelBatch:
         sz = np.array(sizes, dtype=np.int64).reshape(-1, 3)
         return cls(ids, sz[:, 0], sz[:, 1], sz[:, 2], a2r, r2a, blocks, errors)
 
-# %% ../nbs/06a_metrics.ipynb #99e09096
+# %% ../nbs/06a_metrics.ipynb #f4090ea7
 def _mean_by(x, seg, n):
     "Mean of the booleans `x` per segment; 0 for an empty segment."
     s, c = np.bincount(seg, weights=x, minlength=n), np.bincount(seg, minlength=n)
     return np.divide(s, c, out=np.zeros(n), where=c > 0)
 
-# %% ../nbs/06a_metrics.ipynb #052524b5
+# %% ../nbs/06a_metrics.ipynb #cb03d435
 def _any_per_result(e, n_rows):
     "Column-wise any over each result's rows of the 2-D block `e`; a result without rows gets all False."
     out = np.zeros((len(n_rows), e.shape[1]), dtype=bool)
@@ -160,7 +161,7 @@ def _any_per_result(e, n_rows):
     if has.any(): out[has] = np.logical_or.reduceat(e, (np.cumsum(n_rows) - n_rows)[has], axis=0)
     return out
 
-# %% ../nbs/06a_metrics.ipynb #c06a0834
+# %% ../nbs/06a_metrics.ipynb #a753e62a
 def claim_metrics(b:LabelBatch) -> dict:
     "The 11 RAGChecker metrics (and ragnb's extras) for every result in `b`, as arrays."
     n = len(b)
@@ -200,14 +201,14 @@ def claim_metrics(b:LabelBatch) -> dict:
     m['zero_from_empty'] = np.stack([forced[k] for k in METRICS], axis=1)  # results x METRICS: a zero forced by an empty list
     return m
 
-# %% ../nbs/06a_metrics.ipynb #a06a2f5a
+# %% ../nbs/06a_metrics.ipynb #57b0e629
 def overall(per_result:pd.DataFrame) -> dict:
     "RAGChecker's grouped overall metrics: mean over results x 100, rounded to 1 decimal."
     if not len(per_result): return {g: {k: None for k in ks} for g, ks in METRIC_GROUPS.items()}
     return {g: {k: float(np.round(np.mean(per_result[k].to_numpy()) * 100, 1)) for k in ks}
             for g, ks in METRIC_GROUPS.items()}
 
-# %% ../nbs/06a_metrics.ipynb #a32bc7a1
+# %% ../nbs/06a_metrics.ipynb #2bc0d875
 @dataclass
 class Scores:
     "Per-result metrics of one system, the results left out, and RAGChecker's overall table."
@@ -229,7 +230,7 @@ class Scores:
         import html
         return f"<b>{html.escape(self.name)}</b>: {n} result(s) scored{html.escape(err)}" + self.table().to_html()
 
-# %% ../nbs/06a_metrics.ipynb #6f93e6c7
+# %% ../nbs/06a_metrics.ipynb #f1f6f794
 def score(results, name:str='system', strict:bool=False) -> Scores:
     "Score RAGChecker results (dicts, objects, a DataFrame or a `LabelBatch`) from their label matrices."
     if isinstance(results, pd.DataFrame): results = results.to_dict('records')
@@ -241,14 +242,113 @@ def score(results, name:str='system', strict:bool=False) -> Scores:
     df['zero_from_empty'] = flags   # ragnb extra: the metrics that are 0 only because a list was empty
     return Scores(df, list(b.errors), name)
 
-# %% ../nbs/06a_metrics.ipynb #4005aee5
+# %% ../nbs/06a_metrics.ipynb #ef5b64c2
 def compare(systems:Iterable[Scores]) -> pd.DataFrame:
     "Overall metrics of several systems: one row per system, columns grouped as in RAGChecker's report."
     rows = {s.name: {(g.removesuffix('_metrics'), k): v for g, ks in s.overall.items() for k, v in ks.items()}
             for s in systems}
     return pd.DataFrame.from_dict(rows, orient='index')
 
-# %% ../nbs/06a_metrics.ipynb #3e509b51
+# %% ../nbs/06a_metrics.ipynb #626c5f8d
+TEXT_FIELDS = ('query_id', 'query', 'gt_answer', 'response')
+CLAIM_FIELDS = ('response_claims', 'gt_answer_claims')
+
+def _none(v): return None if isinstance(v, float) and v != v else v   # a DataFrame's NaN means "not computed"
+
+@dataclass
+class RAGResult:
+    "One RAG result with RAGChecker's field names; claims and labels are None until computed."
+    query_id: str
+    query: str
+    gt_answer: str
+    response: str
+    retrieved_context: list                  # [{'doc_id': ..., 'text': ...}, ...]
+    response_claims: list|None = None        # claims of the response (triplets or sentences)
+    gt_answer_claims: list|None = None       # claims of the ground-truth answer
+    answer2response: list|None = None        # response claims checked against the ground-truth answer
+    response2answer: list|None = None        # ground-truth claims checked against the response
+    retrieved2response: list|None = None     # response claims x retrieved chunks
+    retrieved2answer: list|None = None       # ground-truth claims x retrieved chunks
+    metrics: dict = field(default_factory=dict)
+    ragnb: dict = field(default_factory=dict)  # ragnb's record: failures, calls, tokens (RAGChecker ignores it)
+
+    @classmethod
+    def from_dict(cls, d, pos:int=0):
+        "A `RAGResult` from a RAGChecker result dict; a missing or malformed field raises `CheckingDataError`."
+        rid = str(_get(d, 'query_id', pos))
+        err = lambda f, why: CheckingDataError(ResultError(rid, f, why))
+        if not isinstance(d, Mapping): raise err('(result)', f"expected an object, got {type(d).__name__}")
+        kw = {}
+        for f in TEXT_FIELDS:
+            v = _none(d.get(f))
+            if v is None: raise err(f, 'missing')
+            if f == 'query_id' and isinstance(v, int): v = str(v)
+            if not isinstance(v, str): raise err(f, f"expected text, got {type(v).__name__}")
+            kw[f] = v
+        ctx = _none(d.get('retrieved_context'))
+        if ctx is None: raise err('retrieved_context', 'missing (use [] when nothing was retrieved)')
+        if not isinstance(ctx, list): raise err('retrieved_context', f"expected a list of chunks, got {type(ctx).__name__}")
+        for i, c in enumerate(ctx):
+            if not isinstance(c, Mapping) or not isinstance(c.get('text'), str):
+                raise err('retrieved_context', f"chunk {i} has no 'text' string")
+        kw['retrieved_context'] = [{'doc_id': c.get('doc_id'), 'text': c['text']} for c in ctx]
+        for f in CLAIM_FIELDS + LABEL_FIELDS:
+            v = _none(d.get(f))
+            if v is not None and not isinstance(v, list): raise err(f, f"expected a list or null, got {type(v).__name__}")
+            kw[f] = v
+        for f in ('metrics', 'ragnb'):
+            v = _none(d.get(f))
+            if v is not None and not isinstance(v, Mapping): raise err(f, f"expected an object, got {type(v).__name__}")
+            kw[f] = dict(v or {})
+        return cls(**kw)
+
+    def to_dict(self) -> dict:
+        "RAGChecker's dict for this result (the `ragnb` key only when it has something)."
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        if not d['ragnb']: del d['ragnb']
+        return d
+
+    def _repr_markdown_(self):
+        n = lambda v: '-' if v is None else len(v)
+        m = ', '.join(f"{k} {v:.2f}" for k, v in self.metrics.items()) or 'not computed'
+        return (f"**{self.query_id}** {self.query}\n\n{len(self.retrieved_context)} chunks; "
+                f"{n(self.response_claims)} response claims, {n(self.gt_answer_claims)} ground-truth claims; metrics: {m}")
+
+# %% ../nbs/06a_metrics.ipynb #fdbe620a
+def load_results(src) -> list[RAGResult]:
+    "`RAGResult`s from a RAGChecker JSON file, its dict, a list of dicts/`RAGResult`s or a DataFrame."
+    if isinstance(src, (str, Path)):
+        try: src = json.loads(Path(src).read_text())
+        except json.JSONDecodeError as e: raise ValueError(f"{src}: not valid JSON ({e})") from None
+    if isinstance(src, pd.DataFrame): src = src.to_dict('records')
+    if isinstance(src, Mapping):
+        if not isinstance(src.get('results'), list): raise ValueError("expected an object with a 'results' list")
+        src = src['results']
+    return [r if isinstance(r, RAGResult) else RAGResult.from_dict(r, i) for i, r in enumerate(src)]
+
+def results_frame(results) -> pd.DataFrame:
+    "The results as a DataFrame with RAGChecker's columns."
+    return pd.DataFrame([r.to_dict() for r in load_results(results)])
+
+# %% ../nbs/06a_metrics.ipynb #f1a5f35d
+def attach_metrics(results:list, s:Scores):
+    "Copy each scored result's 11 metrics into its `metrics` dict (RAGChecker's per-result field)."
+    rows = s.per_result[list(METRICS)].to_dict('index')
+    for r in results:
+        if r.query_id in rows: r.metrics = {k: float(v) for k, v in rows[r.query_id].items()}
+    return results
+
+def save_results(results, path, scores:Scores|None=None) -> Scores:
+    "Write `results` as RAGChecker JSON with per-result and overall metrics; returns the `Scores`."
+    results = load_results(results)
+    s = scores or score(results)
+    attach_metrics(results, s)
+    doc = {'results': [r.to_dict() for r in results], 'metrics': s.overall}
+    path = Path(path); tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False)); tmp.replace(path)
+    return s
+
+# %% ../nbs/06a_metrics.ipynb #e7626c51
 def _cli_metrics(args) -> int:
     try: d = json.loads(Path(args.file).read_text())
     except (OSError, json.JSONDecodeError) as e: print(f"ragnb metrics: cannot read {args.file}: {e}", file=sys.stderr); return 2

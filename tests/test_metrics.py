@@ -158,3 +158,43 @@ def test_cli_metrics(capsys, tmp_path, outputs):
     assert json.loads(out)['overall_metrics']['precision'] == 80.0 and "field 'answer2response'" in err
     (tmp_path/'bad.json').write_text('{"results": 3}')
     assert args.func(ap.parse_args(['metrics', str(tmp_path/'bad.json')])) == 2
+
+
+# --- RAGChecker files in and out ---
+from ragnb.metrics import RAGResult, load_results, save_results, results_frame
+
+
+@needs_data
+def test_roundtrip_file_dataframe_objects(outputs, tmp_path):
+    rs = load_results(DATA/'checking_outputs.json')
+    assert [r.to_dict() for r in rs] == outputs['results']
+    assert load_results(results_frame(rs)) == rs
+    assert load_results(outputs) == rs == load_results(rs)
+    stripped = [dict(r, metrics={}) for r in outputs['results']]
+    s = save_results(stripped, tmp_path/'out.json')
+    back = json.loads((tmp_path/'out.json').read_text())
+    assert [r['metrics'] for r in back['results']] == [r['metrics'] for r in outputs['results']]
+    assert back['metrics']['generator_metrics'] == outputs['metrics']['generator']
+    assert not (tmp_path/'out.json.tmp').exists() and not s.errors
+
+
+@needs_data
+def test_load_errors_name_result_and_field(outputs, tmp_path):
+    r = outputs['results'][1]
+    cases = [(dict(r, gt_answer=None), "field 'gt_answer': missing"),
+             (dict(r, query=3), "field 'query': expected text"),
+             (dict(r, retrieved_context='abc'), "field 'retrieved_context'"),
+             (dict(r, retrieved_context=[{'doc_id': 1}]), "field 'retrieved_context': chunk 0 has no 'text'"),
+             (dict(r, answer2response='Entailment'), "field 'answer2response'")]
+    for bad, msg in cases:
+        with pytest.raises(CheckingDataError, match=f"result '1', {msg}"): load_results([outputs['results'][0], bad])
+    (tmp_path/'x.json').write_text('{"results": [')
+    with pytest.raises(ValueError, match='x.json: not valid JSON'): load_results(tmp_path/'x.json')
+
+
+@needs_data
+def test_half_finished_input_loads_with_nones():
+    rs = load_results(DATA/'checking_inputs.json')
+    assert all(r.response_claims is None and r.retrieved2answer is None for r in rs)
+    s = score(rs)
+    assert len(s.per_result) == 0 and {e.field for e in s.errors} == {'answer2response'}
