@@ -1,0 +1,198 @@
+"Synthetic QA against ragnb's scripted test server: parsing, grounding, critiques, failures, the CLI."
+import argparse, json, random
+from pathlib import Path
+import pytest
+from ragnb.llm import LLM, ParseError
+from ragnb.testserver import FakeServer
+from ragnb.prompts import get_prompt
+from ragnb.documents import Document, load_folder, split_document, split_documents
+from ragnb.generate import (parse_factoid, parse_rating, locate, ground, generate_questions, critique, select, generate_dataset,
+                            Dataset, QA, SEED_EXAMPLE, CRITERIA, add_cli, fake_factoid)
+
+COOKBOOK = Path(__file__).parent.parent.parent/'shared'/'data'/'openai-cookbook'
+needs_cookbook = pytest.mark.skipif(not COOKBOOK.exists(), reason='shared data not present')
+
+DE = Document("""# Einführung in Vektordatenbanken
+
+Eine Vektordatenbank speichert Einbettungen als Vektoren mit vielen Dimensionen.
+Die Suche nach ähnlichen Vektoren ist die wichtigste Operation einer solchen Datenbank.
+Der Index HNSW ist ein Graph, der die Suche auch bei Millionen von Einträgen schnell macht.
+""", 'mem', 'de/vektoren.md', 'vektoren.md', '.md')
+
+EN = Document("""# Rate limits
+
+The API enforces rate limits on requests per minute and tokens per minute for every organization.
+A request that exceeds the limit is answered with status code 429 and a Retry-After header.
+The Batch API is a separate endpoint that accepts large jobs and returns results within 24 hours.
+""", 'mem', 'limits.md', 'limits.md', '.md')
+
+def _llm(srv, tmp_path, **kw):
+    return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+               progress=False, backoff=0.01, **kw)
+
+def test_parse_factoid_variants():
+    assert parse_factoid('Output:::\nFactoid question:  What is X? \nAnswer: "Y"\nEvidence: X is Y.') == \
+        {'question': 'What is X?', 'answer': 'Y', 'evidence': 'X is Y.'}
+    got = parse_factoid('Preamble.\nOutput:::\n**Factoid question:** What\n is X?\n__Answer:__ Y\n**Evidence:** “X is Y.”\n\nOutput:::')
+    assert got == {'question': 'What is X?', 'answer': 'Y', 'evidence': 'X is Y.'}
+    with pytest.raises(ParseError, match="'Answer:'"): parse_factoid('Output:::\nFactoid question: Q?\nEvidence: E.')
+    with pytest.raises(ParseError, match="'Factoid question:'"): parse_factoid('Factoid question:\nAnswer: a\nEvidence: e')
+
+def test_parse_rating_variants():
+    assert parse_rating('Answer:::\nEvaluation: ok.\nTotal rating: 4').score == 4
+    assert parse_rating('**Evaluation:** ok\n**Total rating:** 2/5').score == 2
+    assert parse_rating('Evaluation: first\nTotal rating: 2\nOn reflection\nTotal rating: 3').score == 3
+    for bad, msg in [('Evaluation: x\nTotal rating: 0', 'outside'), ('Evaluation: x\nTotal rating: 6', 'outside'),
+                     ('Evaluation: x\nTotal rating: four', "no 'Total rating:'"), ('Total rating: 3', "no 'Evaluation:'"),
+                     ('Evaluation: x\nTotal rating: 3.5', 'whole number')]:
+        with pytest.raises(ParseError, match=msg): parse_rating(bad)
+
+def test_locate_methods_and_offsets():
+    text = 'Intro.\n\nThe  **Batch API** accepts\nlarge jobs — and “returns” results within 24 hours.\n'
+    for ev, method in [('accepts\nlarge jobs', 'exact'), ('the batch api accepts large jobs - and "returns" results', 'normalised'),
+                       ('The Batch API accepts big jobs - and returns results within 24 hours.', 'fuzzy')]:
+        m = locate(ev, text)
+        assert m.method == method
+        assert text[m.start:m.end].lower().startswith(ev.split()[0].lower()) and m.end <= len(text)
+    assert locate('Completely unrelated statement about rivers and mountains.', text) is None
+    assert locate('24 hour', text, threshold=90).method == 'exact' and locate('24 hrs', text) is None
+
+def test_ground_uses_document_offsets():
+    chunks = split_document(EN, chunk_size=120, chunk_overlap=0)
+    c = chunks[-1]
+    ev = 'The Batch API is a separate endpoint that accepts large jobs'
+    m = ground(ev, c, EN)
+    assert EN.text[m.start:m.end] == ev and m.start >= c.start_index
+    other = ground('The API enforces rate limits on requests per minute', c, EN)  # not in this chunk, found in the document
+    assert other is not None and other.start < c.start_index
+
+def test_generate_english_and_non_english(tmp_path):
+    with FakeServer() as srv:
+        llm = _llm(srv, tmp_path)
+        qs = generate_questions(split_documents([EN, DE]), llm, [EN, DE], n_per_chunk=2, language='German')
+        assert len(qs) == 4 and all(q.question for q in qs)
+        de = [q for q in qs if q.doc_id == 'de/vektoren.md']
+        assert all(q.question.startswith('Was ') for q in de)
+        for q in qs:
+            assert q.evidence_found and q.generator_prompt.startswith('factoid_qa')
+            doc = EN if q.doc_id == 'limits.md' else DE
+            assert doc.text[q.evidence_start:q.evidence_end].replace('*', '') != ''
+        assert de[0].evidence != de[1].evidence  # the follow-up turn asks about a different fact
+        prompts = [r['prompt'] for r in srv.calls()]
+        assert prompts.count('factoid_qa@1') == 2 and prompts.count('factoid_qa_next@1') == 2
+        assert 'in German' in srv.calls('factoid_qa')[0]['body']['messages'][-1]['content']
+
+def _rule(reply):
+    return lambda messages, rng: reply
+
+def test_evidence_not_in_context_is_flagged(tmp_path):
+    rules = {'factoid_qa': _rule('Output:::\nFactoid question: When was the API launched?\nAnswer: 2020\n'
+                                 'Evidence: The API was launched in June 2020 to a small group of testers.')}
+    with FakeServer(rules=rules) as srv:
+        ds = generate_dataset([EN], _llm(srv, tmp_path), require_evidence=True)
+    row = ds.df.iloc[0]
+    assert not row.evidence_found and row.evidence_start is pd_na() and 'evidence not found' in row.drop_reason
+    assert not row.kept
+
+def pd_na():
+    import pandas as pd
+    return pd.NA
+
+def test_malformed_and_failed_calls_are_recorded(tmp_path):
+    docs = [Document(f'# Doc {i}\n\nThe service number {i} stores embeddings in a vector database for search.\n', 'mem',
+                     f'd{i}.md', f'd{i}.md', '.md') for i in range(30)]
+    with FakeServer(malformed=0.3, faults={'500': 0.1}, seed=3) as srv:
+        ds = generate_dataset(docs, _llm(srv, tmp_path, max_retries=0))
+    df = ds.df
+    assert len(df) == 30
+    gen_failed = df[df.question.isna()]
+    assert len(gen_failed) > 0
+    for fs in gen_failed.failures: assert fs and fs[0]['stage'] == 'generate' and fs[0]['kind'] in ('parse', 'server_error')
+    crit_failed = df[df.question.notna() & (df.failures.map(len) > 0)]
+    assert len(crit_failed) > 0 and all(not k for k in crit_failed.kept)
+    assert all('critique failed' in r for r in crit_failed.drop_reason)
+    assert any(f['kind'] == 'parse' and f['raw'] for fs in df.failures for f in fs)
+    assert ds.stats['failed_calls'] == sum(len(f) for f in df.failures)
+    c = ds.counts()
+    assert c['kept'] + c['dropped'] + c['failed'] == 30 and c['failed'] == len(ds.failed)
+
+def test_out_of_range_rating_is_a_failure(tmp_path):
+    rules = {'critique_relevance': _rule('Answer:::\nEvaluation: Very useful.\nTotal rating: 9')}
+    with FakeServer(rules=rules) as srv:
+        ds = generate_dataset([EN], _llm(srv, tmp_path))
+    row = ds.df.iloc[0]
+    assert row.relevance_score is pd_na() and row.groundedness_score is not pd_na()
+    assert row.failures[0]['stage'] == 'critique_relevance' and 'outside 1-5' in row.failures[0]['message']
+
+def test_select_thresholds_and_dedupe():
+    def q(i, text, g=5, r=5, s=5):
+        return QA(f'c#{i}/q0', 'd', 'd', f'c#{i}', 0, 'ctx', question=text, answer='a', evidence='e',
+                  groundedness_score=g, relevance_score=r, standalone_score=s)
+    qs = [q(0, 'What is the Batch API?', 4, 4, 4), q(1, 'What is the batch API', 5, 5, 5), q(2, 'How long do batch jobs take?', 5, 2, 5),
+          q(3, 'What does HNSW stand for?', 3, 3, 3)]
+    select(qs)
+    assert [x.kept for x in qs] == [False, True, False, True]
+    assert qs[0].drop_reason == 'near-duplicate of c#1/q0 (100)' and qs[2].drop_reason == 'relevance 2 < 3'
+    select(qs, min_score=4, dedupe=None)
+    assert [x.kept for x in qs] == [True, True, False, False]
+    select(qs, thresholds={'relevance': 1}, dedupe=None)
+    assert [x.kept for x in qs] == [True, True, True, True]
+
+@needs_cookbook
+def test_seed_example_on_contributing(tmp_path):
+    docs = load_folder(COOKBOOK, glob='CONTRIBUTING.md')
+    with FakeServer() as srv:
+        llm = _llm(srv, tmp_path)
+        qs = select(critique(generate_questions(split_documents(docs), llm, docs, n_per_chunk=3), llm))
+    assert [(x.question, (x.groundedness_score, x.relevance_score, x.standalone_score)) for x in qs] == list(SEED_EXAMPLE.items())
+    assert [x.kept for x in qs] == [True, False, True] and 'relevance 2 < 3' in qs[1].drop_reason
+
+@needs_cookbook
+def test_cookbook_sample_dataset_roundtrip_and_exports(tmp_path):
+    with FakeServer() as srv:
+        llm = _llm(srv, tmp_path)
+        ds = generate_dataset(COOKBOOK, llm, max_chunks=25, seed=7)
+        n = len(srv.calls())
+        again = generate_dataset(COOKBOOK, llm, max_chunks=25, seed=7)  # the same sample, all from the cache
+        assert len(srv.calls()) == n and again.stats['cached'] == again.stats['calls']
+    assert ds.stats['chunks'] == 25 and ds.stats['calls'] == n
+    assert 0 < ds.counts()['kept'] < 25
+    assert again.df.question.tolist() == ds.df.question.tolist()
+    for name in ('x.jsonl', 'x.parquet'):
+        back = Dataset.load(ds.save(tmp_path/name))
+        assert back.df.drop(columns='failures').equals(ds.df.drop(columns='failures')) and back.df.failures.tolist() == ds.df.failures.tolist()
+    rows = [json.loads(l) for l in (tmp_path/'x.jsonl').read_text().splitlines()]
+    need = {'source_doc', 'context', 'question', 'answer', 'evidence', 'evidence_found', 'groundedness_score', 'relevance_score',
+            'standalone_score', 'groundedness_eval', 'relevance_eval', 'standalone_eval', 'evidence_start', 'evidence_end'}
+    assert need <= set(rows[0])
+    ragas = ds.to_ragas()
+    assert list(ragas.columns) == ['user_input', 'reference', 'reference_contexts'] and len(ragas) == ds.counts()['kept']
+    assert all(isinstance(c, list) and c for c in ragas.reference_contexts)
+    rc = ds.to_ragchecker()['results']
+    assert {tuple(sorted(r)) for r in rc} == {('gt_answer', 'query', 'query_id')} and len(rc) == ds.counts()['kept']
+    html = ds._repr_html_()
+    assert '<table' in html and '<script' not in html
+
+def test_render_escapes_model_html():
+    q = QA('c#0/q0', 'd', 'd', 'c#0', 0, 'ctx', question='What is <script>alert(1)</script>?', answer='<b>x</b>', evidence='e')
+    md = q._repr_markdown_()
+    assert '<script>' not in md and '&lt;script&gt;' in md
+    ds = Dataset.from_records([q])
+    assert '<script>' not in ds._repr_html_()
+
+def test_cli_generate(tmp_path, monkeypatch, capsys):
+    src = tmp_path/'docs'; src.mkdir()
+    (src/'limits.md').write_text(EN.text); (src/'de.md').write_text(DE.text); (src/'bad.md').write_bytes(b'\x00\x01')
+    parser = argparse.ArgumentParser(prog='ragnb'); add_cli(parser.add_subparsers())
+    with FakeServer() as srv:
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'test')
+        monkeypatch.setenv('RAGNB_MODEL', 'scripted-test-model'); monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+        out = tmp_path/'qa.jsonl'
+        args = parser.parse_args(['generate', str(src), '--out', str(out), '--keep-all', '--concurrency', '4', '--min-score', '1'])
+        assert args.func(args) == 0
+    printed = capsys.readouterr()
+    for label in ('chunks: 2', 'questions: 2', 'kept:', 'dropped:', 'failed: 0', 'calls: 8', 'tokens:'):
+        assert label in printed.out
+    assert 'bad.md' in printed.err
+    rows = [json.loads(l) for l in out.read_text().splitlines()]
+    assert len(rows) == 2 and {r['source_doc'] for r in rows} == {'limits.md', 'de.md'}
