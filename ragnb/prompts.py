@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'Prompt', 'register', 'get_prompt']
+__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CLAIM_SYSTEM', 'Prompt', 'register', 'get_prompt']
 
 # %% ../nbs/01_prompts.ipynb #00569695
 @dataclass(frozen=True)
@@ -187,3 +187,65 @@ Passages:
 
 Question: {question}
 Answer:"""))
+
+# %% ../nbs/01_prompts.ipynb #9c8dc1dc
+CLAIM_SYSTEM = "You break texts into precise factual claims and judge claims against references. You reply with JSON only."
+
+register(Prompt('extract_claims_triplet', '1', system=CLAIM_SYSTEM,
+description='knowledge triplets [subject, predicate, object] stated in a text (RAGChecker format)',
+template="""Break the text below into the factual claims it makes, written as knowledge triplets
+[subject, predicate, object]. The question the text answers is given for context only; take claims from the text.
+
+- One triplet per fact; split sentences that state several facts.
+- Use the text's own words; resolve pronouns to the entity they refer to.
+- Leave out opinions, hedges without content, and anything the text does not state.
+
+Question: {question}
+
+Text:
+<<<
+{text}
+>>>
+
+Reply with JSON only, in this form: {{"claims": [["subject", "predicate", "object"], ...]}}"""))
+
+register(Prompt('extract_claims_sentence', '1', system=CLAIM_SYSTEM,
+description='short self-contained factual sentences stated in a text',
+template="""Break the text below into the factual claims it makes, each written as one short sentence that can be
+understood on its own. The question the text answers is given for context only; take claims from the text.
+
+- One fact per sentence; split sentences that state several facts.
+- Name the entity instead of using a pronoun, so each claim stands alone.
+- Leave out opinions, hedges without content, and anything the text does not state.
+
+Question: {question}
+
+Text:
+<<<
+{text}
+>>>
+
+Reply with JSON only, in this form: {{"claims": ["first claim.", "second claim.", ...]}}"""))
+
+register(Prompt('check_claims', '1', system=CLAIM_SYSTEM,
+description='label every numbered claim Entailment / Neutral / Contradiction against one reference, in one call',
+template="""Judge each numbered claim against the reference text below.
+
+- Entailment: the reference states or clearly implies the claim.
+- Contradiction: the reference states something incompatible with the claim.
+- Neutral: the reference neither supports nor contradicts the claim (including when it does not mention it).
+
+Use only the reference, not your own knowledge. The question is context for what the reference is about.
+
+Question: {question}
+
+Reference:
+<<<
+{reference}
+>>>
+
+Claims:
+{claims}
+
+Reply with JSON only, one entry for each of the {n} claims, using the claim numbers shown:
+{{"labels": [{{"claim": 1, "label": "Entailment"}}, {{"claim": 2, "label": "Neutral"}}, ...]}}"""))
