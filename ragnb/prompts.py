@@ -249,3 +249,7 @@ Claims:
 
 Reply with JSON only, one entry for each of the {n} claims, using the claim numbers shown:
 {{"labels": [{{"claim": 1, "label": "Entailment"}}, {{"claim": 2, "label": "Neutral"}}, ...]}}"""))
+
+register(Prompt('repair_json', '1', description='follow-up turn when a JSON reply could not be used: say what was wrong, ask again',
+template="""Your reply could not be used: {problem}
+Reply again with the JSON object only, exactly in the form asked for above."""))
