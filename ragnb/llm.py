@@ -85,6 +85,7 @@ class CallCache:
         if c is None:
             c = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA busy_timeout=30000')
+            c.execute('PRAGMA synchronous=NORMAL')  # WAL: no fsync per commit; a crash of the process loses nothing committed
             self._local.conn = c
         return c
 
@@ -268,12 +269,16 @@ class LLM:
                  vision_model:str|None=None,  # Default `RAGNB_VISION_MODEL`, else `model`
                  embed_model:str|None=None,  # Default `RAGNB_EMBED_MODEL` or text-embedding-3-small
                  progress:bool=True,  # Show a tqdm progress bar for batches
+                 azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
+                 api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
         self.embed_model = embed_model or os.environ.get('RAGNB_EMBED_MODEL') or DEFAULT_EMBED_MODEL
-        self.base_url = (base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
-        self._api_key = api_key or os.environ.get('OPENAI_API_KEY')
+        self.azure_endpoint = azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
+        self.api_version = api_version or os.environ.get('OPENAI_API_VERSION')
+        self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
+        self._api_key = api_key or os.environ.get('OPENAI_API_KEY') or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None)
         self.replay, self.concurrency, self.max_retries, self.timeout = replay, concurrency, max_retries, timeout
         self.temperature, self.backoff, self.max_backoff, self.progress = temperature, backoff, max_backoff, progress
         self._client_kw = client_kw
@@ -293,8 +298,9 @@ class LLM:
         c = self._clients.get(id(loop))
         if c is None or c[0] is not loop:
             self._clients = {k:v for k,v in self._clients.items() if not v[0].is_closed()}
-            c = (loop, openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key or 'no-key', max_retries=0,
-                                          timeout=self.timeout, **self._client_kw))
+            kw = dict(api_key=self._api_key or 'no-key', max_retries=0, timeout=self.timeout, **self._client_kw)
+            c = (loop, openai.AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, api_version=self.api_version, **kw)
+                       if self.azure_endpoint else openai.AsyncOpenAI(base_url=self.base_url, **kw))
             self._clients[id(loop)] = c
         return c[1]
 
