@@ -584,7 +584,7 @@ def fake_factoid(messages:list, rng:random.Random)->str:
         x = term.group(1) if term else ' '.join(ev.split()[:3])
         vague = not term or rng.random() < 0.25 or language != 'English'
         q = _WHAT.get(language, _WHAT['English'])[1].format(x=x) if vague else f"What is {x} used for?"
-        a = _short(ev)
+        a = _short(max(_CUT.split(ev.rstrip('.')), key=len))
     u = rng.random()
     if u < 0.08: ev = ev.replace(' the ', ' a ', 1).replace(', ', ' ', 1)  # a slightly misquoted sentence: fuzzy match
     elif u < 0.12: ev = f"The answer is {a}."                                 # not copied from the context at all
