@@ -106,6 +106,7 @@ def _draw_labels(ax, labels:list, xlabels:list, ylabels:list, fontsize:float=8):
 def plot_entailment_map(
     result:dict,  # One RAGChecker result with claims and the four label lists
     key:bool=False,  # Label claims `R1`.. `G1`.. and list their text in a key, instead of wrapping the text
+    show_key:bool=True,  # With `key`, draw the key beside the map (off when the ids are explained elsewhere)
     width:int=45,  # Wrap claim text at this many characters
     max_lines:int=2,  # Longer claims are cut with an ellipsis (the key always has the full text)
     fontsize:float=8,
@@ -126,12 +127,13 @@ def plot_entailment_map(
     line_h = .24 if key else .16 + .14*max_lines
     heights = [max(len(rc_), 1), max(len(gc), 1)]
     lab_w = 0.6 if key else width * 0.065
-    key_w = 4.6 if key else 0
+    show_key = key and show_key
+    key_w = 4.6 if show_key else 0
     w = lab_w + 0.45*(n+1) + 1.2 + key_w
     h = 1.7 + line_h*sum(heights) + .8
     fig = _new_figure(w, h)
-    gs = fig.add_gridspec(2, 4 if key else 2, height_ratios=heights, hspace=1.0/(line_h*sum(heights)/2), wspace=.15,
-                          width_ratios=[n, 1] + ([1, key_w/0.45] if key else []))
+    gs = fig.add_gridspec(2, 4 if show_key else 2, height_ratios=heights, hspace=1.0/(line_h*sum(heights)/2), wspace=.15,
+                          width_ratios=[n, 1] + ([1, key_w/0.45] if show_key else []))
     panels = [('Response claims', rc_, r2r, a2r, 'vs answer', 'R'), ('Ground-truth claims', gc, r2a, r2ans, 'vs response', 'G')]
     for k, (title, claims, mat, side, side_name, prefix) in enumerate(panels):
         ax, ax2 = fig.add_subplot(gs[k, 0]), fig.add_subplot(gs[k, 1])
@@ -142,17 +144,18 @@ def plot_entailment_map(
         _draw_labels(ax2, [[s] for s in side], [side_name], ['']*len(claims), fontsize)
         ax2.set_yticks([])
         if not claims: ax.text(n/2, .5, 'no claims', ha='center', va='center', fontsize=fontsize, style='italic')
-    if key:
+    if show_key:
         kax = fig.add_subplot(gs[:, 3]); kax.axis('off')
         lines = [f'{p}{i+1:<3} ' + short_label(claim_text(c), 56, 3).replace('\n', '\n     ')
                  for p, cl in (('R', rc_), ('G', gc)) for i, c in enumerate(cl)]
         kax.text(0, 1, '\n'.join(lines), va='top', ha='left', fontsize=fontsize-1, family='monospace', transform=kax.transAxes)
     handles = [Patch(facecolor=c, edgecolor='grey', label=f"{l} {LABEL_MARKS[l]}".strip()) for l, c in LABEL_COLOURS.items()]
     handles.append(Patch(facecolor='white', edgecolor='black', linewidth=2, label='\u2605 relevant chunk'))
-    fig.legend(handles=handles, loc='lower center', ncol=4, fontsize=fontsize, frameon=False, bbox_to_anchor=(.5, 0))
+    ncol = 4 if w >= 5.5 else 2
+    fig.legend(handles=handles, loc='lower center', ncol=ncol, fontsize=fontsize, frameon=False, bbox_to_anchor=(.5, 0))
     q = result.get('query', '')
-    fig.suptitle(short_label(f"{result.get('query_id', '')}: {q}", 90, 2), fontsize=fontsize+2, x=0.01, ha='left')
-    fig.subplots_adjust(bottom=.8/h + .02, top=1 - .9/h)
+    fig.suptitle(short_label(f"{result.get('query_id', '')}: {q}", int(w*11), 2), fontsize=fontsize+2, x=0.01, ha='left')
+    fig.subplots_adjust(bottom=(.8 if ncol == 4 else 1.1)/h + .02, top=1 - .9/h)
     return fig
 
 # %% ../nbs/08_plots.ipynb #fb8cac8a

@@ -61,7 +61,7 @@ class StepView:
         head = [W.HTML(f'<b>{html.escape(title)}</b>')] if title else []
         nav = W.HBox([self.prev, self.next, self.slider, self.pos])
         self.box = W.VBox(head + [nav, self.body] + ([W.HBox(controls)] if controls else []))
-        self.box.add_class('ragnb-stepview')
+        self.box.add_class('ragnb-stepview'); self.body.add_class('ragnb-body'); self.pos.add_class('ragnb-pos')
         self.refresh()
 
     def refresh(self):
@@ -305,7 +305,7 @@ def _claims_table(df:pd.DataFrame, label_col:str, extra:str|None=None) -> str:
         for r in df.itertuples())
     return f'<table style="font-size:12px"><tr>{head}</tr>{body}</table>'
 
-def result_html(result:dict, metrics:dict, map_width:int=520) -> str:
+def result_html(result:dict, metrics:dict, map_width:int=380) -> str:
     "One result: query, entailment map, claims with labels and roles, and each metric with the claims it counts."
     sets = metric_sets(result)
     rows = ''.join(
@@ -313,7 +313,7 @@ def result_html(result:dict, metrics:dict, map_width:int=520) -> str:
         f'<td>{"" if m == "f1" else f"{len(num)} of {len(den)}"}</td><td style="text-align:left">{DESCRIBE[m]}'
         f'{": " + html.escape(", ".join(num)) if num else ""}</td></tr>'
         for m, (num, den) in sets.items())
-    fig = plot_entailment_map(result, key=True)
+    fig = plot_entailment_map(result, key=True, show_key=False)  # the claim tables below spell out the ids
     return (f'<h4 style="margin:2px 0">{html.escape(str(result.get("query_id", "")))}: {html.escape(result["query"])}</h4>'
             f'<div style="display:flex;gap:12px"><div>{img_tag(fig, map_width, "entailment map")}</div>'
             f'<div style="font-size:12px"><table style="font-size:12px"><tr><th>metric</th><th>%</th><th>count</th><th>which</th></tr>'
