@@ -136,8 +136,10 @@ def load_folder(
 
 # %% ../nbs/03_documents.ipynb #cf56f7fe
 def cache_dir()->Path:
-    "ragnb's cache folder: `$RAGNB_CACHE_DIR`, else `~/.cache/ragnb`."
-    return Path(os.environ.get('RAGNB_CACHE_DIR') or Path.home()/'.cache'/'ragnb')
+    "ragnb's cache folder: `$RAGNB_CACHE_DIR`, else the user's cache folder (as for the call cache)."
+    if d := os.environ.get('RAGNB_CACHE_DIR'): return Path(d).expanduser()
+    import platformdirs
+    return Path(platformdirs.user_cache_dir('ragnb'))
 
 def _git(*args, cwd=None, timeout=600)->subprocess.CompletedProcess:
     return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,

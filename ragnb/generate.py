@@ -8,20 +8,22 @@ import html, json, random, re, sys, time
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 import pandas as pd, nh3
-from rapidfuzz import fuzz, process
+import numpy as np
+from rapidfuzz import fuzz, process, utils
 from .llm import LLM, Request, Result, Usage, ParseError
 from .prompts import get_prompt, DEFAULT_AUDIENCE
 from .testserver import fake_reply, user_text
 from .documents import Document, Chunk, load_documents, split_documents
 
 # %% auto #0
-__all__ = ['CRITERIA', 'SEED_EXAMPLE', 'parse_factoid', 'normalise', 'Match', 'locate', 'ground', 'Critique', 'parse_rating',
-           'QA', 'generate_questions', 'critique', 'select', 'Dataset', 'sample_chunks', 'generate_dataset',
-           'fake_factoid', 'fake_groundedness', 'fake_relevance', 'fake_standalone', 'add_cli']
+__all__ = ['CRITERIA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'normalise', 'Match', 'locate', 'ground', 'Critique',
+           'parse_rating', 'QA', 'generate_questions', 'critique', 'select', 'Dataset', 'sample_chunks',
+           'generate_dataset', 'fake_factoid', 'fake_groundedness', 'fake_relevance', 'fake_standalone', 'add_cli']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
 _QA_FIELDS = {'question': r'(?:factoid[ \t]+)?question', 'answer': r'answer', 'evidence': r'evidence'}
+_QA_INLINE = re.compile(r'(?i)(?:\*\*|__)?\b(factoid[ \t]+question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
 _QA_RE = re.compile(r'(?im)^' + _LABEL + r'(factoid[ \t]+question|question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
 
 def _clean_field(s:str, oneline:bool=True)->str:
@@ -42,6 +44,7 @@ def parse_factoid(
     i = text.find('Output:::')
     body = text[i+9:] if i >= 0 and _QA_RE.search(text[i+9:]) else text
     marks = list(_QA_RE.finditer(body))
+    if len({m.group(1).lower().split()[-1] for m in marks}) < 3: marks = list(_QA_INLINE.finditer(body)) or marks  # all on one line
     out = {}
     for m, nxt in zip(marks, marks[1:] + [None]):
         label = m.group(1).lower()
@@ -279,11 +282,13 @@ def critique(
     return qas
 
 # %% ../nbs/04_generate.ipynb #a3278f55
+DEDUPE_BLOCK = 1024
+
 def select(
     qas:list[QA],                  # Critiqued questions
     min_score:int=3,               # Lowest score kept on every criterion
     thresholds:dict|None=None,     # Per-criterion overrides, e.g. {'relevance': 4}
-    dedupe:float|None=90,          # Drop a question this similar (0-100, rapidfuzz token_sort_ratio) to a better one; None keeps all
+    dedupe:int|None=90,            # Drop a question this similar (0-100, rapidfuzz token_sort_ratio) to a better one; None keeps all
     require_evidence:bool=False,   # Also drop questions whose evidence was not found
 )->list[QA]:
     "Set `kept` and `drop_reason` on every question: thresholds first, then near-duplicates."
@@ -300,14 +305,13 @@ def select(
         q.kept, q.drop_reason = not why, '; '.join(why) or None
     kept = sorted((q for q in qas if q.kept), key=lambda q: -sum(getattr(q, f'{c}_score') for c in CRITERIA))
     if dedupe is not None and len(kept) > 1:
-        from rapidfuzz import utils
-        sim = process.cdist([q.question for q in kept], [q.question for q in kept], scorer=fuzz.token_sort_ratio,
-                            processor=utils.default_process, score_cutoff=dedupe)
-        for i, q in enumerate(kept):
-            if not q.kept: continue
-            for j in range(i+1, len(kept)):
-                if kept[j].kept and sim[i, j] >= dedupe:
-                    kept[j].kept, kept[j].drop_reason = False, f'near-duplicate of {q.id} ({sim[i, j]:.0f})'
+        texts = [utils.default_process(q.question) for q in kept]
+        for b in range(0, len(kept), DEDUPE_BLOCK):  # blocks of rows keep memory at DEDUPE_BLOCK x n bytes
+            sim = process.cdist(texts[b:b+DEDUPE_BLOCK], texts, scorer=fuzz.token_sort_ratio, score_cutoff=dedupe, dtype=np.uint8)
+            for i in range(b, min(b+DEDUPE_BLOCK, len(kept))):
+                if not kept[i].kept: continue
+                for j in np.nonzero(sim[i-b, i+1:])[0] + i + 1:
+                    if kept[j].kept: kept[j].kept, kept[j].drop_reason = False, f'near-duplicate of {kept[i].id} ({sim[i-b, j]})'
     return qas
 
 # %% ../nbs/04_generate.ipynb #d03e647d
@@ -562,7 +566,11 @@ def fake_factoid(messages:list, rng:random.Random)->str:
     ctx = _field(first, 'Context:\n', '\n\nOutput:::')
     language = (re.search(r'Write the question and the answer in ([^.\n]+)\.', first) or [None, 'English'])[1]
     k = sum(m.get('role') == 'assistant' for m in messages)
-    used = {parse_factoid(m['content'])['evidence'] for m in messages if m.get('role') == 'assistant' and 'Evidence:' in m['content']}
+    used = set()
+    for m in messages:
+        if m.get('role') == 'assistant':
+            try: used.add(parse_factoid(m['content'])['evidence'])
+            except ParseError: pass
     if _is_contributing(ctx) and k < len(SEED_EXAMPLE):
         q = list(SEED_EXAMPLE)[k]
         ans = ["Useful, clear and original", "A score of 3", "Whether the content is accurate"][k]

@@ -37,6 +37,8 @@ def test_parse_factoid_variants():
     assert got == {'question': 'What is X?', 'answer': 'Y', 'evidence': 'X is Y.'}
     with pytest.raises(ParseError, match="'Answer:'"): parse_factoid('Output:::\nFactoid question: Q?\nEvidence: E.')
     with pytest.raises(ParseError, match="'Factoid question:'"): parse_factoid('Factoid question:\nAnswer: a\nEvidence: e')
+    assert parse_factoid('Output::: Factoid question: What is X? Answer: Y. Evidence: X is Y.') == \
+        {'question': 'What is X?', 'answer': 'Y.', 'evidence': 'X is Y.'}
 
 def test_parse_rating_variants():
     assert parse_rating('Answer:::\nEvaluation: ok.\nTotal rating: 4').score == 4
@@ -123,6 +125,18 @@ def test_out_of_range_rating_is_a_failure(tmp_path):
     row = ds.df.iloc[0]
     assert row.relevance_score is pd_na() and row.groundedness_score is not pd_na()
     assert row.failures[0]['stage'] == 'critique_relevance' and 'outside 1-5' in row.failures[0]['message']
+
+def test_dedupe_in_blocks(monkeypatch):
+    import ragnb.generate as g
+    def q(i, text): return QA(f'c#{i}/q0', 'd', 'd', f'c#{i}', 0, 'ctx', question=text, answer='a', evidence='e',
+                              groundedness_score=5, relevance_score=5, standalone_score=5)
+    topics = ['embeddings', 'rate limits', 'fine-tuning', 'the Batch API', 'structured outputs', 'function calling', 'vision']
+    texts = [f'What is {t}?' for t in topics] + [f'what is {t}' for t in topics]  # second half duplicates the first
+    full = [x.kept for x in select([q(i, t) for i, t in enumerate(texts)])]
+    monkeypatch.setattr(g, 'DEDUPE_BLOCK', 3)
+    small = select([q(i, t) for i, t in enumerate(texts)])
+    assert [x.kept for x in small] == full and sum(full) == len(topics)
+    assert all(x.drop_reason.startswith('near-duplicate of c#') for x in small if not x.kept)
 
 def test_select_thresholds_and_dedupe():
     def q(i, text, g=5, r=5, s=5):
