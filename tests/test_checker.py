@@ -1,0 +1,160 @@
+"Claim extraction and checking against ragnb's scripted test server (real openai client, no patching)."
+import json, re
+from pathlib import Path
+
+import pytest
+
+from ragnb.llm import LLM, ParseError
+from ragnb.testserver import FakeServer, user_text
+from ragnb.metrics import LABELS, load_results
+from ragnb.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
+                           overlap_judge, llm_checker, run_checks, ragchecker_calls, fake_check)
+
+DATA = Path(__file__).resolve().parents[2]/'shared/data/ragchecker/examples'
+pytestmark = pytest.mark.skipif(not (DATA/'checking_inputs.json').exists(), reason='shared data not present')
+
+
+def make_llm(srv, tmp_path, **kw):
+    return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'calls.sqlite',
+               progress=False, backoff=0.01, **kw)
+
+def inputs(): return load_results(DATA/'checking_inputs.json')
+
+def assert_complete(r):
+    assert len(r.answer2response) == len(r.response_claims) > 0
+    assert len(r.response2answer) == len(r.gt_answer_claims) > 0
+    k = len(r.retrieved_context)
+    for f, claims in (('retrieved2response', r.response_claims), ('retrieved2answer', r.gt_answer_claims)):
+        m = getattr(r, f)
+        assert len(m) == len(claims) and all(len(row) == k for row in m)
+        assert all(l in LABELS for row in m for l in row)
+    assert all(l in LABELS for l in r.answer2response + r.response2answer)
+
+
+def test_parsers():
+    assert json_reply('Here:\n```json\n{"claims": [["a", "b", "c"]]}\n```') == {'claims': [['a', 'b', 'c']]}
+    with pytest.raises(ParseError): json_reply("__import__('os').getcwd()")
+    assert parse_claims('{"claims": [{"subject": "a", "predicate": "b", "object": "c"}]}') == [['a', 'b', 'c']]
+    assert parse_claims('{"claims": ["One.", " Two. "]}', 'sentence') == ['One.', 'Two.']
+    with pytest.raises(ParseError, match='claim 1'): parse_claims('{"claims": [["a","b","c"], ["a", 3, "c"]]}')
+    with pytest.raises(ParseError, match='claim 0 is not a sentence'): parse_claims('{"claims": [[]]}', 'sentence')
+    assert parse_labels('{"labels": [{"claim": 1, "label": " NEUTRAL"}, {"claim": 2, "label": "yes"}]}') == {1: 'Neutral'}
+    assert parse_labels('{"1": "Entailment", "2": "Contradiction"}') == {1: 'Entailment', 2: 'Contradiction'}
+    assert claim_text(['a', 'b', 'c']) == '(a, b, c)'
+
+
+def test_end_to_end_one_call_per_reference(tmp_path):
+    with FakeServer() as srv:
+        run = run_checks(inputs(), make_llm(srv, tmp_path))
+        n_extract, n_check = len(srv.calls('extract_claims_triplet')), len(srv.calls('check_claims'))
+        n_repair = len(srv.calls('repair_json'))
+    for r in run.results: assert_complete(r)
+    assert n_extract == 4
+    # one check per reference (answer, response, each chunk) plus any re-asks for dropped claims
+    refs = sum(2 + len(r.retrieved_context) for r in run.results)
+    assert refs <= n_check + n_repair and n_check + n_repair == run.usage.calls.sum() - n_extract
+    for r in run.results:   # calls recorded per result = requests the server saw for that query; at least 2+2+k
+        seen = sum(f"Question: {r.query}" in user_text(q['body']['messages']) for q in srv.requests)
+        assert run.usage.loc[r.query_id, 'calls'] == seen >= 4 + len(r.retrieved_context)
+    assert (run.usage.prompt_tokens > 0).all() and (run.usage.failures == 0).all()
+    assert list(run.scores.per_result.index) == ['0', '1'] and not run.scores.errors
+    # RAGChecker needs 42 calls for query 0 with its 11/22 claims; with the same claims we would need 2+2+4
+    assert ragchecker_calls(11, 22, 4) == 42
+
+
+def test_reask_only_missing_claims(tmp_path):
+    def drop_second(messages, rng):
+        out = json_reply(fake_check(messages, rng))
+        if len(out['labels']) > 1: out['labels'] = [x for x in out['labels'] if x['claim'] != 2]
+        return json.dumps(out)
+    claims = ['The Nile flows into the Mediterranean Sea.', 'The Nile is in Africa.', 'The Amazon is in Asia.']
+    with FakeServer(rules={'check_claims': drop_second}) as srv:
+        o = llm_checker(make_llm(srv, tmp_path))([CheckTask('t', 'q', 'The Nile is in Africa and flows into the Mediterranean Sea.', claims)])[0]
+        asks = [user_text(r['body']['messages']) for r in srv.calls('check_claims')]
+    assert o.labels == ['Entailment', 'Entailment', 'Neutral'] and o.calls == 2
+    second = re.findall(r'(?m)^(\d+)\. ', asks[1].split('Claims:\n')[1])
+    assert second == ['2']
+
+
+def test_malformed_reply_repaired_then_failure_only_for_that_result(tmp_path):
+    garbage = lambda messages, rng: "I'm sorry, I can't do that."
+    def garbage_for_flag(messages, rng):   # only the second query (the flag) gets unusable replies
+        return garbage(messages, rng) if 'flag' in user_text(messages[:2]).lower() else fake_check(messages, rng)
+    with FakeServer(rules={'check_claims': garbage}) as srv:   # repair turn fixes it
+        run = run_checks(inputs(), make_llm(srv, tmp_path))
+        assert len(srv.calls('repair_json')) > 0
+    for r in run.results: assert_complete(r)
+    with FakeServer(rules={'check_claims': garbage_for_flag, 'repair_json': garbage}) as srv:
+        run = run_checks(inputs(), make_llm(srv, tmp_path/'b'))
+    ok, bad = run.results
+    assert_complete(ok)
+    assert bad.answer2response is None and bad.retrieved2answer is None
+    reasons = [f['reason'] for f in bad.ragnb['failures']]
+    assert reasons and all('unlabelled' in x for x in reasons) and any('parse' in x for x in reasons)
+    assert list(run.scores.per_result.index) == ['0']
+    assert [e.result for e in run.scores.errors] == ['1']
+
+
+def test_malformed_extraction_gets_one_repair_turn(tmp_path):
+    with FakeServer(rules={'extract_claims_triplet': lambda m, rng: '{"claims": [["half a triplet"]]}'}) as srv:
+        run = run_checks(inputs(), make_llm(srv, tmp_path))
+        assert len(srv.calls('repair_json')) >= 4
+    for r in run.results: assert_complete(r)
+
+
+def test_none_label_from_a_checker_is_a_failure_for_that_result(tmp_path):
+    rs = inputs()
+    flag_chunks = {c['text'] for c in rs[1].retrieved_context}
+    judge = lambda claim, ref, q: None if ref in flag_chunks else overlap_judge(claim, ref)
+    with FakeServer() as srv:
+        run = run_checks(rs, make_llm(srv, tmp_path), checker=pairwise_checker(judge))
+    assert_complete(run.results[0])
+    assert run.results[1].retrieved2answer is None and "judge gave None" in run.results[1].ragnb['failures'][0]['reason']
+    assert list(run.scores.per_result.index) == ['0']
+
+
+def test_resume_recomputes_nothing_present(tmp_path):
+    out = tmp_path/'out.json'
+    with FakeServer() as srv:
+        llm = make_llm(srv, tmp_path)
+        run_checks(inputs(), llm, out=out)
+        n = len(srv.requests)
+        doc = json.loads(out.read_text())
+        run_checks(doc, llm, out=out)
+        assert len(srv.requests) == n                       # nothing left to do: no request at all
+        doc['results'][1]['retrieved2answer'] = None
+        doc['results'][0]['response_claims'] = None; doc['results'][0]['answer2response'] = None
+        doc['results'][0]['retrieved2response'] = None
+        rs = run_checks(doc, make_llm(srv, tmp_path, cache=False), out=out).results
+        new = srv.requests[n:]
+    k1 = len(rs[1].retrieved_context)
+    prompts = [r['prompt'].split('@')[0] for r in new]
+    assert prompts.count('extract_claims_triplet') == 1     # only result 0's response claims
+    assert prompts.count('check_claims') >= 1 + len(rs[0].retrieved_context) + k1
+    for r in rs: assert_complete(r)
+    assert json.loads(out.read_text())['metrics']['overall_metrics']['precision'] is not None
+
+
+def test_faults_are_retried(tmp_path):
+    with FakeServer(faults={'429': 0.2, '500': 0.1}, seed=3) as srv:
+        run = run_checks(inputs(), make_llm(srv, tmp_path, max_retries=8))
+        assert any(r['fault'] for r in srv.requests)
+    for r in run.results: assert_complete(r)
+
+
+def test_cli_check_end_to_end(tmp_path, monkeypatch, capsys):
+    from ragnb.cli import main
+    out = tmp_path/'checked.json'
+    with FakeServer() as srv:
+        for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
+                     'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+        assert main(['check', str(DATA/'checking_inputs.json'), '--out', str(out), '--claim-format', 'sentence']) == 0
+        n = len(srv.requests)
+        printed = capsys.readouterr().out
+        assert main(['check', str(DATA/'checking_inputs.json'), '--out', str(out)]) == 0   # resumes: nothing to do
+        assert len(srv.requests) == n
+    assert 'calls' in printed and 'ragchecker_calls' in printed and 'overall_metrics' in printed
+    doc = json.loads(out.read_text())
+    for r in load_results(doc): assert_complete(r); assert isinstance(r.response_claims[0], str)
+    assert set(doc['metrics']) == {'overall_metrics', 'retriever_metrics', 'generator_metrics'}
+    assert main(['metrics', str(out)]) == 0
