@@ -12,7 +12,7 @@ import numpy as np
 from rapidfuzz import fuzz, process, utils
 from .llm import LLM, Request, Result, Usage, ParseError
 from .prompts import get_prompt, DEFAULT_AUDIENCE
-from .testserver import fake_reply, user_text
+from .testserver import fake_reply
 from .documents import Document, Chunk, load_documents, split_documents
 
 # %% auto #0
@@ -22,9 +22,13 @@ __all__ = ['CRITERIA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'normali
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
-_QA_FIELDS = {'question': r'(?:factoid[ \t]+)?question', 'answer': r'answer', 'evidence': r'evidence'}
 _QA_INLINE = re.compile(r'(?i)(?:\*\*|__)?\b(factoid[ \t]+question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
 _QA_RE = re.compile(r'(?im)^' + _LABEL + r'(factoid[ \t]+question|question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
+
+def _md_escape(s:str|None)->str:
+    "Model text shown as plain markdown: HTML tags and markdown control characters escaped."
+    s = html.escape(s or '', quote=False)
+    return re.sub(r'([\\`*_\[\]#|])', r'\\\1', s)
 
 def _clean_field(s:str, oneline:bool=True)->str:
     "Strip whitespace, markdown emphasis and surrounding quotes from a parsed field."
@@ -134,7 +138,7 @@ class Critique:
     "One critique agent's verdict."
     score:int        # 1-5
     evaluation:str   # The rationale
-    def _repr_markdown_(self): return f"**{self.score}/5** {self.evaluation}"
+    def _repr_markdown_(self): return f"**{self.score}/5** {_md_escape(self.evaluation)}"
 
 _RATING_RE = re.compile(r'(?i)total[ \t]*rating[ \t]*(?:\*\*|__)?[ \t]*[:：=]?[ \t]*(?:\*\*|__)?[ \t]*\(?[ \t]*(-?\d+(?:[.,]\d+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(\d+))?')
 _EVAL_RE = re.compile(r'(?is)evaluation[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?(.*?)(?=^[ \t>#*_\-]*total[ \t]*rating|\Z)', re.M)
@@ -197,10 +201,6 @@ class QA:
         return (f"**{self.id}** ({verdict})\n\n**Q:** {_md_escape(self.question)}  \n**A:** {_md_escape(self.answer)}  \n"
                 f"**Evidence** {ev}: {_md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
 
-def _md_escape(s:str|None)->str:
-    "Model text shown as plain markdown: HTML tags and markdown control characters escaped."
-    s = html.escape(s or '', quote=False)
-    return re.sub(r'([\\`*_\[\]#|])', r'\\\1', s)
 
 def _tally(stats:dict|None, rs:list[Result], t0:float):
     "Add a batch's calls, failures and wall time to `stats`."
