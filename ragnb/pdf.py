@@ -536,7 +536,7 @@ def _cli_regions(args)->int:
     if args.render:
         render_regions(args.file, regions, args.render)
         for pno in sorted({r.page for r in regions}): mark_page(args.file, pno, [r for r in regions if r.page == pno], args.render)
-    if args.json: print(json.dumps([r.to_dict() for r in regions], indent=1))
+    if args.json: print('[' + ',\n '.join(json.dumps(r.to_dict()) for r in regions) + ']')  # one region per line
     else:
         for r in regions: print(f"page {r.page:>3} region {r.index:>2}  bbox {', '.join(f'{v:.1f}' for v in r.bbox)}  {r.image or ''}")
     return 0
