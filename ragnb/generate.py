@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_generate.ipynb #cddd6dc4
 from __future__ import annotations
-import html, json, random, re, sys, time
+import functools, html, json, random, re, sys, time
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 import pandas as pd, nh3
@@ -63,24 +63,27 @@ def parse_factoid(
     return out
 
 # %% ../nbs/04_generate.ipynb #eb84a282
-_QUOTES = {**dict.fromkeys('‘’‚‛′`´', "'"), **dict.fromkeys('“”„‟″«»', '"'), **dict.fromkeys('‐‑‒–—―', '-')}
-_DROP = set('*_')
+_QUOTES = {"'": '‘’‚‛′`´', '"': '“”„‟″«»', '-': '‐‑‒–—―'}  # plain character: the variants mapped to it
+_IS_SPACE = np.zeros(0x3001, dtype=bool)
+_IS_SPACE[[c for c in range(0x3001) if chr(c).isspace()]] = True
 
+@functools.lru_cache(maxsize=64)
 def normalise(
     text:str,  # Text to normalise
 )->tuple[str, list[int]]:
-    "Lower-cased `text` with straight quotes, no `*`/`_` emphasis and single spaces, plus each character's offset in `text`."
-    out, pos, space = [], [], False
-    for i, c in enumerate(text):
-        if c in _DROP: continue
-        if c.isspace():
-            if not space and out: out.append(' '); pos.append(i)
-            space = True; continue
-        space = False
-        c = _QUOTES.get(c, c); lc = c.lower()
-        out.append(lc if len(lc) == 1 else c); pos.append(i)
-    if out and out[-1] == ' ': out.pop(); pos.pop()
-    return ''.join(out), pos
+    "Lower-cased `text` with plain quotes and dashes, no `*`/`_` emphasis and single spaces, plus each character's offset in `text`."
+    low = text.lower()
+    if len(low) != len(text): low = ''.join(c if len(c.lower()) != 1 else c.lower() for c in text)  # e.g. 'İ' lowers to 2 chars
+    a = np.frombuffer(low.encode('utf-32-le'), dtype=np.uint32).copy()
+    for plain, variants in _QUOTES.items(): a[np.isin(a, [ord(v) for v in variants])] = ord(plain)
+    idx = np.nonzero((a != 42) & (a != 95))[0]       # drop * and _
+    a = a[idx]
+    sp = np.zeros(len(a), dtype=bool); small = a < len(_IS_SPACE); sp[small] = _IS_SPACE[a[small]]
+    keep = ~sp | ~np.concatenate(([True], sp[:-1]))  # a space run keeps its first character (none at the start)
+    a, idx, sp = a[keep], idx[keep], sp[keep]
+    a[sp] = 32
+    if len(a) and sp[-1]: a, idx = a[:-1], idx[:-1]
+    return a.tobytes().decode('utf-32-le'), idx.tolist()
 
 @dataclass
 class Match:

@@ -210,3 +210,18 @@ def test_cli_generate(tmp_path, monkeypatch, capsys):
     assert 'bad.md' in printed.err
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert len(rows) == 2 and {r['source_doc'] for r in rows} == {'limits.md', 'de.md'}
+
+from hypothesis import given, settings, strategies as st
+from ragnb.generate import normalise
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('aZ *_-\n\t\u00a0“”‘’—İßé.') + ['x', 'Y']), max_size=60))
+def test_normalise_maps_back(text):
+    out, pos = normalise(text)
+    assert len(out) == len(pos) and pos == sorted(set(pos))
+    assert '*' not in out and '_' not in out and '  ' not in out and out == out.strip()
+    plain = {'“': '"', '”': '"', '‘': "'", '’': "'", '—': '-'}
+    for c, p in zip(out, pos):
+        src = text[p]
+        if c == ' ': assert src.isspace()
+        else: assert c == (plain.get(src, src).lower() if len(src.lower()) == 1 else src)
