@@ -71,7 +71,7 @@ def result(draw, min_size=0):
                 retrieved_context=[{'doc_id': str(j), 'text': ''} for j in range(k)])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(result(), min_size=1, max_size=8))
 def test_vectorised_matches_naive_including_empty(rs):
     m = claim_metrics(LabelBatch.from_results(rs, strict=True))
@@ -82,7 +82,7 @@ def test_vectorised_matches_naive_including_empty(rs):
         for k in METRICS: assert 0 <= m[k][i] <= 1
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(result(min_size=1), min_size=1, max_size=8))
 def test_invariants_with_claims_and_chunks(rs):
     pr = score(rs).per_result
