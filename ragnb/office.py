@@ -15,7 +15,7 @@ from pptx.enum.shapes import PP_PLACEHOLDER
 from .pdf import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id
 
 # %% auto #0
-__all__ = ['TITLES', 'open_docx', 'open_pptx', 'grid_html', 'expand', 'docx_cells', 'docling_grids', 'pptx_cells',
+__all__ = ['TITLES', 'open_docx', 'open_pptx', 'grid_html', 'expand', 'docx_cells', 'docling_grids', 'docx_tables', 'pptx_cells',
            'docx_segments', 'pptx_segments', 'segments_page', 'parse_office']
 
 # %% ../nbs/05a_office.ipynb #ea1a5808
@@ -71,10 +71,21 @@ def expand(cells:list[dict])->list[list[str]]:
     return g
 
 # %% ../nbs/05a_office.ipynb #b57b5b69
-def _text(el)->str:
-    "Text of an XML element's paragraphs, one per line."
-    paras = el.findall('.//' + qn('w:p'))
-    return '\n'.join(''.join(t.text or '' for t in p.iter(qn('w:t'))) for p in paras).strip()
+def _para_text(p)->str:
+    "Text of a Word paragraph element, line breaks as newlines and tabs as tabs."
+    return ''.join(el.text or '' if el.tag == qn('w:t') else '\t' if el.tag == qn('w:tab') else '\n'
+                   for el in p.iter(qn('w:t'), qn('w:br'), qn('w:cr'), qn('w:tab')))
+
+def _own(el, tag:str):
+    "Descendants of `el` with `tag` that are not inside a table nested in `el`."
+    for x in el.iter(qn(tag)):
+        a = x.getparent()
+        while a is not None and a is not el and a.tag != qn('w:tbl'): a = a.getparent()
+        if x is not el and (a is el or a is None): yield x
+
+def _text(tc)->str:
+    "Text of a table cell: its own paragraphs (not those of a nested table), one per line."
+    return '\n'.join(_para_text(p) for p in _own(tc, 'w:p')).strip()
 
 def docx_cells(table)->list[dict]:
     "The cells of a python-docx table, with row, col, rowspan, colspan and text."
@@ -96,6 +107,11 @@ def docx_cells(table)->list[dict]:
 def docling_grids(json_path:str|Path)->list[list[list[str]]]:
     "The table grids (cell texts) of a docling ground-truth JSON file."
     return [[[c['text'] for c in row] for row in t['data']['grid']] for t in json.loads(Path(json_path).read_text())['tables']]
+
+# %% ../nbs/05a_office.ipynb #402fa1bc
+def docx_tables(d)->list:
+    "Every table of a Word document in document order, nested tables after their parent."
+    return [docx.table.Table(t, d) for t in d.element.body.iter(qn('w:tbl'))]
 
 # %% ../nbs/05a_office.ipynb #395d7b85
 def pptx_cells(table)->list[dict]:
@@ -126,24 +142,27 @@ def docx_segments(
     def flush():
         if text: segs.append(Segment('text', '\n\n'.join(text), page=1)); text.clear()
     styles = {s.style_id: s.name for s in d.styles}
+    def picture(blip):
+        nonlocal n_img
+        part = d.part.related_parts.get(blip.get(qn('r:embed')))
+        if part is None: return  # a linked picture: nothing embedded
+        flush(); n_img += 1
+        f = out/f"{did}_1_{n_img}{Path(str(part.partname)).suffix}"
+        out.mkdir(parents=True, exist_ok=True); f.write_bytes(part.blob)
+        segs.append(Segment('image', str(f), f.name, 1))
     for el in d.element.body.iterchildren():
         if el.tag == qn('w:tbl'):
             flush()
-            t = docx.table.Table(el, d)
-            segs.append(Segment('table', grid_html(docx_cells(t)), f"table_{sum(s.kind == 'table' for s in segs)+1}", 1))
+            for t in el.iter(qn('w:tbl')):  # the table itself, then the tables nested in it
+                segs.append(Segment('table', grid_html(docx_cells(docx.table.Table(t, d))), f"table_{sum(s.kind == 'table' for s in segs)+1}", 1))
+            for blip in el.iter(qn('a:blip')): picture(blip)  # pictures inside cells follow their table
         elif el.tag == qn('w:p'):
             p = docx.text.paragraph.Paragraph(el, d)
             if t := p.text.strip():
                 style = styles.get(el.style, '') if el.style else ''
                 level = _heading_level(style)
                 text.append('#'*level + ' ' + t if level else ('- ' + t if 'List' in style else t))
-            for blip in el.iter(qn('a:blip')):
-                part = d.part.related_parts.get(blip.get(qn('r:embed')))
-                if part is None: continue
-                flush(); n_img += 1
-                f = out/f"{did}_1_{n_img}{Path(str(part.partname)).suffix}"
-                out.mkdir(parents=True, exist_ok=True); f.write_bytes(part.blob)
-                segs.append(Segment('image', str(f), f.name, 1))
+            for blip in el.iter(qn('a:blip')): picture(blip)
     flush()
     return segs
 

@@ -26,6 +26,16 @@ def test_docx_tables_match_docling_cell_for_cell():
     assert len(truth) == 7 and ours == truth
 
 @needs_data
+def test_rich_cells_nested_tables_match_docling():
+    from ragnb.office import docx_tables
+    strip = lambda g: [[c.strip() for c in row] for row in g]
+    truth = [strip(g) for g in docling_grids(DL/'docx/groundtruth/docx_rich_cells.docx.json')]
+    ours = [strip(expand(docx_cells(t))) for t in docx_tables(open_docx(DL/'docx/sources/docx_rich_cells.docx'))]
+    assert len(truth) == 9 and ours == truth
+    segs = docx_segments(DL/'docx/sources/docx_rich_cells.docx')
+    assert sum(s.kind == 'table' for s in segs) == 9 and sum(s.kind == 'image' for s in segs) >= 1  # a picture in a cell
+
+@needs_data
 def test_pptx_table_matches_docling_cell_for_cell():
     truth = docling_grids(DL/'pptx/groundtruth/powerpoint_sample.pptx.json')
     prs = open_pptx(DL/'pptx/sources/powerpoint_sample.pptx')
