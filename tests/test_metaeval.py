@@ -79,3 +79,16 @@ def test_cli(capsys):
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert 'annotator vs annotator' in out and 'baseline_ragchecker: overall_label' in out and 'kendall' in out
+
+
+def test_pairs_from_ragnb_scores_correlate_like_the_file(human, pairs):
+    from ragnb.metaeval import pairs_from_scores
+    import pandas as pd
+    first = pd.DataFrame({'f1': pairs['overall_label/1'], 'name': 'x'})
+    second = pd.DataFrame({'f1': pairs['overall_label/2'], 'name': 'y'})
+    p = pairs_from_scores(first, second)
+    assert list(p.columns) == ['f1/1', 'f1/2']
+    a = meta_evaluate(human, p, metrics=['f1'], n_boot=10).loc[('overall_label', 'metric: f1'), 'value']
+    b = meta_evaluate(human, pairs, n_boot=10).loc[('overall_label', 'metric: overall_label'), 'value']
+    assert a.equals(b)
+    with pytest.raises(ValueError, match='same pair ids'): pairs_from_scores(first, second.iloc[::-1])
