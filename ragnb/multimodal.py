@@ -12,7 +12,7 @@ import pandas as pd
 from .llm import LLM, Request, ParseError, text_part, image_part
 from .prompts import get_prompt, DEFAULT_AUDIENCE
 from .testserver import fake_reply
-from .pdf import Segment, ParsedDoc
+from .pdf import Segment, ParsedDoc, sanitize_html
 from .generate import QA, Dataset, parse_factoid, locate, critique, select, _question_for, _sentences
 
 # %% auto #0
@@ -32,7 +32,7 @@ class Part:
     page:int|None = None  # page or slide, from 1
     def _repr_html_(self)->str:
         head = f"<small>{self.kind}{' <b>'+self.id+'</b>' if self.id else ''}{f' · page {self.page}' if self.page else ''}</small><br>"
-        if self.kind == 'table': return head + self.content
+        if self.kind == 'table': return head + sanitize_html(self.content)
         if self.kind == 'image': return head + f"<code>{escape(Path(self.content).name)}</code>"
         return head + f"<pre style='white-space:pre-wrap'>{escape(self.content)}</pre>"
 

@@ -8,14 +8,14 @@ import argparse, base64, hashlib, json, re, sys
 from dataclasses import dataclass, field, asdict
 from html import escape
 from pathlib import Path
-import numpy as np, pymupdf, shapely
+import nh3, numpy as np, pymupdf, shapely
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 # %% auto #0
 __all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'OFFLINE_MARK', 'DocumentError', 'open_pdf', 'drawing_rects', 'image_rects',
            'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'doc_id', 'Region',
-           'pdf_regions', 'render_regions', 'mark_page', 'Segment', 'sanitize_html', 'read_page_reply', 'ParsedPage',
+           'pdf_regions', 'render_regions', 'mark_page', 'sanitize_html', 'Segment', 'read_page_reply', 'ParsedPage',
            'cells_html', 'offline_page', 'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
@@ -264,6 +264,15 @@ def mark_page(
     pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).save(out)
     return out
 
+# %% ../nbs/05_pdf.ipynb #01c3f8fa
+TABLE_TAGS = {'table', 'caption', 'colgroup', 'col', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td',
+              'br', 'b', 'strong', 'i', 'em', 'sup', 'sub', 'span', 'p'}
+TABLE_ATTRS = {'td': {'colspan', 'rowspan'}, 'th': {'colspan', 'rowspan', 'scope'}, 'col': {'span'}, 'colgroup': {'span'}}
+
+def sanitize_html(html:str)->str:
+    "Keep only table markup from model-written `html` (no scripts, event handlers, styles or links)."
+    return nh3.clean(html, tags=TABLE_TAGS, attributes=TABLE_ATTRS, link_rel=None).strip()
+
 # %% ../nbs/05_pdf.ipynb #542b7481
 @dataclass
 class Segment:
@@ -274,19 +283,9 @@ class Segment:
     page:int|None = None  # page or slide it comes from, from 1
     def _repr_html_(self)->str:
         head = f"<small>{self.kind}{' '+escape(self.name) if self.name else ''}{f' · page {self.page}' if self.page else ''}</small><br>"
-        if self.kind == 'table': return head + self.content  # sanitised when the segment was made
+        if self.kind == 'table': return head + sanitize_html(self.content)
         if self.kind == 'image': return head + (_png_html(self.content, 300) if Path(self.content).suffix == '.png' and Path(self.content).exists() else escape(self.content))
         return head + f"<pre style='white-space:pre-wrap'>{escape(self.content)}</pre>"
-
-# %% ../nbs/05_pdf.ipynb #01c3f8fa
-import nh3
-TABLE_TAGS = {'table', 'caption', 'colgroup', 'col', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td',
-              'br', 'b', 'strong', 'i', 'em', 'sup', 'sub', 'span', 'p'}
-TABLE_ATTRS = {'td': {'colspan', 'rowspan'}, 'th': {'colspan', 'rowspan', 'scope'}, 'col': {'span'}, 'colgroup': {'span'}}
-
-def sanitize_html(html:str)->str:
-    "Keep only table markup from model-written `html` (no scripts, event handlers, styles or links)."
-    return nh3.clean(html, tags=TABLE_TAGS, attributes=TABLE_ATTRS, link_rel=None).strip()
 
 # %% ../nbs/05_pdf.ipynb #0cbbe043
 _FENCED_TABLE = re.compile(r"```[ \t]*(?:html)?[ \t]*\n(\s*<table\b.*?</table>\s*)\n?```", re.S | re.I)
@@ -349,7 +348,7 @@ class ParsedPage:
         head = f"**page {self.page}** · {self.mode} · {len(self.tables)} table(s) · {len(self.images)} image(s)"
         if self.failure is not None: return head + f"\n\n**failed**: {escape(str(self.failure))}"
         body = escape(self.markdown.replace(OFFLINE_MARK, '').strip(), quote=False)
-        body = _TABLE_REF.sub(lambda m: f"\n\n*{m.group(1)}*\n\n{self.tables.get(m.group(1), '')}\n\n", body)
+        body = _TABLE_REF.sub(lambda m: f"\n\n*{m.group(1)}*\n\n{sanitize_html(self.tables.get(m.group(1), ''))}\n\n", body)
         body = _IMAGE_REF.sub(lambda m: f"*(image {m.group(2)})*", body)
         return head + ''.join(f"\n\n> warning: {escape(w)}" for w in self.warnings) + "\n\n---\n\n" + body
 
