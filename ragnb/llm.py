@@ -13,7 +13,7 @@ import openai
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'LESSON_PORT', 'LESSON_MODEL', 'default_cache_dir',
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'default_cache_dir',
            'env_model', 'text_part', 'image_part', 'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError',
            'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'error_kind', 'retry_after', 'backoff_delay',
            'run_sync', 'LLM', 'asdict_shallow', 'lesson_llm']
@@ -271,6 +271,7 @@ class LLM:
                  progress:bool=True,  # Show a tqdm progress bar for batches
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
+                 cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
@@ -278,6 +279,7 @@ class LLM:
         self.azure_endpoint = azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
         self.api_version = api_version or os.environ.get('OPENAI_API_VERSION')
         self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
+        self.cache_endpoint = (cache_endpoint or self.base_url).rstrip('/')
         self._api_key = api_key or os.environ.get('OPENAI_API_KEY') or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None)
         self.replay, self.concurrency, self.max_retries, self.timeout = replay, concurrency, max_retries, timeout
         self.temperature, self.backoff, self.max_backoff, self.progress = temperature, backoff, max_backoff, progress
@@ -311,14 +313,14 @@ def _params(self:LLM, params:dict) -> dict:
 async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
     model = model or self.model
     params, pid = _params(self, params), _prompt_id(prompt)
-    key = cache_key(self.base_url, model, messages, params, pid)
+    key = cache_key(self.cache_endpoint, model, messages, params, pid)
     res = Result(id=item_id, model=model, prompt=pid, key=key)
     rec = self.cache.get(key) if self.cache is not None else None
     if rec is None and self.replay:
         first = next((m['content'] for m in reversed(messages) if m.get('role') == 'user'), '')
         if not isinstance(first, str): first = ' '.join(p.get('text', '') for p in first if p.get('type') == 'text')
         res.failure = Failure(item_id, 'replay_miss', f"replay mode: no cached reply for call {item_id!r} (prompt {pid}, "
-            f"model {model}, endpoint {self.base_url}, key {key[:12]}); user message starts {first[:80]!r}", 0)
+            f"model {model}, endpoint {self.cache_endpoint}, key {key[:12]}); user message starts {first[:80]!r}", 0)
         self.usage.failed += 1
         return res
     if rec is not None:
@@ -393,7 +395,7 @@ def _estimate(self:LLM, requests:Iterable) -> dict:
     hits, toks, cost = 0, 0, 0.0
     for r in reqs:
         model = r.model or self.model
-        key = cache_key(self.base_url, model, r.messages, _params(self, r.params), _prompt_id(r.prompt))
+        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params), _prompt_id(r.prompt))
         if self.cache is not None and key in self.cache: hits += 1; continue
         t = _est_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
     return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks, 'input_cost':round(cost, 4)}
@@ -433,7 +435,7 @@ import numpy as np
 async def _aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Embedding vectors for `texts` (rows in order), from the cache where possible."
     model = model or self.embed_model
-    keys = [cache_key(self.base_url, model, t, None, None, 'embedding') for t in texts]
+    keys = [cache_key(self.cache_endpoint, model, t, None, None, 'embedding') for t in texts]
     out = [None] * len(texts)
     todo = []
     for i, k in enumerate(keys):
@@ -466,7 +468,7 @@ def _embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -
 LLM.aembed, LLM.embed = _aembed, _embed
 
 # %% ../nbs/00_llm.ipynb #f206d5cc
-LESSON_PORT = 8765
+LESSON_ENDPOINT = 'http://127.0.0.1:8765/v1'  # the name recorded lesson calls are filed under
 LESSON_MODEL = 'scripted-test-model'
 _lesson_server = None
 
@@ -477,13 +479,11 @@ def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.
     global _lesson_server
     kw = {'progress':False, **kw}
     if os.environ.get('RAGNB_LIVE'): return LLM(**kw)
-    base_url = f'http://127.0.0.1:{LESSON_PORT}/v1'
     path = Path(cache_dir)/f'{name}.sqlite'
+    common = dict(model=LESSON_MODEL, embed_model='scripted-embedding', cache_path=path, cache_endpoint=LESSON_ENDPOINT)
     if os.environ.get('RAGNB_RECORD'):
-        if _lesson_server is None:
+        if _lesson_server is None:  # this process's own server, on a free port, with every stage's rules loaded now
             from ragnb.testserver import FakeServer
-            _lesson_server = FakeServer(port=LESSON_PORT).start()
-        return LLM(base_url=base_url, api_key='scripted', model=LESSON_MODEL, embed_model='scripted-embedding',
-                   cache_path=path, **kw)
-    return LLM(base_url=base_url, api_key='replay', model=LESSON_MODEL, embed_model='scripted-embedding',
-               cache_path=path, replay=True, **kw)
+            _lesson_server = FakeServer().start()
+        return LLM(base_url=_lesson_server.base_url, api_key='scripted', **common, **kw)
+    return LLM(base_url=LESSON_ENDPOINT, api_key='replay', replay=True, **common, **kw)

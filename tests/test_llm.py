@@ -170,3 +170,14 @@ def test_lesson_llm_replays(tmp_path, monkeypatch):
     l = lesson_llm('x', cache_dir=tmp_path)
     assert l.replay and l.cache.path == tmp_path/'x.sqlite'
     assert l.call(msg('not recorded')).failure.kind == 'replay_miss'
+
+def test_lesson_llm_records_then_replays(tmp_path, monkeypatch):
+    monkeypatch.setenv('RAGNB_RECORD', '1')
+    rec = lesson_llm('lesson', cache_dir=tmp_path)
+    assert not rec.replay and rec.base_url != 'http://127.0.0.1:8765/v1'  # its own server, on a free port
+    first = rec.call(msg('hello from a lesson'))
+    assert first.ok and not first.cached
+    monkeypatch.delenv('RAGNB_RECORD')
+    rp = lesson_llm('lesson', cache_dir=tmp_path)
+    again = rp.call(msg('hello from a lesson'))
+    assert rp.replay and again.cached and again.text == first.text
