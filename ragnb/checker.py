@@ -126,7 +126,8 @@ def _words(s:str) -> set: return {w for w in re.findall(r"[\w'-]+", s.lower()) i
 def overlap_judge(claim:str, reference:str, question:str='') -> str:
     "Entailment when most of the claim's content words are in the reference; Contradiction if only a negation differs."
     w, ref = _words(claim), _words(reference)
-    if not w or len(w & ref) / len(w) < 0.6: return 'Neutral'
+    content = w - _NEG
+    if not content or len(content & ref) / len(content) < 0.6: return 'Neutral'
     return 'Contradiction' if bool(w & _NEG) != bool(ref & _NEG) else 'Entailment'
 
 # %% ../nbs/06_checker.ipynb #a94856bf

@@ -158,3 +158,12 @@ def test_cli_check_end_to_end(tmp_path, monkeypatch, capsys):
     for r in load_results(doc): assert_complete(r); assert isinstance(r.response_claims[0], str)
     assert set(doc['metrics']) == {'overall_metrics', 'retriever_metrics', 'generator_metrics'}
     assert main(['metrics', str(out)]) == 0
+
+
+def test_scripted_checker_emits_contradiction_for_negation(tmp_path):
+    ref = 'The Nile flows into the Mediterranean Sea. The Amazon is in South America.'
+    claims = ['The Nile does not flow into the Mediterranean Sea.', 'The Amazon is in South America.',
+              'The Danube crosses Vienna.']
+    with FakeServer() as srv:
+        o = llm_checker(make_llm(srv, tmp_path))([CheckTask('t', 'Where do rivers flow?', ref, claims)])[0]
+    assert o.labels == ['Contradiction', 'Entailment', 'Neutral'] and o.calls == 1
