@@ -16,7 +16,7 @@ from scipy.sparse.csgraph import connected_components
 __all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'OFFLINE_MARK', 'DocumentError', 'open_pdf', 'drawing_rects', 'image_rects',
            'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'doc_id', 'Region',
            'pdf_regions', 'render_regions', 'mark_page', 'sanitize_html', 'Segment', 'read_page_reply', 'ParsedPage',
-           'cells_html', 'offline_page', 'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
+           'cells_html', 'reading_order', 'offline_page', 'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 class DocumentError(ValueError):
@@ -370,6 +370,21 @@ def _inside(a, b, share=0.5)->bool:
     area = (a[2]-a[0])*(a[3]-a[1])
     return area > 0 and ix*iy/area > share
 
+def reading_order(
+    items:list[tuple],  # (x0, y0, x1, y1, payload)
+    middle:float,  # x of the page's middle
+    gutter:float=30,  # how far past the middle a column's item may reach (pt)
+)->list[tuple]:
+    "Items top to bottom; where the page has two columns, the left column before the right one."
+    out, band = [], []
+    def flush():
+        out.extend(sorted(band, key=lambda i: (i[0] + i[2] >= 2*middle, i[1], i[0]))); band.clear()
+    for it in sorted(items, key=lambda i: (i[1], i[0])):
+        if it[2] <= middle + gutter or it[0] >= middle - gutter: band.append(it)  # inside one column
+        else: flush(); out.append(it)  # across the middle: ends the two-column stretch
+    flush()
+    return out
+
 def offline_page(
     page:pymupdf.Page,  # the page
     regions:list[Region],  # its regions (rendered or not)
@@ -382,16 +397,16 @@ def offline_page(
     for t in found:
         name = f"table_{first_table + len(tables)}"
         tables[name] = sanitize_html(cells_html(t.extract()))
-        items.append((t.bbox[1], t.bbox[0], f"[{name}]({name}.html)"))
+        items.append((*t.bbox, f"[{name}]({name}.html)"))
     images = {}
     for r in regions:
         if any(_inside(t.bbox, r.bbox) or _inside(r.bbox, t.bbox) for t in found): continue
         images[r.name] = r.image or r.name
-        items.append((r.bbox[1], r.bbox[0], f"![]({r.name})"))
-    for x0, y0, x1, y1, text, _, kind in page.get_text('blocks', sort=True):
-        if kind != 0 or not text.strip() or any(_inside((x0, y0, x1, y1), t.bbox) for t in found): continue
-        items.append((y0, x0, re.sub(r"[ \t]*\n[ \t]*", " ", text.strip())))
-    body = '\n\n'.join(s for *_, s in sorted(items, key=lambda i: (i[0], i[1])))
+        items.append((*r.bbox, f"![]({r.name})"))
+    for x0, y0, x1, y1, text in _block_boxes(page):  # boxes of the visible text, blank spans ignored
+        if not text.strip() or any(_inside((x0, y0, x1, y1), t.bbox) for t in found): continue
+        items.append((x0, y0, x1, y1, re.sub(r"[ \t]*\n[ \t]*", " ", text.strip())))
+    body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2))
     warnings = [] if page.get_text().strip() else ['no text layer (a scanned page): only vision parsing can read its text']
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
 

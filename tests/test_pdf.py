@@ -175,6 +175,13 @@ def test_offline_parse_writes_folder(tmp_path):
     assert json.loads((tmp_path/'manifest.json').read_text())['doc'] == doc_id(f)  # untouched
 
 @needs_data
+def test_offline_reading_order_two_columns(tmp_path):
+    res = parse_pdf(DOCS/'docling/tests/data/pdf/sources/amt_handbook_sample.pdf', tmp_path, offline=True, page_zoom=0.5, crop_zoom=0.5)
+    md = res.pages[0].markdown
+    left_last, right_first = md.find('The spring, through the medium'), md.find('the most common ranges in size')
+    assert 0 < md.find('pulleys, provided') < md.find('The two general types') < left_last < right_first < md.find('Elastic Stop Nut')
+
+@needs_data
 def test_offline_parse_scanned_and_text_only(tmp_path):
     scan = parse_pdf(DOCS/'unstructured/example-docs/pdf/table-multi-row-column-cells.pdf', tmp_path/'s', offline=True)
     (p,) = scan.pages
