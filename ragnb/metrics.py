@@ -219,16 +219,25 @@ class Scores:
     @property
     def overall(self): return overall(self.per_result)
 
+    @property
+    def extras(self) -> dict:
+        "ragnb's extras over all scored results: mean contradiction rate (x100) and results with forced zeros."
+        pr = self.per_result
+        return {'contradiction_rate': float(np.round(pr.contradiction_rate.mean() * 100, 1)) if len(pr) else None,
+                'results_with_zero_from_empty': int(pr.zero_from_empty.map(bool).sum())}
+
     def table(self) -> pd.DataFrame:
         "The overall metrics as a (group, metric) table."
         return pd.DataFrame([(g, k, v) for g, ks in self.overall.items() for k, v in ks.items()],
                             columns=['group', 'metric', self.name]).set_index(['group', 'metric'])
 
     def _repr_html_(self):
-        n, e = len(self.per_result), len(self.errors)
-        err = f"<br>{e} result(s) not scored: " + '; '.join(str(x) for x in self.errors[:5]) if e else ''
         import html
-        return f"<b>{html.escape(self.name)}</b>: {n} result(s) scored{html.escape(err)}" + self.table().to_html()
+        n, e = len(self.per_result), len(self.errors)
+        err = f"<br>{e} result(s) not scored: " + html.escape('; '.join(str(x) for x in self.errors[:5])) if e else ''
+        ex = ', '.join(f"{k} {v}" for k, v in self.extras.items())
+        return (f"<b>{html.escape(self.name)}</b>: {n} result(s) scored{err}<br>extras (not RAGChecker metrics): {ex}"
+                + self.table().to_html())
 
 # %% ../nbs/06a_metrics.ipynb #f1f6f794
 def score(results, name:str='system', strict:bool=False) -> Scores:
@@ -332,10 +341,15 @@ def results_frame(results) -> pd.DataFrame:
 
 # %% ../nbs/06a_metrics.ipynb #f1a5f35d
 def attach_metrics(results:list, s:Scores):
-    "Copy each scored result's 11 metrics into its `metrics` dict (RAGChecker's per-result field)."
-    rows = s.per_result[list(METRICS)].to_dict('index')
+    "Copy each scored result's 11 metrics into its `metrics` dict (RAGChecker's per-result field), extras under `ragnb`."
+    rows = s.per_result.to_dict('index')
     for r in results:
-        if r.query_id in rows: r.metrics = {k: float(v) for k, v in rows[r.query_id].items()}
+        if r.query_id not in rows: continue
+        row = rows[r.query_id]
+        r.metrics = {k: float(row[k]) for k in METRICS}
+        r.ragnb['contradiction_rate'] = float(row['contradiction_rate'])
+        if row['zero_from_empty']: r.ragnb['zero_from_empty'] = list(row['zero_from_empty'])
+        else: r.ragnb.pop('zero_from_empty', None)
     return results
 
 def save_results(results, path, scores:Scores|None=None) -> Scores:

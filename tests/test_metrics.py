@@ -198,3 +198,14 @@ def test_half_finished_input_loads_with_nones():
     assert all(r.response_claims is None and r.retrieved2answer is None for r in rs)
     s = score(rs)
     assert len(s.per_result) == 0 and {e.field for e in s.errors} == {'answer2response'}
+
+
+def test_extras_are_saved_under_ragnb_and_summarised(tmp_path):
+    empty = dict(query_id='e', query='q', gt_answer='g', response='r', retrieved_context=[], answer2response=[],
+                 response2answer=['Entailment'], retrieved2response=[], retrieved2answer=[[]])
+    contra = dict(empty, query_id='c', answer2response=['Contradiction', 'Entailment'], retrieved2response=[[], []])
+    s = save_results([empty, contra], tmp_path/'o.json')
+    back = {r['query_id']: r for r in json.loads((tmp_path/'o.json').read_text())['results']}
+    assert back['e']['ragnb']['zero_from_empty'][0] == 'precision' and back['c']['ragnb']['contradiction_rate'] == .5
+    assert s.extras == {'contradiction_rate': 25.0, 'results_with_zero_from_empty': 2}
+    assert '<br>' in s._repr_html_() and 'extras (not RAGChecker metrics)' in s._repr_html_()
