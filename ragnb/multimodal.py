@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, asdict
 from html import escape, unescape
 from pathlib import Path
 import pandas as pd
-from .llm import LLM, Request, ParseError, text_part, image_part
+from .llm import LLM, Request, ParseError, Usage, text_part, image_part
 from .prompts import get_prompt, DEFAULT_AUDIENCE
 from .testserver import fake_reply
 from .pdf import Segment, ParsedDoc, sanitize_html
@@ -150,10 +150,15 @@ def multimodal_dataset(
 )->Dataset:
     "Generate, check evidence, critique and filter multimodal questions: a `ragnb.generate.Dataset` with modality columns."
     llm = llm or LLM()
+    u0 = Usage(**asdict(llm.usage))
     qas = multimodal_questions(src, llm, language, per)
     critique(qas, llm, audience)
     select(qas, min_score, thresholds, dedupe)
-    return Dataset(pd.DataFrame([asdict(q) for q in qas]), dict(contexts=len(qas), calls=len(qas)*4))
+    u = llm.usage
+    stats = dict(chunks=len(qas), calls=u.calls + u.cached + u.failed - u0.calls - u0.cached - u0.failed,
+                 cached=u.cached - u0.cached, failed_calls=u.failed - u0.failed, prompt_tokens=u.prompt_tokens - u0.prompt_tokens,
+                 completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6))
+    return Dataset(pd.DataFrame([asdict(q) for q in qas]), stats)
 
 # %% ../nbs/05b_multimodal.ipynb #074f1fbf
 def _cells(html:str)->list[list[str]]:

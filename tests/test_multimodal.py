@@ -58,6 +58,7 @@ def test_table_question_through_test_server(tmp_path):
         assert r.evidence in r.context_ids and r.answer in r.evidence_content and r.evidence_found
         assert r.groundedness_score is not None and r.relevance_score is not None and r.standalone_score is not None
     assert df.context_ids.tolist() == [['table_1', 'table_2'], ['table_1']]
+    assert ds.stats['calls'] == 2 + 2*3 and ds.stats['failed_calls'] == 0 and ds.stats['prompt_tokens'] > 0
 
 @needs_data
 def test_missing_evidence_id_is_a_recorded_failure(tmp_path):
