@@ -25,8 +25,8 @@ from .testserver import fake_reply, user_text
 # %% auto #0
 __all__ = ['METRICS', 'locate', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'summarize', 'RetrievalReport', 'evaluate',
-           'plot_by_k', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun', 'rag_pipeline', 'match_documents',
-           'add_cli']
+           'plot_by_k', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun', 'rag_pipeline',
+           'ragchecker_per_setting', 'match_documents', 'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #6efeb435
 def locate(doc_text:str, # The source document
@@ -73,9 +73,16 @@ def relevance(row:dict,          # A dataset row: source_doc, evidence, evidence
     none = lambda why: Relevance(query_id, [], {}, 0, how='', reason=why)
     if not doc_chunks: return none(f"no chunks for source_doc {row.get('source_doc')!r}")
     if isinstance(ev, str) and _MEDIA.match(ev.strip()):
-        gold = [c.id for c in doc_chunks if _mentions(c, ev.strip())]
-        if not gold: return none(f"no chunk holds {ev.strip()}")
-        return Relevance(query_id, gold, {g:(0,1) for g in gold}, 1, how=ev.strip().split('_')[0])
+        name, content = ev.strip(), row.get('evidence_content')
+        gold = []
+        if isinstance(content, str) and content.strip():  # the table's HTML or the image's path: unambiguous
+            if name.startswith('table'): gold = [c.id for c in doc_chunks if content.strip() in c.text]
+            else:
+                f = Path(content.strip()).name
+                gold = [c.id for c in doc_chunks if f in c.text or _mentions(c, Path(f).stem)]
+        gold = gold or [c.id for c in doc_chunks if _mentions(c, name)]
+        if not gold: return none(f"no chunk holds {name}")
+        return Relevance(query_id, gold, {g:(0,1) for g in gold}, 1, how=name.split('_')[0])
     how = 'offsets'
     if _missing(s) or _missing(e) or not row.get('evidence_found', True) or int(e) <= int(s):
         if not isinstance(ev, str) or not ev.strip(): return none('no evidence offsets and no evidence text')
@@ -377,6 +384,7 @@ def sweep(docs:list,                    # Source documents (records with id and 
           overlaps:Iterable[float]=(0.2,),  # Characters, or a fraction of the chunk size if below 1
           ks:Iterable[int]=(5, 10, 20),
           splitter:Callable=split_documents,  # `splitter(docs, chunk_size, chunk_overlap) -> chunks`
+          rag:Callable|None=None,       # Optional `rag(chunks, retriever, k) -> dict` of generator figures per setting
           **kw)->Sweep:
     "Re-chunk, re-index and re-score for every chunk size and overlap; every k from one ranking."
     df, ks, rows, reports = read_dataset(dataset), sorted(set(ks)), [], {}
@@ -386,7 +394,8 @@ def sweep(docs:list,                    # Source documents (records with id and 
             o = _overlap(size, ov)
             if o >= size: raise ValueError(f"overlap {ov} is not smaller than chunk size {size}")
             cs = splitter(docs, chunk_size=size, chunk_overlap=o)
-            rep = evaluate(df, cs, retriever(), ks, docs=docs, name=f"{size}/{o}", **kw)
+            r = retriever()
+            rep = evaluate(df, cs, r, ks, docs=docs, name=f"{size}/{o}", **kw)
             reports[(size, o)] = rep
             lengths = {c.id: len(c.text) for c in cs}
             for k in ks:
@@ -394,6 +403,7 @@ def sweep(docs:list,                    # Source documents (records with id and 
                 rows.append(dict(chunk_size=size, chunk_overlap=o, k=k, n_chunks=len(cs), context_chars=float(ctx),
                                  **{m: rep.mean(m, k) for m in METRICS}, index_s=rep.seconds['index'],
                                  search_s=rep.seconds['search'], skipped=len(rep.skipped)))
+                if rag: rows[-1].update(rag(cs, r, k))
     return Sweep(pd.DataFrame(rows), reports, time.perf_counter() - t0)
 
 # %% ../nbs/07_retrieval.ipynb #2e498a5f
@@ -483,6 +493,22 @@ def _fake_rag_answer(messages:list, rng:random.Random) -> str:
     best = max(sents, key=lambda s: len(q & _words(s)), default='')
     if len(q & _words(best)) < 2: return "I don't know: the passages do not say."
     return re.sub(r'\s+', ' ', best)
+
+# %% ../nbs/07_retrieval.ipynb #2b7af9a8
+def ragchecker_per_setting(dataset,      # The questions (with `answer` as the ground truth)
+                           llm:LLM,      # Generator, claim extractor and checker
+                           k_prefix:str='rc_')->Callable:
+    "For `sweep(rag=...)`: answer with the baseline pipeline and score with RAGChecker at each setting."
+    from ragnb.checker import run_checks
+    from ragnb.plots import flat_metrics
+    df = read_dataset(dataset)
+    def diagnose(chunks, retriever, k) -> dict:
+        run = rag_pipeline(df, chunks, retriever, llm, k)
+        out = {f'{k_prefix}failed': len(run.failures)}
+        if run.results:
+            out |= {k_prefix + m: v for m, v in flat_metrics(run_checks(run.to_ragchecker(), llm).scores.overall).items()}
+        return out
+    return diagnose
 
 # %% ../nbs/07_retrieval.ipynb #c0c187de
 def match_documents(df:pd.DataFrame, docs:list) -> pd.DataFrame:

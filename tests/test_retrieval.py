@@ -258,3 +258,24 @@ def test_only_kept_questions_are_scored(corpus):
     assert len(read_dataset(mixed, kept_only=False)) == len(ds)
     with pytest.raises(ValueError, match="row 2: field 'question'"):
         evaluate(mixed.drop(columns='kept'), chunks, BM25Retriever())
+
+def test_multimodal_rows_prefer_the_cited_content():
+    html = '<table><tr><td>Revenue</td><td>80.5</td></tr></table>'
+    chunks = [Chunk('Page 1. table_1:\n<table><tr><td>Staff</td></tr></table>', 'r.pdf', 0, 0),
+              Chunk(f'Page 2. table_1:\n{html}', 'r.pdf', 1, 60), Chunk('Page 3. ![](r_p3_1.png)', 'r.pdf', 2, 140)]
+    assert relevance(dict(evidence='table_1', evidence_content=html), chunks).gold == ['r.pdf#1']  # not page 1's table_1
+    assert relevance(dict(evidence='table_1'), chunks).gold == ['r.pdf#0', 'r.pdf#1']  # by name only: both pages
+    assert relevance(dict(evidence='image_1', evidence_content='/out/crops/r_p3_1.png'), chunks).gold == ['r.pdf#2']
+
+def test_sweep_with_ragchecker_per_setting(corpus, tmp_path):
+    from ragnb.retrieval import ragchecker_per_setting
+    docs, chunks, ds = corpus
+    few = ds.head(2)
+    with FakeServer() as srv:
+        llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path / 'c.sqlite', progress=False)
+        sw = sweep(docs, few, BM25Retriever, chunk_sizes=(300,), overlaps=(0,), ks=(1, 2), rag=ragchecker_per_setting(few, llm))
+        prompts = {r['prompt'].split('@')[0] for r in srv.requests if r.get('prompt')}
+    assert 'rag_answer' in prompts and len(prompts) >= 2  # answers, then RAGChecker's own calls
+    assert len(sw.results) == 2 and (sw.results.rc_failed == 0).all()
+    for m in ('rc_f1', 'rc_claim_recall', 'rc_context_precision', 'rc_faithfulness'):
+        assert sw.results[m].between(0, 100).all(), m
