@@ -13,7 +13,7 @@ from .llm import LLM, Request, ParseError, Usage, text_part, image_part
 from .prompts import get_prompt, DEFAULT_AUDIENCE
 from .testserver import fake_reply
 from .pdf import Segment, ParsedDoc, sanitize_html
-from .generate import QA, Dataset, parse_factoid, locate, critique, select, _question_for, _sentences
+from .generate import QA, Dataset, parse_factoid, locate, critique, select
 
 # %% auto #0
 __all__ = ['IMAGE_TYPES', 'Part', 'build_context', 'context_messages', 'context_text', 'parse_multimodal', 'MultimodalQA',
@@ -175,6 +175,7 @@ def _cells(html:str)->list[list[str]]:
 @fake_reply('multimodal_qa')
 def _fake_multimodal(messages:list, rng)->str:
     "Scripted multimodal_qa reply: a question about a table cell (evidence: the table's name), else a sentence, else an image."
+    from ragnb.generate import _question_for, _sentences  # the text questions of generate's scripted model
     content = messages[-1]['content']
     texts = [c['text'] for c in content[1:] if c.get('type') == 'text']
     tables = [(m.group(1), _cells(t)) for t in texts if (m := re.match(r"(table_\d+):\n", t))]
