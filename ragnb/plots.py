@@ -15,7 +15,7 @@ from matplotlib.patches import Patch, Rectangle
 
 # %% auto #0
 __all__ = ['FORMATS', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'METRIC_GROUPS', 'LOWER_IS_BETTER', 'GROUP_COLOURS', 'SHARES',
-           'SHARE_COLOURS', 'CRITERIA', 'save_figure', 'claim_text', 'short_label', 'relevant_chunks',
+           'SHARE_COLOURS', 'CRITERIA', 'save_figure', 'claim_text', 'short_label', 'relevant_chunks', 'chunk_labels',
            'plot_entailment_map', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares',
            'plot_critique_scores', 'plot_hit_rate', 'plot_page_regions']
 
@@ -80,6 +80,11 @@ def relevant_chunks(result:dict) -> list[bool]:
     r2a = _labels(result, 'retrieved2answer', len(result['gt_answer_claims']), n)
     return [any(row[j] == 'Entailment' for row in r2a) for j in range(n)]
 
+def chunk_labels(result:dict, max_len:int=6) -> list[str]:
+    "Short names for the retrieved chunks: their `doc_id` when every id is short, else `c1`, `c2`, ..."
+    ids = [str(c.get('doc_id', j)) if isinstance(c, dict) else str(j) for j, c in enumerate(result['retrieved_context'])]
+    return ids if all(len(i) <= max_len for i in ids) else [f'c{j+1}' for j in range(len(ids))]
+
 # %% ../nbs/08_plots.ipynb #c49f8b86
 def _draw_labels(ax, labels:list, xlabels:list, ylabels:list, fontsize:float=8):
     "Draw a claims x columns grid of entailment labels on `ax` (one image, marks on the labelled cells)."
@@ -123,7 +128,8 @@ def plot_entailment_map(
         if key: return [f'{prefix}{i+1}' for i in range(len(claims))]
         return [short_label(claim_text(c), width, max_lines) for c in claims]
     star = ' \u2605'
-    xl = [f"{c.get('doc_id', j)}{star if rel[j] else ''}" for j, c in enumerate(chunks)]
+    names = chunk_labels(result)
+    xl = [f"{names[j]}{star if rel[j] else ''}" for j in range(n)]
     line_h = .24 if key else .16 + .14*max_lines
     heights = [max(len(rc_), 1), max(len(gc), 1)]
     lab_w = 0.6 if key else width * 0.065
@@ -131,6 +137,10 @@ def plot_entailment_map(
     key_w = 4.6 if show_key else 0
     w = lab_w + 0.45*(n+1) + 1.2 + key_w
     h = 1.7 + line_h*sum(heights) + .8
+    ids = [str(c.get('doc_id', j)) for j, c in enumerate(chunks)]
+    note = textwrap.fill('   '.join(f'{a}\u00a0=\u00a0{b}' for a, b in zip(names, ids)), int(w*15)) if names != ids else ''
+    h_note = .13*(note.count('\n')+1) if note else 0
+    h += h_note
     fig = _new_figure(w, h)
     gs = fig.add_gridspec(2, 4 if show_key else 2, height_ratios=heights, hspace=1.0/(line_h*sum(heights)/2), wspace=.15,
                           width_ratios=[n, 1] + ([1, key_w/0.45] if show_key else []))
@@ -152,10 +162,11 @@ def plot_entailment_map(
     handles = [Patch(facecolor=c, edgecolor='grey', label=f"{l} {LABEL_MARKS[l]}".strip()) for l, c in LABEL_COLOURS.items()]
     handles.append(Patch(facecolor='white', edgecolor='black', linewidth=2, label='\u2605 relevant chunk'))
     ncol = 4 if w >= 5.5 else 2
-    fig.legend(handles=handles, loc='lower center', ncol=ncol, fontsize=fontsize, frameon=False, bbox_to_anchor=(.5, 0))
+    if note: fig.text(.01, .005, note, fontsize=fontsize-1.5, va='bottom', ha='left', family='monospace')
     q = result.get('query', '')
     fig.suptitle(short_label(f"{result.get('query_id', '')}: {q}", int(w*11), 2), fontsize=fontsize+2, x=0.01, ha='left')
-    fig.subplots_adjust(bottom=(.8 if ncol == 4 else 1.1)/h + .02, top=1 - .9/h)
+    fig.legend(handles=handles, loc='lower center', ncol=ncol, fontsize=fontsize, frameon=False, bbox_to_anchor=(.5, h_note/h))
+    fig.subplots_adjust(bottom=((.8 if ncol == 4 else 1.1) + h_note)/h + .02, top=1 - .9/h)
     return fig
 
 # %% ../nbs/08_plots.ipynb #fb8cac8a
@@ -217,11 +228,12 @@ def plot_metrics(
 
 # %% ../nbs/08_plots.ipynb #01f4011d
 def plot_systems(
-    table:pd.DataFrame,  # One row per system (the index names it), one column per metric
+    table:pd.DataFrame,  # One row per system (the index names it), one column per metric (or `ragnb.metrics.compare`'s)
     metrics:list|None=None,  # Columns to show, in order (default: all)
     title:str='Systems compared',
 ) -> Figure:
     "Grouped bars: for each metric, one bar per system."
+    if isinstance(table.columns, pd.MultiIndex): table = table.droplevel(0, axis=1)  # ragnb.metrics.compare's (group, metric)
     metrics = list(metrics or table.columns)
     missing = [m for m in metrics if m not in table.columns]
     if missing: raise KeyError(f"table has no column(s) {missing}")
@@ -231,7 +243,7 @@ def plot_systems(
     x = np.arange(len(metrics))
     for i, (name, row) in enumerate(table.iterrows()):
         ax.bar(x - .4 + bw*(i+.5), [row[m] for m in metrics], bw, label=str(name), color=colours[i], edgecolor='white', linewidth=.5)
-    ax.set_xticks(x, [_metric_label(m) for m in metrics])
+    ax.set_xticks(x, ['\n'.join(textwrap.wrap(_metric_label(m), 14)) for m in metrics], fontsize=9)
     ax.set_ylabel('percent'); ax.set_title(title, loc='left', fontsize=10)
     ax.legend(fontsize=7, frameon=False, ncol=2, loc='upper left', bbox_to_anchor=(1, 1))
     for s in ('top', 'right'): ax.spines[s].set_visible(False)

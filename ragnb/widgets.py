@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import ipywidgets as W
 from rapidfuzz import fuzz
-from .plots import plot_entailment_map, claim_text, relevant_chunks
+from .plots import plot_entailment_map, claim_text, relevant_chunks, chunk_labels
 
 # %% auto #0
 __all__ = ['TABLE_TAGS', 'CRITERIA', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper', 'StepView', 'safe_table', 'img_tag',
@@ -266,7 +266,7 @@ def metric_sets(result:dict) -> dict:
     "For each metric, the ids it counts (numerator) out of the ids it is taken over (denominator)."
     r, g = response_claim_roles(result), gt_claim_roles(result)
     rel = relevant_chunks(result)
-    chunks = [f'chunk {j}' for j in range(len(rel))]
+    chunks = [f'chunk {c}' for c in chunk_labels(result)]
     R, G = list(r.id), list(g.id)
     ids = lambda df, m: list(df.id[m])
     covered = g.vs_response.map(_ent)
