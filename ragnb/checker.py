@@ -19,7 +19,7 @@ import pandas as pd
 from .llm import LLM, Request, ParseError
 from .prompts import get_prompt
 from .testserver import fake_reply, user_text
-from .metrics import LABELS, RAGResult, Scores, load_results, save_results, score
+from .metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
 def json_reply(text:str):
@@ -210,40 +210,37 @@ def extract_claims(results:list, llm:LLM, claim_format:str='triplet', model:str|
     return results
 
 # %% ../nbs/06_checker.ipynb #436205a2
-def _tasks(r:RAGResult) -> list:
-    "The checking tasks a result still needs: (task, how to split its labels back into fields)."
-    out = []
-    rc, gc = r.response_claims, r.gt_answer_claims
-    if r.answer2response is None and rc is not None: out.append((CheckTask(f'{r.query_id}/answer', r.query, r.gt_answer, rc), [('answer2response', len(rc))]))
-    if r.response2answer is None and gc is not None: out.append((CheckTask(f'{r.query_id}/response', r.query, r.response, gc), [('response2answer', len(gc))]))
+def _tasks(r:RAGResult) -> tuple:
+    "The checking tasks a result still needs, each with its chunk (or None) and how its labels split into fields."
+    out, rc, gc = [], r.response_claims, r.gt_answer_claims
+    if r.answer2response is None and rc is not None:
+        out.append((CheckTask(f'{r.query_id}/answer', r.query, r.gt_answer, rc), None, [('answer2response', len(rc))]))
+    if r.response2answer is None and gc is not None:
+        out.append((CheckTask(f'{r.query_id}/response', r.query, r.response, gc), None, [('response2answer', len(gc))]))
     need = [(f, c) for f, c in (('retrieved2response', rc), ('retrieved2answer', gc)) if getattr(r, f) is None and c is not None]
-    for j, chunk in enumerate(r.retrieved_context):
-        claims = [c for _, cs in need for c in cs]
-        if claims: out.append((CheckTask(f'{r.query_id}/chunk/{j}', r.query, chunk['text'], claims), [(f, len(cs)) for f, cs in need]))
+    claims = [c for _, cs in need for c in cs]   # both claim sets against each chunk, in one task
+    if claims:
+        for j, chunk in enumerate(r.retrieved_context):
+            out.append((CheckTask(f'{r.query_id}/chunk/{j}', r.query, chunk['text'], claims), j, [(f, len(cs)) for f, cs in need]))
     return out, need
 
 def check_claims(results:list, checker:Checker):
     "Fill the four label sets where they are None, one checker task per (result, reference)."
     plan = [(r, *_tasks(r)) for r in results]
-    tasks = [t for _, ts, _ in plan for t, _ in ts]
+    tasks = [t for _, ts, _ in plan for t, _, _ in ts]
     outcomes = iter(checker(tasks) if tasks else [])
     for r, ts, need in plan:
-        cols = {f: [None] * len(r.retrieved_context) for f, _ in need}   # per chunk: labels of that field's claims
-        ok = {f: True for f, _ in need}
-        for t, split in ts:
-            o = next(outcomes)
+        cols = {f: [None] * len(r.retrieved_context) for f, _ in need}   # per chunk: that field's labels
+        for t, chunk, split in ts:
+            o, k = next(outcomes), 0
             _note(r, 'check', o.calls, o.cached, o.prompt_tokens, o.completion_tokens)
-            parts, k = {}, 0
             for f, n in split:
-                parts[f] = None if o.labels is None else o.labels[k:k + n]; k += n
-            for f, labels in parts.items():
+                labels = None if o.labels is None else o.labels[k:k + n]; k += n
                 if labels is None: _fail(r, 'check', f, f"{t.id}: {o.failure}")
-                if f in cols:
-                    ok[f] &= labels is not None
-                    cols[f][int(t.id.rsplit('/', 1)[1])] = labels
-                elif labels is not None: setattr(r, f, labels)
-        for f, cs in need:   # matrices: claims x chunks (RAGChecker's layout)
-            if ok[f]: setattr(r, f, [[col[i] for col in cols[f]] for i in range(len(cs))])
+                elif chunk is None: setattr(r, f, labels)
+                else: cols[f][chunk] = labels
+        for f, cs in need:   # a matrix only when every chunk was labelled: claims x chunks, RAGChecker's layout
+            if all(col is not None for col in cols[f]): setattr(r, f, [[col[i] for col in cols[f]] for i in range(len(cs))])
     return results
 
 # %% ../nbs/06_checker.ipynb #9884db5c
@@ -289,9 +286,7 @@ def run_checks(results, llm:LLM|None=None, claim_format:str='triplet', extractor
     if out: save_results(results, out)
     check_claims(results, checker or llm_checker(llm, checker_model))
     s = save_results(results, out) if out else score(results)
-    if not out:
-        from ragnb.metrics import attach_metrics
-        attach_metrics(results, s)
+    if not out: attach_metrics(results, s)
     return CheckRun(results, s, usage_table(results))
 
 # %% ../nbs/06_checker.ipynb #73d9bf37

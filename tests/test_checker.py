@@ -167,3 +167,17 @@ def test_scripted_checker_emits_contradiction_for_negation(tmp_path):
     with FakeServer() as srv:
         o = llm_checker(make_llm(srv, tmp_path))([CheckTask('t', 'Where do rivers flow?', ref, claims)])[0]
     assert o.labels == ['Contradiction', 'Entailment', 'Neutral'] and o.calls == 1
+
+
+def test_empty_response_and_no_chunks_need_no_calls(tmp_path):
+    r = inputs()[0].to_dict()
+    empty = dict(r, query_id='empty', response='', retrieved_context=[])
+    with FakeServer() as srv:
+        run = run_checks([empty], make_llm(srv, tmp_path))
+        prompts = [q['prompt'].split('@')[0] for q in srv.requests]
+    e = run.results[0]
+    assert e.response_claims == [] and e.answer2response == [] and e.retrieved2response == []
+    assert e.retrieved2answer == [[] for _ in e.gt_answer_claims] and len(e.response2answer) == len(e.gt_answer_claims)
+    assert prompts == ['extract_claims_triplet', 'check_claims']   # gt claims, then gt claims against the (empty) response
+    pr = run.scores.per_result.loc['empty']
+    assert pr.precision == 0 and 'precision' in pr.zero_from_empty and 'claim_recall' in pr.zero_from_empty
