@@ -326,14 +326,19 @@ class RAGResult:
 # %% ../nbs/06a_metrics.ipynb #fdbe620a
 def load_results(src) -> list[RAGResult]:
     "`RAGResult`s from a RAGChecker JSON file, its dict, a list of dicts/`RAGResult`s or a DataFrame."
+    where = ''
     if isinstance(src, (str, Path)):
+        where = f"{src}: "
         try: src = json.loads(Path(src).read_text())
-        except json.JSONDecodeError as e: raise ValueError(f"{src}: not valid JSON ({e})") from None
+        except json.JSONDecodeError as e: raise ValueError(f"{where}not valid JSON ({e})") from None
     if isinstance(src, pd.DataFrame): src = src.to_dict('records')
     if isinstance(src, Mapping):
-        if not isinstance(src.get('results'), list): raise ValueError("expected an object with a 'results' list")
+        if not isinstance(src.get('results'), list): raise ValueError(f"{where}expected an object with a 'results' list")
         src = src['results']
-    return [r if isinstance(r, RAGResult) else RAGResult.from_dict(r, i) for i, r in enumerate(src)]
+    try: return [r if isinstance(r, RAGResult) else RAGResult.from_dict(r, i) for i, r in enumerate(src)]
+    except CheckingDataError as e:
+        e.args = (where + str(e),)   # name the file too
+        raise
 
 def results_frame(results) -> pd.DataFrame:
     "The results as a DataFrame with RAGChecker's columns."

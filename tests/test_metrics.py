@@ -209,3 +209,10 @@ def test_extras_are_saved_under_ragnb_and_summarised(tmp_path):
     assert back['e']['ragnb']['zero_from_empty'][0] == 'precision' and back['c']['ragnb']['contradiction_rate'] == .5
     assert s.extras == {'contradiction_rate': 25.0, 'results_with_zero_from_empty': 2}
     assert '<br>' in s._repr_html_() and 'extras (not RAGChecker metrics)' in s._repr_html_()
+
+
+@needs_data
+def test_file_errors_name_the_file(outputs, tmp_path):
+    f = tmp_path/'in.json'
+    f.write_text(json.dumps({'results': [dict(outputs['results'][0], response=None)]}))
+    with pytest.raises(CheckingDataError, match=r"in.json: result '0', field 'response': missing"): load_results(f)
