@@ -216,3 +216,20 @@ def test_file_errors_name_the_file(outputs, tmp_path):
     f = tmp_path/'in.json'
     f.write_text(json.dumps({'results': [dict(outputs['results'][0], response=None)]}))
     with pytest.raises(CheckingDataError, match=r"in.json: result '0', field 'response': missing"): load_results(f)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(result(min_size=1), min_size=2, max_size=6), st.data())
+def test_a_broken_result_never_changes_the_others(rs, data):
+    for i, r in enumerate(rs): r['query_id'] = str(i)
+    bad = data.draw(st.sets(st.integers(0, len(rs) - 1), max_size=len(rs) - 1))
+    fields = ['answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer']
+    broken = []
+    for i, r in enumerate(rs):
+        if i in bad:
+            f = data.draw(st.sampled_from(fields))
+            r = dict(r, **{f: None if data.draw(st.booleans()) else ([None] + r[f][1:] if f in fields[:2] else r[f][:-1])})
+        broken.append(r)
+    s, clean = score(broken), score([r for i, r in enumerate(rs) if i not in bad])
+    assert sorted(e.result for e in s.errors) == sorted(str(i) for i in bad)
+    assert s.per_result[list(METRICS)].equals(clean.per_result[list(METRICS)])
