@@ -170,12 +170,8 @@ def plot_entailment_map(
     return fig
 
 # %% ../nbs/08_plots.ipynb #fb8cac8a
-METRIC_GROUPS = {
-    'overall': ['precision', 'recall', 'f1'],
-    'retriever': ['claim_recall', 'context_precision'],
-    'generator': ['context_utilization', 'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant',
-                  'hallucination', 'self_knowledge', 'faithfulness'],
-}
+from . import metrics as _metrics
+METRIC_GROUPS = {g.removesuffix('_metrics'): list(ms) for g, ms in _metrics.METRIC_GROUPS.items()}  # RAGChecker's grouping
 LOWER_IS_BETTER = {'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant', 'hallucination'}
 GROUP_COLOURS = {'overall':OKABE_ITO[0], 'retriever':OKABE_ITO[2], 'generator':OKABE_ITO[1]}
 

@@ -17,7 +17,7 @@ from .plots import plot_entailment_map, claim_text, relevant_chunks, chunk_label
 
 # %% auto #0
 __all__ = ['TABLE_TAGS', 'CRITERIA', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper', 'StepView', 'safe_table', 'img_tag',
-           'ParsedPage', 'page_html', 'ParsingViewer', 'find_evidence', 'highlight', 'ReviewState', 'review_html',
+           'PageView', 'page_html', 'ParsingViewer', 'find_evidence', 'highlight', 'ReviewState', 'review_html',
            'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
 
 # %% ../nbs/08a_widgets.ipynb #1f980712
@@ -88,26 +88,39 @@ def img_tag(src, width:int=420, alt:str='') -> str:
     "An <img> embedding a PNG from a path, bytes or a matplotlib figure, as a data URL."
     if hasattr(src, 'savefig'):
         buf = io.BytesIO(); src.savefig(buf, format='png', dpi=100); src = buf.getvalue()
-    elif not isinstance(src, (bytes, bytearray)): src = Path(src).read_bytes()
+    elif not isinstance(src, (bytes, bytearray)):
+        if not Path(src).is_file(): return f'<i>image not found: {html.escape(str(src))}</i>'
+        src = Path(src).read_bytes()
     b64 = base64.b64encode(src).decode()
     return f'<img src="data:image/png;base64,{b64}" alt="{html.escape(alt)}" style="max-width:{width}px;border:1px solid #ccc">'
 
 # %% ../nbs/08a_widgets.ipynb #2a812d43
 @dataclass
-class ParsedPage:
-    "One parsed page: the marked page image, region crops, markdown and HTML tables."
+class PageView:
+    "What the parsing viewer shows for one page: marked image, crops, markdown, HTML tables, notes."
     page:int  # page number, from 1
     image:str|bytes|None=None  # the marked page image (path or PNG bytes)
-    crops:list=field(default_factory=list)  # region crop images (paths or PNG bytes)
+    crops:dict=field(default_factory=dict)  # crop name -> image (path or PNG bytes)
     markdown:str=''  # the page as markdown
-    tables:list=field(default_factory=list)  # tables as HTML, as the parser wrote them
-    note:str=''  # e.g. "offline: PyMuPDF text, no model"
+    tables:dict=field(default_factory=dict)  # table name -> HTML as the parser wrote it (sanitised on display)
+    note:str=''  # e.g. "offline: PyMuPDF text, no model", or why the page failed
 
-def page_html(p:ParsedPage, width:int=460) -> str:
-    "A parsed page as HTML: image and crops on the left, markdown and sanitised tables on the right."
+    @classmethod
+    def from_parsed(cls, p) -> PageView:
+        "A view of a `ragnb.pdf.ParsedPage` (or anything with the same fields)."
+        from ragnb.pdf import OFFLINE_MARK
+        notes = ['offline: PyMuPDF text and table finder, no model'] if getattr(p, 'mode', '') == 'offline' else []
+        if getattr(p, 'failure', None) is not None: notes.append(f'failed: {p.failure.kind}: {p.failure.message}')
+        notes += list(getattr(p, 'warnings', []))
+        return cls(p.page, p.image, dict(getattr(p, 'images', {})), p.markdown.replace(OFFLINE_MARK, '').strip(),
+                   dict(p.tables), ' · '.join(notes))
+
+def page_html(p:PageView, width:int=460) -> str:
+    "A parsed page as HTML: image and crops on the left, escaped markdown and sanitised tables on the right."
     left = img_tag(p.image, width, f'page {p.page}') if p.image is not None else '<i>no page image</i>'
-    crops = ''.join(img_tag(c, 140, f'crop {k+1}') for k, c in enumerate(p.crops))
-    tables = ''.join(f'<div style="margin-top:6px"><b>table {k+1}</b>{safe_table(t)}</div>' for k, t in enumerate(p.tables))
+    crops = ''.join(f'<figure style="display:inline-block;margin:4px">{img_tag(c, 140, n)}'
+                    f'<figcaption style="font-size:10px">{html.escape(n)}</figcaption></figure>' for n, c in p.crops.items())
+    tables = ''.join(f'<div style="margin-top:6px"><b>{html.escape(n)}</b>{safe_table(t)}</div>' for n, t in p.tables.items())
     note = f'<div style="color:#a50"><i>{html.escape(p.note)}</i></div>' if p.note else ''
     right = (f'<h4 style="margin:0">Page {p.page}</h4>{note}<pre style="white-space:pre-wrap;max-height:500px;overflow:auto">'
              f'{html.escape(p.markdown)}</pre>{tables}')
@@ -116,9 +129,11 @@ def page_html(p:ParsedPage, width:int=460) -> str:
 
 class ParsingViewer:
     "Page by page: the marked page and its crops beside the parsed markdown and tables."
-    def __init__(self, pages:list[ParsedPage], width:int=460):
-        self.pages, self.stepper = pages, Stepper(len(pages))
-        self.view = StepView(self.stepper, lambda i: page_html(pages[i], width), title='Parsed pages')
+    def __init__(self, pages, width:int=460):  # a `ragnb.pdf.ParsedDoc`, its pages, or `PageView`s
+        pages = getattr(pages, 'pages', pages)
+        self.pages = [p if isinstance(p, PageView) else PageView.from_parsed(p) for p in pages]
+        self.stepper = Stepper(len(self.pages))
+        self.view = StepView(self.stepper, lambda i: page_html(self.pages[i], width), title='Parsed pages')
     def _ipython_display_(self): self.view._ipython_display_()
 
 # %% ../nbs/08a_widgets.ipynb #34e7cd33

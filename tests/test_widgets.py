@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.widgets import (Stepper, StepView, ParsedPage, ParsingViewer, page_html, safe_table, find_evidence, highlight,
+from ragnb.widgets import (Stepper, StepView, PageView, ParsingViewer, img_tag, page_html, safe_table, find_evidence, highlight,
                            ReviewState, ReviewViewer, metric_sets, response_claim_roles, gt_claim_roles, MetricsViewer)
 
 DATA = Path(__file__).resolve().parents[2] / 'shared' / 'data'
@@ -50,14 +50,32 @@ def test_safe_table_strips_scripts_and_handlers():
 
 
 def test_parsing_view_escapes_markdown_and_sanitises_tables():
-    pages = [ParsedPage(1, PNG, [PNG], '# Title\n<script>alert(1)</script>', ['<table onclick="x"><tr><td>7</td></tr></table>']),
-             ParsedPage(2, None, [], 'page two text', [], note='offline')]
+    pages = [PageView(1, PNG, {'d_1_1.png': PNG}, '# Title\n<script>alert(1)</script>',
+                      {'table_1': '<table onclick="x"><tr><td>7</td></tr></table>'}),
+             PageView(2, None, {}, 'page two text', {}, note='offline')]
     pv = ParsingViewer(pages)
     body = pv.view.body.value
     assert '&lt;script&gt;' in body and '<script>' not in body and 'onclick' not in body and '<td>7</td>' in body
-    assert body.count('data:image/png;base64,') == 2
+    assert body.count('data:image/png;base64,') == 2 and 'd_1_1.png' in body
     pv.view.next.click()
     assert 'page two text' in pv.view.body.value and 'no page image' in pv.view.body.value
+    assert 'image not found' in img_tag('/nonexistent/x.png')
+
+
+PDF = DATA / 'documents/camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf'
+
+
+@pytest.mark.skipif(not PDF.exists(), reason='shared data not present')
+def test_parsing_viewer_shows_ragnb_pdf_pages(tmp_path):
+    from ragnb.pdf import parse_pdf
+    from ragnb.llm import Failure
+    parsed = parse_pdf(PDF, tmp_path / 'eu4', offline=True, pages=[2], page_zoom=1, crop_zoom=1)
+    pv = ParsingViewer(parsed)
+    body = pv.view.body.value
+    assert 'Table 6.1' in body and 'offline: PyMuPDF' in body and '<table>' in body and 'ragnb offline parse' not in body
+    page = parsed.pages[0]
+    page.failure, page.markdown, page.tables = Failure(item_id='p2', kind='timeout', message='no reply in 60 s', attempts=4), '', {}
+    assert 'failed: timeout: no reply in 60 s' in ParsingViewer([page]).view.body.value
 
 
 def test_find_evidence_exact_fuzzy_and_missing():
