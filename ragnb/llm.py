@@ -117,6 +117,8 @@ class Usage:
     completion_tokens:int=0
     cost:float=0.0  # US dollars, from `PRICES`
     unpriced:int=0  # Successful calls to models missing from `PRICES`
+    saved_tokens:int=0  # Prompt + completion tokens of the replies the cache answered (not spent again)
+    saved_cost:float=0.0  # What those replies cost when they were first made
 
     def add(self, o:Usage):
         for f in self.__dataclass_fields__: setattr(self, f, getattr(self, f) + getattr(o, f))
@@ -125,7 +127,8 @@ class Usage:
     def __str__(self):
         return (f"{self.calls} calls, {self.cached} cached, {self.failed} failed; "
                 f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens; ${self.cost:.4f}"
-                + (f" ({self.unpriced} calls unpriced)" if self.unpriced else ''))
+                + (f" ({self.unpriced} calls unpriced)" if self.unpriced else '')
+                + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens else ''))
     def _repr_markdown_(self): return str(self)
 
 @dataclass
@@ -325,7 +328,10 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
         return res
     if rec is not None:
         res.cached, res.text = True, rec['text']
-        self.usage.cached += 1
+        u = rec.get('usage') or {}
+        pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
+        res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(rec.get('model') or model, pt, ct) or 0.0)
+        self.usage.add(res.usage)
     else:
         headers = {'X-Ragnb-Prompt': pid} if pid else {}
         attempt = 0

@@ -14,6 +14,7 @@ def test_cache_hit_makes_no_http_call(llm, server):
     assert r1.ok and not r1.cached and r2.cached and r2.text == r1.text
     assert len(server.requests) == n == 1
     assert llm.usage.calls == 1 and llm.usage.cached == 1
+    assert r2.usage.saved_tokens == r1.usage.prompt_tokens + r1.usage.completion_tokens > 0 and r2.usage.prompt_tokens == 0
 
 def test_cache_key_includes_model_and_prompt_version(llm, server):
     llm.call(msg('same text'), prompt='p@1')
