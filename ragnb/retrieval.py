@@ -16,17 +16,17 @@ from scipy import stats
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from .documents import Chunk, Document, split_documents, load_folder
-from .llm import LLM, Request, lesson_llm
+from .documents import Document, split_documents, load_folder
+from .llm import LLM, Request
 from .prompts import get_prompt
 from .plots import OKABE_ITO
 from .testserver import fake_reply, user_text
 
 # %% auto #0
 __all__ = ['METRICS', 'locate', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
-           'FunctionRetriever', 'score_ranking', 'read_dataset', 'summarize', 'RetrievalReport', 'evaluate',
-           'plot_by_k', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun', 'rag_pipeline',
-           'ragchecker_per_setting', 'match_documents', 'add_cli']
+           'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'summarize', 'RetrievalReport',
+           'evaluate', 'plot_by_k', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun', 'rag_pipeline',
+           'ragchecker_per_setting', 'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #6efeb435
 def locate(doc_text:str, # The source document
@@ -251,6 +251,15 @@ def _read(src) -> pd.DataFrame:
         return pd.DataFrame(rows)
     return pd.DataFrame(list(src))
 
+def match_documents(df:pd.DataFrame, docs:list) -> pd.DataFrame:
+    "`df` with `source_doc` renamed to the id of the document it names (exact id, else a unique path suffix)."
+    ids = [getattr(d, 'id', d) for d in docs]
+    def find(src):
+        if src in ids: return src
+        hits = [i for i in ids if src.endswith('/' + i) or i.endswith('/' + src.lstrip('./'))]
+        return hits[0] if len(hits) == 1 else src
+    return df.assign(source_doc=[find(str(s)) for s in df.source_doc])
+
 def _query_ids(df:pd.DataFrame) -> list[str]:
     for col in ('query_id', 'id'):
         if col in df: return [str(v) for v in df[col]]
@@ -309,6 +318,7 @@ class RetrievalReport:
         note = f"<p><b>{self.name}</b>: {n} questions scored, means with {ci}% bootstrap intervals"
         if self.skipped: note += f"; {len(self.skipped)} without ground truth (see <code>.skipped</code>)"
         return note + '</p>' + self.table().to_html()
+    def __repr__(self): return f"RetrievalReport({self.name!r}, {len(self.per_question)} questions, ks={self.ks}, {len(self.skipped)} skipped)"
     def __str__(self):
         extra = f"\n{len(self.skipped)} question(s) without ground truth: " + '; '.join(f"{q}: {r}" for q, r in self.skipped[:5]) if self.skipped else ''
         return f"{self.name}: {len(self.per_question)} questions\n" + self.table().to_string() + extra
@@ -326,6 +336,7 @@ def evaluate(dataset,                  # DataFrame, list of dicts or JSONL path:
     _check_columns(df, ['question', 'source_doc'])
     by_doc, texts = {}, {d.id: d.text for d in docs or []}
     for c in chunks: by_doc.setdefault(c.doc_id, []).append(c)
+    df = match_documents(df, list(by_doc))
     qids, rows = _query_ids(df), df.to_dict('records')
     rels = [relevance(r, by_doc.get(r['source_doc'], []), texts.get(r['source_doc']), q) for q, r in zip(qids, rows)]
     keep = [i for i, rel in enumerate(rels) if rel]
@@ -370,6 +381,7 @@ class Sweep:
     results:pd.DataFrame     # One row per setting and k: chunk_size, chunk_overlap, k, n_chunks, context_chars, metrics
     reports:dict             # (chunk_size, chunk_overlap) -> RetrievalReport
     seconds:float            # Wall time of the whole sweep
+    def __repr__(self): return f"Sweep({len(self.reports)} chunkings, ks={sorted(self.results.k.unique().tolist())}, {self.seconds:.1f} s)"
     def _repr_html_(self):
         cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars'] + [m for m in METRICS] + ['index_s']
         return f"<p>{len(self.reports)} chunkings x {self.results.k.nunique()} k in {self.seconds:.1f} s</p>" + \
@@ -442,6 +454,7 @@ class RagRun:
     "Answers of a retrieve-then-generate baseline, in RAGChecker's input format, plus failed calls."
     results:list    # RAGChecker entries: query_id, query, gt_answer, response, retrieved_context
     failures:list   # `Failure` records of calls that gave no answer
+    def __repr__(self): return f"RagRun({len(self.results)} answers, {len(self.failures)} failed calls)"
     def to_ragchecker(self) -> dict: return {'results': self.results}
     def save(self, path:str|Path) -> Path:
         "Write RAGChecker's input JSON to `path`."
@@ -511,15 +524,6 @@ def ragchecker_per_setting(dataset,      # The questions (with `answer` as the g
     return diagnose
 
 # %% ../nbs/07_retrieval.ipynb #c0c187de
-def match_documents(df:pd.DataFrame, docs:list) -> pd.DataFrame:
-    "`df` with `source_doc` renamed to the id of the loaded document it names (exact id, else a unique path suffix)."
-    ids = [d.id for d in docs]
-    def find(src):
-        if src in ids: return src
-        hits = [i for i in ids if src.endswith('/' + i) or i.endswith('/' + src.lstrip('./'))]
-        return hits[0] if len(hits) == 1 else src
-    return df.assign(source_doc=[find(str(s)) for s in df.source_doc])
-
 def _docs_for(df, docs_path, glob, base:Path) -> list:
     "Documents from `--docs`, or else the files that `source_doc` names (relative to the dataset or the cwd)."
     if docs_path:
@@ -547,7 +551,7 @@ def _cli_retrieval(args) -> int:
     df = read_dataset(args.dataset)
     _check_columns(df, ['question', 'source_doc'])
     docs = _docs_for(df, args.docs, args.glob, Path(args.dataset).parent)
-    df, ks = match_documents(df, docs), [int(k) for k in str(args.k).split(',') if k.strip()]
+    ks = [int(k) for k in str(args.k).split(',') if k.strip()]
     factory = _make_retriever(args)
     if len(args.chunk_size) * len(args.chunk_overlap) == 1:
         chunks = split_documents(docs, chunk_size=args.chunk_size[0], chunk_overlap=_overlap(args.chunk_size[0], args.chunk_overlap[0]))
