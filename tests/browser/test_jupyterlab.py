@@ -35,24 +35,36 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _notebook(path:Path):
-    src = NOTEBOOK_SOURCE.format(path=str(DATA / 'ragchecker/examples/checking_outputs.json'))
-    nb = {'cells': [{'cell_type': 'code', 'execution_count': None, 'id': 'widget', 'metadata': {}, 'outputs': [],
-                     'source': src}],
+REVIEW_SOURCE = '''import pandas as pd
+from ragnb.widgets import ReviewViewer
+ctx = "The Nile is about 6,650 km long. <b>Egypt</b> depends on it. The Amazon may be longer."
+rv = ReviewViewer(pd.DataFrame({'context': [ctx, ctx], 'question': ['How long is the Nile?', 'Which river may be longer?'],
+    'answer': ['About 6,650 km', 'The Amazon'], 'evidence': ['The Nile is about 6,650 km long.', 'The Amazon may be longer.'],
+    'groundedness_score': [5, 4], 'groundedness_eval': ['stated', 'stated'], 'relevance_score': [4, 3],
+    'relevance_eval': ['useful', 'ok'], 'standalone_score': [5, 5], 'standalone_eval': ['clear', 'clear'], 'kept': [True, True]}))
+rv'''
+
+
+def _notebook(path:Path, *sources):
+    cells = [{'cell_type': 'code', 'execution_count': None, 'id': f'cell{i}', 'metadata': {}, 'outputs': [], 'source': src}
+             for i, src in enumerate(sources)]
+    nb = {'cells': cells,
           'metadata': {'kernelspec': {'display_name': 'Python 3', 'language': 'python', 'name': 'python3'}},
           'nbformat': 4, 'nbformat_minor': 5}
     path.write_text(json.dumps(nb))
 
 
-@pytest.fixture
-def lab(tmp_path):
-    "A JupyterLab server on 127.0.0.1 with a fresh token, config and settings in tmp_path; stopped afterwards."
+@pytest.fixture(scope='module')
+def lab(tmp_path_factory):
+    "A JupyterLab server on 127.0.0.1 with a fresh token, config and settings in a temporary folder; stopped afterwards."
+    tmp_path = tmp_path_factory.mktemp('lab')
     root, cfg = tmp_path / 'root', tmp_path / 'config'
     root.mkdir(); (cfg / 'labconfig').mkdir(parents=True)
     # no "news" pop-up: it would cover the notebook and try to reach the network
     (cfg / 'labconfig' / 'page_config.json').write_text(json.dumps(
         {'disabledExtensions': {'@jupyterlab/apputils-extension:announcements': True}}))
-    _notebook(root / 'widget_check.ipynb')
+    _notebook(root / 'widget_check.ipynb', NOTEBOOK_SOURCE.format(path=str(DATA / 'ragchecker/examples/checking_outputs.json')))
+    _notebook(root / 'review_check.ipynb', REVIEW_SOURCE)
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / 'settings'),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / 'workspaces'), JUPYTER_RUNTIME_DIR=str(tmp_path / 'runtime'),
@@ -84,20 +96,28 @@ def _body_text(page) -> str:
     return page.locator('.ragnb-body').first.inner_text()
 
 
+def _open_and_run(browser, base, token, name):
+    "Open notebook `name` in JupyterLab, wait for its kernel, run its first cell with Shift+Enter; return the page."
+    page = browser.new_page(viewport={'width': 1400, 'height': 1000})
+    # a workspace of its own per notebook, so no tab of another test is restored beside it
+    page.goto(f'{base}/lab/workspaces/{Path(name).stem}/tree/{name}?token={token}', timeout=120_000)
+    page.locator('.jp-NotebookPanel:visible .jp-Cell').first.wait_for(timeout=120_000)
+    # wait until the status bar shows a started, idle kernel, then run the cell like a person would
+    page.get_by_text('Python 3 (ipykernel) | Idle').wait_for(timeout=120_000)
+    page.locator('.jp-NotebookPanel:visible .jp-Cell .cm-content').first.click()
+    page.keyboard.press('Shift+Enter')
+    return page
+
+
 def test_next_button_changes_the_widget(lab):
     from playwright.sync_api import sync_playwright
     base, token = lab
     SHOTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = None
         try:
-            page = browser.new_page(viewport={'width': 1400, 'height': 1000})
-            page.goto(f'{base}/lab/tree/widget_check.ipynb?token={token}', timeout=120_000)
-            page.locator('.jp-Notebook .jp-Cell').first.wait_for(timeout=120_000)
-            # wait until the status bar shows a started, idle kernel, then run the cell with Shift+Enter like a person
-            page.get_by_text('Python 3 (ipykernel) | Idle').wait_for(timeout=120_000)
-            page.locator('.jp-Notebook .jp-Cell .cm-content').first.click()
-            page.keyboard.press('Shift+Enter')
+            page = _open_and_run(browser, base, token, 'widget_check.ipynb')
             nxt = page.locator('.ragnb-stepview button', has_text='next')
             nxt.wait_for(timeout=120_000)
             page.locator('.ragnb-stepview img').first.wait_for(timeout=60_000)
@@ -119,7 +139,35 @@ def test_next_button_changes_the_widget(lab):
             assert page.locator('.ragnb-pos').first.inner_text().strip() == '1 / 2'
             page.screenshot(path=str(SHOTS / '3_after_previous_by_keyboard.png'))
         except Exception:
-            page.screenshot(path=str(SHOTS / 'failure.png'))
+            if page: page.screenshot(path=str(SHOTS / 'failure.png'))
+            raise
+        finally:
+            browser.close()
+
+
+def test_review_decision_is_saved_from_the_browser(lab):
+    from playwright.sync_api import sync_playwright
+    base, token = lab
+    SHOTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = None
+        try:
+            page = _open_and_run(browser, base, token, 'review_check.ipynb')
+            body = page.locator('.ragnb-body').first
+            body.locator('mark').wait_for(timeout=120_000)
+            assert body.locator('mark').inner_text() == 'The Nile is about 6,650 km long.'
+            assert '<b>Egypt</b>' in body.inner_text()  # document HTML shows as text, not markup
+            page.screenshot(path=str(SHOTS / '4_review_before_accept.png'))
+            page.locator('.ragnb-stepview button', has_text='accept').click()
+            page.locator('.ragnb-body', has_text='Which river may be longer?').wait_for(timeout=60_000)
+            page.locator('.ragnb-stepview button', has_text='previous').click()
+            page.locator('.ragnb-body', has_text='review: accept').wait_for(timeout=60_000)
+            page.screenshot(path=str(SHOTS / '5_review_after_accept.png'))
+            # the body is drawn from the kernel's DataFrame, so the decision shown is the decision stored
+            assert 'critique: kept' in page.locator('.ragnb-body').first.inner_text()
+        except Exception:
+            if page: page.screenshot(path=str(SHOTS / 'failure.png'))
             raise
         finally:
             browser.close()
