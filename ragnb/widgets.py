@@ -16,9 +16,10 @@ from rapidfuzz import fuzz
 from .plots import plot_entailment_map, claim_text, relevant_chunks, chunk_labels
 
 # %% auto #0
-__all__ = ['TABLE_TAGS', 'CRITERIA', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper', 'StepView', 'safe_table', 'img_tag',
-           'PageView', 'page_html', 'ParsingViewer', 'find_evidence', 'highlight', 'ReviewState', 'review_html',
-           'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
+__all__ = ['TABLE_TAGS', 'TABLE_CSS', 'CRITERIA', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper', 'StepView', 'safe_table',
+           'img_tag', 'PageView', 'page_html', 'ParsingViewer', 'find_evidence', 'highlight', 'ReviewState',
+           'review_html', 'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html',
+           'MetricsViewer']
 
 # %% ../nbs/08a_widgets.ipynb #1f980712
 class Stepper:
@@ -115,23 +116,30 @@ class PageView:
         return cls(p.page, p.image, dict(getattr(p, 'images', {})), p.markdown.replace(OFFLINE_MARK, '').strip(),
                    dict(p.tables), ' · '.join(notes))
 
+TABLE_CSS = ('<style>.ragnb-table table{border-collapse:collapse;font-size:11px}'
+             '.ragnb-table td,.ragnb-table th{border:1px solid #ccc;padding:1px 4px}</style>')
+
 def page_html(p:PageView, width:int=460) -> str:
     "A parsed page as HTML: image and crops on the left, escaped markdown and sanitised tables on the right."
     left = img_tag(p.image, width, f'page {p.page}') if p.image is not None else '<i>no page image</i>'
     crops = ''.join(f'<figure style="display:inline-block;margin:4px">{img_tag(c, 140, n)}'
                     f'<figcaption style="font-size:10px">{html.escape(n)}</figcaption></figure>' for n, c in p.crops.items())
-    tables = ''.join(f'<div style="margin-top:6px"><b>{html.escape(n)}</b>{safe_table(t)}</div>' for n, t in p.tables.items())
+    tables = ''.join(f'<div class="ragnb-table" style="margin-top:6px"><b>{html.escape(n)}</b>{safe_table(t)}</div>'
+                     for n, t in p.tables.items())
     note = f'<div style="color:#a50"><i>{html.escape(p.note)}</i></div>' if p.note else ''
     right = (f'<h4 style="margin:0">Page {p.page}</h4>{note}<pre style="white-space:pre-wrap;max-height:500px;overflow:auto">'
              f'{html.escape(p.markdown)}</pre>{tables}')
-    return (f'<div style="display:flex;gap:12px"><div style="flex:1">{left}<div>{crops}</div></div>'
+    return (f'{TABLE_CSS}<div style="display:flex;gap:12px"><div style="flex:1">{left}<div>{crops}</div></div>'
             f'<div style="flex:1;font-size:12px">{right}</div></div>')
 
 class ParsingViewer:
     "Page by page: the marked page and its crops beside the parsed markdown and tables."
     def __init__(self, pages, width:int=460):  # a `ragnb.pdf.ParsedDoc`, its pages, or `PageView`s
-        pages = getattr(pages, 'pages', pages)
+        doc, pages = pages, getattr(pages, 'pages', pages)
         self.pages = [p if isinstance(p, PageView) else PageView.from_parsed(p) for p in pages]
+        if getattr(doc, 'out_dir', None):  # a ParsedDoc: show every region's crop, not only those the markdown cites
+            for v in self.pages:
+                v.crops = {f.name: str(f) for f in sorted(Path(doc.out_dir).glob(f'{doc.doc}_{v.page}_*.png'))} or v.crops
         self.stepper = Stepper(len(self.pages))
         self.view = StepView(self.stepper, lambda i: page_html(self.pages[i], width), title='Parsed pages')
     def _ipython_display_(self): self.view._ipython_display_()
@@ -218,9 +226,10 @@ def review_html(row:pd.Series, i:int) -> str:
     if isinstance(row.get('review_question'), str):
         edited = (f"<div><b>edited Q:</b> {html.escape(row['review_question'])}<br><b>edited A:</b> "
                   f"{html.escape(str(row['review_answer']))}</div>")
-    src = html.escape(str(row.get('source_doc', '')))
+    src = row.get('source_doc')
+    src = f' &middot; {html.escape(str(src))}' if isinstance(src, str) and src else ''
     return (f'<div style="display:flex;gap:12px;font-size:13px"><div style="flex:1">'
-            f'<div style="color:#555">row {i} &middot; {src}</div>'
+            f'<div style="color:#555">row {i}{src}</div>'
             f'<div style="white-space:pre-wrap;max-height:380px;overflow:auto;border:1px solid #ddd;padding:6px">'
             f'{highlight(str(row["context"]), str(row.get("evidence") or ""))}</div></div>'
             f'<div style="flex:1"><p><b>Q:</b> {html.escape(str(row["question"]))}</p>'

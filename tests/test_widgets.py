@@ -73,6 +73,7 @@ def test_parsing_viewer_shows_ragnb_pdf_pages(tmp_path):
     pv = ParsingViewer(parsed)
     body = pv.view.body.value
     assert 'Table 6.1' in body and 'offline: PyMuPDF' in body and '<table>' in body and 'ragnb offline parse' not in body
+    assert body.count('<figcaption') == len(list((tmp_path / 'eu4').glob(f'{parsed.doc}_2_*.png'))) > 0
     page = parsed.pages[0]
     page.failure, page.markdown, page.tables = Failure(item_id='p2', kind='timeout', message='no reply in 60 s', attempts=4), '', {}
     assert 'failed: timeout: no reply in 60 s' in ParsingViewer([page]).view.body.value
