@@ -167,7 +167,8 @@ REVIEW_COLUMNS = ('review', 'review_question', 'review_answer')
 
 class ReviewState:
     "A dataset being reviewed question by question; decisions live in the DataFrame's review columns."
-    def __init__(self, df:pd.DataFrame):
+    def __init__(self, df:pd.DataFrame):  # or a `ragnb.generate.Dataset` (its `.df`)
+        df = getattr(df, 'df', df)
         missing = [c for c in ('context', 'question', 'answer') if c not in df.columns]
         if missing: raise KeyError(f"dataset has no column(s) {missing}")
         self.df = df.reset_index(drop=True).copy()
@@ -347,10 +348,14 @@ def result_html(result:dict, metrics:dict, map_width:int=380) -> str:
 
 class MetricsViewer:
     "Result by result: the entailment map, the claims with labels, and which claims each metric counts."
-    def __init__(self, results:list[dict]):
+    def __init__(self, results):  # RAGChecker result dicts or `RAGResult`s, a RAGChecker JSON dict, or a `CheckRun`
         from ragnb.metrics import score
-        self.results, self.scores = results, score(results)
-        self.stepper, self._html = Stepper(len(results)), {}
+        import dataclasses
+        if isinstance(results, dict): results = results['results']
+        results = getattr(results, 'results', results)
+        self.results = [r if isinstance(r, dict) else dataclasses.asdict(r) for r in results]
+        self.scores = score(self.results)
+        self.stepper, self._html = Stepper(len(self.results)), {}
         self.view = StepView(self.stepper, self.render, title='RAGChecker results')
 
     def render(self, i:int) -> str:

@@ -159,6 +159,7 @@ def test_metrics_viewer_steps_through_results():
     assert 'longest river' in first and 'hallucination' in first and '1 of 11' in first
     mv.view.next.click()
     assert 'Congo flag' in mv.view.body.value and mv.view.body.value != first
+    assert MetricsViewer(rc).view.body.value == first  # the JSON dict works as well as its list
     bad = copy.deepcopy(rc['results'])
     bad[1]['answer2response'] = None
     mv = MetricsViewer(bad)
