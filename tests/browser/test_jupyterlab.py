@@ -138,6 +138,10 @@ def test_next_button_changes_the_widget(lab):
             page.locator('.ragnb-body', has_text='longest river').wait_for(timeout=60_000)
             assert page.locator('.ragnb-pos').first.inner_text().strip() == '1 / 2'
             page.screenshot(path=str(SHOTS / '3_after_previous_by_keyboard.png'))
+            # keyboard: the slider's handle takes the arrow keys
+            page.locator('.ragnb-stepview .noUi-handle').first.focus(); page.keyboard.press('ArrowRight')
+            page.locator('.ragnb-body', has_text='Congo flag').wait_for(timeout=60_000)
+            assert page.locator('.ragnb-pos').first.inner_text().strip() == '2 / 2'
         except Exception:
             if page: page.screenshot(path=str(SHOTS / 'failure.png'))
             raise
