@@ -256,8 +256,10 @@ def match_documents(df:pd.DataFrame, docs:list) -> pd.DataFrame:
     ids = [getattr(d, 'id', d) for d in docs]
     def find(src):
         if src in ids: return src
-        hits = [i for i in ids if src.endswith('/' + i) or i.endswith('/' + src.lstrip('./'))]
-        return hits[0] if len(hits) == 1 else src
+        inner = [i for i in ids if src.endswith('/' + i)]  # loaded from a deeper root: the longest suffix is the one
+        if inner: return max(inner, key=len)
+        outer = [i for i in ids if i.endswith('/' + src.lstrip('./'))]  # loaded from a higher root: must be unique
+        return outer[0] if len(outer) == 1 else src
     return df.assign(source_doc=[find(str(s)) for s in df.source_doc])
 
 def _query_ids(df:pd.DataFrame) -> list[str]:

@@ -230,6 +230,10 @@ def test_match_documents_by_suffix(corpus):
     docs = corpus[0]
     df = pd.DataFrame(dict(source_doc=['repo/kitchen.md', 'garden.md', 'other.md']))
     assert match_documents(df, docs).source_doc.tolist() == ['kitchen.md', 'garden.md', 'other.md']
+    ids = ['README.md', 'a/README.md', 'b/README.md', 'x/notes.md']
+    df = pd.DataFrame(dict(source_doc=['repo/a/README.md', 'repo/README.md', 'notes.md', 'README2.md']))
+    assert match_documents(df, ids).source_doc.tolist() == ['a/README.md', 'README.md', 'x/notes.md', 'README2.md']
+    assert match_documents(pd.DataFrame(dict(source_doc=['y/README.md'])), ['a/y/README.md', 'b/y/README.md']).source_doc[0] == 'y/README.md'
 
 def test_cli_table_and_sweep(tmp_path, corpus, capsys):
     docs, chunks, ds = corpus
