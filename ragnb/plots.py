@@ -294,8 +294,11 @@ def plot_critique_scores(
     title:str='Critique scores',
 ) -> Figure:
     "Histogram of each critique score (1-5, plus failed) split by kept/dropped, and the kept/dropped counts."
+    df = getattr(df, 'df', df)  # a `ragnb.generate.Dataset` works too
     missing = [c for c in CRITERIA + ['kept'] if c not in df.columns]
     if missing: raise KeyError(f"dataset has no column(s) {missing}")
+    no_q = df['question'].isna() if 'question' in df.columns else pd.Series(False, index=df.index)
+    n_noq, df = int(no_q.sum()), df[~no_q]  # chunks whose generation failed have no question to score
     kept = df['kept'].fillna(False).astype(bool)
     fig = _new_figure(11, 3.1); axs = fig.subplots(1, 4, sharey=True, gridspec_kw=dict(width_ratios=[3, 3, 3, 1.6]))
     cats = ['1', '2', '3', '4', '5', 'failed']; x = np.arange(len(cats))
@@ -309,10 +312,11 @@ def plot_critique_scores(
         ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         for sp in ('top', 'right'): ax.spines[sp].set_visible(False)
     axs[0].set_ylabel('questions'); axs[0].legend(fontsize=8, frameon=False)
-    n_k, n_d = int(kept.sum()), int((~kept).sum())
-    axs[3].bar([0, 1], [n_k, n_d], color=[OKABE_ITO[0], OKABE_ITO[1]])
-    for i, v in enumerate((n_k, n_d)): axs[3].text(i, v, str(v), ha='center', va='bottom', fontsize=8)
-    axs[3].set_xticks([0, 1], ['kept', 'dropped'], fontsize=8); axs[3].set_title('total', fontsize=9)
+    totals = {'kept': int(kept.sum()), 'dropped': int((~kept).sum())} | ({'no question': n_noq} if n_noq else {})
+    xs = np.arange(len(totals))
+    axs[3].bar(xs, list(totals.values()), color=[OKABE_ITO[0], OKABE_ITO[1], 'grey'][:len(totals)])
+    for i, v in enumerate(totals.values()): axs[3].text(i, v, str(v), ha='center', va='bottom', fontsize=8)
+    axs[3].set_xticks(xs, list(totals), fontsize=8); axs[3].set_title('total', fontsize=9)
     axs[3].yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     for sp in ('top', 'right'): axs[3].spines[sp].set_visible(False)
     fig.suptitle(title, x=0.01, ha='left', fontsize=10)

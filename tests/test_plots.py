@@ -137,6 +137,13 @@ def test_critique_scores_count_kept_dropped_and_failed():
         heights[x] = heights.get(x, 0) + p.get_height()
     assert heights == {0: 0, 1: 1, 2: 0, 3: 1, 4: 1, 5: 1}  # scores 2, 4, 5 and one failed
     assert [p.get_height() for p in fig.axes[3].patches] == [1, 3]
+    # a row whose generation failed has no question: counted apart, not as a dropped question with failed scores
+    gen_failed = pd.concat([df, pd.DataFrame({'question': [None], 'kept': [False]})], ignore_index=True)
+    gen_failed['question'] = gen_failed['question'].astype(object)
+    gen_failed.loc[:3, 'question'] = 'q'
+    fig = plot_critique_scores(gen_failed)
+    assert [p.get_height() for p in fig.axes[3].patches] == [1, 3, 1]
+    assert [t.get_text() for t in fig.axes[3].get_xticklabels()] == ['kept', 'dropped', 'no question']
     with pytest.raises(KeyError, match='kept'):
         plot_critique_scores(df.drop(columns='kept'))
 
