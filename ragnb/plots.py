@@ -193,11 +193,14 @@ def _metric_label(m:str) -> str:
     return m.replace('_', ' ') + (' (\u2193 better)' if m in LOWER_IS_BETTER else '')
 
 def plot_metrics(
-    metrics:dict,  # One result's `metrics` (fractions) or a run's grouped top-level `metrics` (percent)
+    metrics,  # One result's `metrics` (fractions), a run's grouped `metrics` (percent), or a `Scores`/`CheckRun`
     per_result:pd.DataFrame|list|None=None,  # Optional per-result metrics (rows) to show as dots over the run's bars
     title:str='RAGChecker metrics',
 ) -> Figure:
     "The 11 RAGChecker metrics as horizontal bars grouped overall / retriever / generator."
+    metrics = getattr(metrics, 'scores', metrics)  # a `ragnb.checker.CheckRun` -> its `Scores`
+    if hasattr(metrics, 'per_result') and hasattr(metrics, 'overall'):  # `ragnb.metrics.Scores`: run and its results
+        metrics, per_result = metrics.overall, metrics.per_result if per_result is None else per_result
     vals = flat_metrics(metrics)
     names = [m for g in METRIC_GROUPS.values() for m in g]
     group = {m: g for g, ms in METRIC_GROUPS.items() for m in ms}
@@ -325,10 +328,11 @@ def plot_critique_scores(
 
 # %% ../nbs/08_plots.ipynb #da1d7de0
 def plot_hit_rate(
-    table:pd.DataFrame,  # Indexed by k or with a `k` column; each other column (hit_rate, recall, mrr..) is a line
+    table,  # Indexed by k or with a `k` column, each other column (hit_rate, recall, mrr..) a line; or a `RetrievalReport`
     title:str='Retrieval by k',
 ) -> Figure:
     "Hit rate (and any other per-k metric) as lines over k."
+    if hasattr(table, 'summary'): table = table.summary.pivot(index='k', columns='metric', values='mean')  # RetrievalReport
     t = table.set_index('k') if 'k' in table.columns else table
     if t.empty: raise ValueError("hit-rate table is empty")
     fig = _new_figure(5.5, 3.4); ax = fig.add_subplot()

@@ -102,6 +102,10 @@ def test_metrics_plot_reads_both_scales(rc):
     assert widths == sorted(flat_metrics(rc['metrics']).values())
     with pytest.raises(KeyError, match='faithfulness'):
         plot_metrics({k: v for k, v in rc['results'][0]['metrics'].items() if k != 'faithfulness'})
+    from ragnb.metrics import score
+    fig = plot_metrics(score(rc['results']))  # a Scores object: its overall bars and one dot per result per metric
+    assert sorted(round(p.get_width(), 1) for p in fig.axes[0].patches) == widths
+    assert [len(c.get_offsets()) for c in fig.axes[0].collections] == [2] * 11
 
 
 @needs_data
