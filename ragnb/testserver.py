@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_testserver.ipynb #2b53e7ab
 from __future__ import annotations
-import hashlib, importlib, json, math, random, re, threading, time
+import hashlib, importlib, json, math, random, re, socket, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
@@ -104,6 +104,9 @@ class FakeServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = 'HTTP/1.1'
             def log_message(self, *a): pass
+            def setup(self):
+                super().setup()  # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             def _send(self, code, obj, headers=None):
                 body = json.dumps(obj).encode()
                 try:
