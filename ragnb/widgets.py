@@ -57,7 +57,7 @@ class StepView:
         self.body = W.HTML(layout=W.Layout(width='100%'))
         self.prev.on_click(lambda _: stepper.prev())
         self.next.on_click(lambda _: stepper.next())
-        self.slider.observe(lambda ch: stepper.goto(ch['new']-1), names='value')
+        self.slider.observe(lambda ch: ch['new']-1 != stepper.i and stepper.goto(ch['new']-1), names='value')
         stepper.listeners.append(lambda i: self.refresh())
         head = [W.HTML(f'<b>{html.escape(title)}</b>')] if title else []
         nav = W.HBox([self.prev, self.next, self.slider, self.pos])

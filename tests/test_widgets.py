@@ -42,6 +42,13 @@ def test_stepview_buttons_and_slider_change_the_body():
     assert v.body.value == '<p>2</p>'
 
 
+def test_stepview_draws_each_move_once():
+    calls = []
+    v = StepView(Stepper(3), lambda i: calls.append(i) or str(i))
+    v.next.click(); v.slider.value = 3; v.prev.click()
+    assert calls == [0, 1, 2, 1]
+
+
 def test_safe_table_strips_scripts_and_handlers():
     out = safe_table('<table><tr><td onmouseover="x()" rowspan="2">1<img src=x onerror=alert(1)>'
                      '<script>evil()</script></td><th style="color:red">h</th></tr></table>')
