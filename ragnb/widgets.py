@@ -199,6 +199,12 @@ class ReviewState:
         agents = r.kept.map({True: 'keep', False: 'drop'}).rename('critique')
         return pd.crosstab(human, agents)
 
+    def _repr_html_(self):
+        d = self.df.review.value_counts().to_dict()
+        head = (f"<p><b>{len(self.df)} questions</b>, {int(self.df.review.notna().sum())} reviewed: "
+                + ', '.join(f"{d.get(k, 0)} {k}" for k in ('accept', 'edit', 'reject')) + '</p>')
+        return head + (self.agreement().to_html() if 'kept' in self.df.columns and self.df.review.notna().any() else '')
+
     def save(self, path:str|Path) -> Path:
         "Write the dataset with its review columns as JSONL or Parquet (by extension)."
         path = Path(path)

@@ -122,6 +122,7 @@ def test_review_decisions_are_saved_in_the_dataset(tmp_path):
     assert df.review_question[1] == 'Which programming language is used?' and df.review_answer[1] == 'Python'
     assert pd.isna(df.review_question[0])
     assert '&lt;b&gt;bad' in rv.view.body.value and 'review: <b>reject</b>' in rv.view.body.value
+    assert '3 reviewed: 1 accept, 1 edit, 1 reject' in rv.state._repr_html_()
     ag = rv.state.agreement()
     assert ag.loc['keep', 'keep'] == 1 and ag.loc['keep', 'drop'] == 1 and ag.loc['drop', 'drop'] == 1
     back = pd.read_json(rv.state.save(tmp_path / 'r.jsonl'), lines=True)
