@@ -14,7 +14,7 @@ ap.add_argument('--concurrency', default='1,8,32,64')
 a = ap.parse_args()
 
 print(f"{a.calls} calls, {a.latency*1000:.0f} ms latency per call, fresh cache each run")
-print(f"{'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'overhead':>9} {'calls/s':>8}")
+print(f"{'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'overhead':>9} {'calls/s':>8} {'client CPU ms/call':>18}")
 # the server runs in its own process, so its work does not share the client's interpreter lock
 with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
 from pathlib import Path as _P
@@ -30,8 +30,9 @@ try:
             llm = LLM(base_url=base_url, api_key='bench', model='scripted-test-model', cache_path=Path(d)/'c.sqlite',
                       concurrency=c, progress=False)
             reqs = [[{'role': 'user', 'content': f'benchmark question {c}-{i}'}] for i in range(a.calls)]
-            t = time.perf_counter(); rs = llm.batch(reqs, show_estimate=0); wall = time.perf_counter() - t
+            t, cpu = time.perf_counter(), time.process_time(); rs = llm.batch(reqs, show_estimate=0)
+            wall, cpu = time.perf_counter() - t, time.process_time() - cpu
         assert all(r.ok for r in rs), [str(r.failure) for r in rs if not r.ok][:3]
         ideal = a.calls * a.latency / c
-        print(f"{c:>11} {wall:>8.2f} {ideal:>8.2f} {100*(wall/ideal-1):>8.1f}% {a.calls/wall:>8.1f}", flush=True)
+        print(f"{c:>11} {wall:>8.2f} {ideal:>8.2f} {100*(wall/ideal-1):>8.1f}% {a.calls/wall:>8.1f} {1000*cpu/a.calls:>18.2f}", flush=True)
 finally: srv.terminate()
