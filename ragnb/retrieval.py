@@ -25,8 +25,8 @@ from .testserver import fake_reply, user_text
 # %% auto #0
 __all__ = ['METRICS', 'locate', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'summarize', 'RetrievalReport',
-           'evaluate', 'plot_by_k', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun', 'rag_pipeline',
-           'ragchecker_per_setting', 'add_cli']
+           'evaluate', 'plot_by_k', 'compare', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun',
+           'rag_pipeline', 'ragchecker_per_setting', 'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #6efeb435
 def locate(doc_text:str, # The source document
@@ -375,6 +375,24 @@ def plot_by_k(*reports:RetrievalReport, # One or more reports (one line each)
     return fig
 
 RetrievalReport.plot = lambda self, **kw: plot_by_k(self, **kw)
+
+# %% ../nbs/07_retrieval.ipynb #6b5db80b
+def compare(*reports:RetrievalReport, # Scored on the same questions; the first is the baseline
+            k:int=5, metrics:Iterable[str]=('hit', 'mrr'), confidence:float=0.95, n_resamples:int=2000, seed:int=0)->pd.DataFrame:
+    "Means at `k` of each report, and the paired bootstrap interval of its difference from the first report."
+    base, rows = reports[0].per_question.set_index('query_id'), []
+    for r in reports:
+        pq, row = r.per_question.set_index('query_id'), {'retriever': r.name}
+        common = base.index.intersection(pq.index)
+        for m in metrics:
+            col = f'{m}@{k}'
+            row[f'{_LABELS[m]}@{k}'] = round(float(pq[col].mean()), 3)
+            if r is reports[0]: row[f'Δ {_LABELS[m]}'] = ''; continue
+            d = (pq.loc[common, col] - base.loc[common, col]).to_numpy(dtype=float)
+            lo, hi = _ci(d, confidence, n_resamples, seed)
+            row[f'Δ {_LABELS[m]}'] = f"{d.mean():+.3f} [{lo:+.2f}, {hi:+.2f}]"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index('retriever')
 
 # %% ../nbs/07_retrieval.ipynb #cec770f7
 @dataclass
