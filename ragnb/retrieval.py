@@ -17,24 +17,17 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from .documents import Document, split_documents, load_folder
+from .generate import locate as find_evidence  # exact, then normalised, then fuzzy
 from .llm import LLM, Request
 from .prompts import get_prompt
 from .plots import OKABE_ITO
 from .testserver import fake_reply, user_text
 
 # %% auto #0
-__all__ = ['METRICS', 'locate', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
+__all__ = ['METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'summarize', 'RetrievalReport',
            'evaluate', 'plot_by_k', 'compare', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun',
            'rag_pipeline', 'ragchecker_per_setting', 'add_cli']
-
-# %% ../nbs/07_retrieval.ipynb #6efeb435
-def locate(doc_text:str, # The source document
-           evidence:str,  # A sentence copied from it
-          ) -> tuple[int,int]|None:
-    "Offsets of `evidence` in `doc_text` (exact match), or `None`."
-    i = doc_text.find(evidence)
-    return None if i < 0 else (i, i + len(evidence))
 
 # %% ../nbs/07_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')
@@ -87,10 +80,11 @@ def relevance(row:dict,          # A dataset row: source_doc, evidence, evidence
     if _missing(s) or _missing(e) or not row.get('evidence_found', True) or int(e) <= int(s):
         if not isinstance(ev, str) or not ev.strip(): return none('no evidence offsets and no evidence text')
         how, span = 'search', None
-        if doc_text is not None: span = locate(doc_text, ev)
+        if doc_text is not None:
+            if m := find_evidence(ev, doc_text): span = (m.start, m.end)
         else:
             for c in doc_chunks:
-                if (i := c.text.find(ev)) >= 0: span = (c.start_index + i, c.start_index + i + len(ev)); break
+                if m := find_evidence(ev, c.text): span = (c.start_index + m.start, c.start_index + m.end); break
         if span is None: return none('evidence not found in its document')
         s, e = span
     s, e = int(s), int(e)

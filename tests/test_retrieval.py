@@ -9,7 +9,8 @@ import pytest
 from ragnb.documents import Chunk, Document, split_documents
 from ragnb.llm import LLM
 from ragnb.testserver import FakeServer
-from ragnb.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, locate, match_documents,
+from ragnb.generate import locate as find_evidence
+from ragnb.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
                              rag_pipeline, read_dataset, relevance, score_ranking, summarize, sweep, plot_by_k, plot_sweep,
                              local_embedder)
 from ragnb.cli import main
@@ -43,7 +44,7 @@ def make_dataset(docs):
     text = {d.id: d.text for d in docs}
     rows = []
     for i, (doc, ev, q) in enumerate(QUESTIONS):
-        s, e = locate(text[doc], ev)
+        m = find_evidence(ev, text[doc]); s, e = m.start, m.end
         rows.append(dict(query_id=f'q{i}', source_doc=doc, question=q, answer=ev.split()[-1], evidence=ev,
                          evidence_start=s, evidence_end=e, evidence_found=True))
     return pd.DataFrame(rows)
