@@ -23,15 +23,15 @@ from .metrics import LABELS, RAGResult, Scores, load_results, save_results, scor
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
 def json_reply(text:str):
-    "The JSON value in a model reply: bare, in a ```json fence, or the outermost {...}; parsed as data, never evaluated."
+    "The JSON value in a model reply: bare, inside a ```json fence or after a preamble; parsed as data, never evaluated."
     t = (text or '').strip()
-    if (m := re.search(r'```(?:json)?\s*(.*?)```', t, re.S)): t = m.group(1).strip()
     try: return json.loads(t)
     except json.JSONDecodeError: pass
-    i, j = t.find('{'), t.rfind('}')
-    if 0 <= i < j:
-        try: return json.loads(t[i:j + 1])
-        except json.JSONDecodeError: pass
+    dec = json.JSONDecoder()  # raw_decode reads one value and stops: fences or braces inside its strings are fine
+    starts = [m.start() for m in re.finditer(r'\{', t)][:20] + [m.start() for m in re.finditer(r'\[', t)][:20]
+    for i in starts:
+        try: return dec.raw_decode(t, i)[0]
+        except json.JSONDecodeError: continue
     raise ParseError(f"no JSON object in the reply: {(text or '')[:80]!r}")
 
 # %% ../nbs/06_checker.ipynb #5b3ba738

@@ -148,7 +148,10 @@ class FakeServer:
                     return self._send(400, {'error':{'message':"'model' and 'messages' are required", 'type':'invalid_request_error'}})
                 rule = srv.rules.get((prompt or '').split('@')[0], _default_reply)
                 rng = random.Random(hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest())
-                text = rule(msgs, rng)
+                try: text = rule(msgs, rng)
+                except Exception as e:  # a broken rule is a visible server error, not a dropped connection
+                    return self._send(500, {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
+                                                     'type':'server_error'}})
                 if garble: text = _garble(text, random.Random(seed))
                 pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
                 self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),

@@ -181,3 +181,10 @@ def test_empty_response_and_no_chunks_need_no_calls(tmp_path):
     assert prompts == ['extract_claims_triplet', 'check_claims']   # gt claims, then gt claims against the (empty) response
     pr = run.scores.per_result.loc['empty']
     assert pr.precision == 0 and 'precision' in pr.zero_from_empty and 'claim_recall' in pr.zero_from_empty
+
+
+def test_json_reply_keeps_code_fences_inside_claims():
+    from ragnb.checker import json_reply, parse_claims
+    reply = '```json\n{"claims": ["Run ```pip install openai``` first", "The key goes in OPENAI_API_KEY"]}\n```'
+    assert json_reply(reply)['claims'][0] == 'Run ```pip install openai``` first'
+    assert parse_claims(reply, 'sentence')[1] == 'The key goes in OPENAI_API_KEY'
