@@ -484,5 +484,4 @@ d = { 'settings': { 'branch': 'main',
                                'ragnb.widgets.page_html': ('widgets.html#page_html', 'ragnb/widgets.py'),
                                'ragnb.widgets.response_claim_roles': ('widgets.html#response_claim_roles', 'ragnb/widgets.py'),
                                'ragnb.widgets.result_html': ('widgets.html#result_html', 'ragnb/widgets.py'),
-                               'ragnb.widgets.review_html': ('widgets.html#review_html', 'ragnb/widgets.py'),
-                               'ragnb.widgets.safe_table': ('widgets.html#safe_table', 'ragnb/widgets.py')}}}
+                               'ragnb.widgets.review_html': ('widgets.html#review_html', 'ragnb/widgets.py')}}}

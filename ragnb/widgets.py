@@ -8,18 +8,17 @@ import base64, html, io, json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-import nh3
 import numpy as np
 import pandas as pd
 import ipywidgets as W
-from rapidfuzz import fuzz
+from .pdf import sanitize_html
+from .generate import locate
 from .plots import plot_entailment_map, claim_text, relevant_chunks, chunk_labels
 
 # %% auto #0
-__all__ = ['TABLE_TAGS', 'TABLE_CSS', 'CRITERIA', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper', 'StepView', 'safe_table',
-           'img_tag', 'PageView', 'page_html', 'ParsingViewer', 'find_evidence', 'highlight', 'ReviewState',
-           'review_html', 'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html',
-           'MetricsViewer']
+__all__ = ['safe_table', 'TABLE_CSS', 'CRITERIA', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper', 'StepView', 'img_tag',
+           'PageView', 'page_html', 'ParsingViewer', 'find_evidence', 'highlight', 'ReviewState', 'review_html',
+           'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
 
 # %% ../nbs/08a_widgets.ipynb #1f980712
 class Stepper:
@@ -78,12 +77,7 @@ class StepView:
         display(self.box)
 
 # %% ../nbs/08a_widgets.ipynb #9a47a8bf
-TABLE_TAGS = {'table', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td', 'caption', 'colgroup', 'col', 'br', 'b', 'i',
-              'em', 'strong', 'sub', 'sup', 'p', 'span'}
-
-def safe_table(table_html:str) -> str:
-    "Model-written table HTML with everything but table markup removed."
-    return nh3.clean(table_html, tags=TABLE_TAGS, attributes={'td': {'colspan', 'rowspan'}, 'th': {'colspan', 'rowspan'}})
+safe_table = sanitize_html  # the same nh3 allow-list that page parsing applies before storing a table
 
 def img_tag(src, width:int=420, alt:str='') -> str:
     "An <img> embedding a PNG from a path, bytes or a matplotlib figure, as a data URL."
@@ -146,12 +140,9 @@ class ParsingViewer:
 
 # %% ../nbs/08a_widgets.ipynb #34e7cd33
 def find_evidence(context:str, evidence:str, min_score:float=85) -> tuple[int, int]|None:
-    "Start and end of `evidence` in `context`: exact, else the best fuzzy match scoring at least `min_score`."
-    if not evidence or not context: return None
-    i = context.find(evidence)
-    if i >= 0: return i, i+len(evidence)
-    al = fuzz.partial_ratio_alignment(evidence, context, score_cutoff=min_score)
-    return (al.dest_start, al.dest_end) if al else None
+    "Start and end of `evidence` in `context` (`ragnb.generate.locate`: exact, normalised, fuzzy), or None."
+    m = locate(evidence, context, threshold=min_score)
+    return (m.start, m.end) if m else None
 
 def highlight(context:str, evidence:str) -> str:
     "The context as escaped HTML with the evidence in <mark>."
