@@ -4,7 +4,7 @@ chromium driven by Playwright; a click on "next" must change what the widget sho
 Opt-in (it takes about a minute): `RAGNB_BROWSER=1 pytest tests/browser -s`. Needs `apt-get install chromium` and the
 `playwright` Python package; Playwright's own browser downloads are never used (we pass chromium's path).
 """
-import json, os, secrets, shutil, socket, subprocess, sys, time, urllib.request
+import contextlib, json, os, secrets, shutil, socket, subprocess, sys, time, urllib.request
 from pathlib import Path
 
 import pytest
@@ -109,7 +109,9 @@ def _open_and_run(browser, base, token, name):
     return page
 
 
-def test_next_button_changes_the_widget(lab):
+@contextlib.contextmanager
+def _notebook_page(lab, notebook:str):
+    "Debian's chromium on `notebook` in the running JupyterLab, its cell run; a failure leaves screenshots/failure.png."
     from playwright.sync_api import sync_playwright
     base, token = lab
     SHOTS.mkdir(exist_ok=True)
@@ -117,61 +119,54 @@ def test_next_button_changes_the_widget(lab):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         page = None
         try:
-            page = _open_and_run(browser, base, token, 'widget_check.ipynb')
-            nxt = page.locator('.ragnb-stepview button', has_text='next')
-            nxt.wait_for(timeout=120_000)
-            page.locator('.ragnb-stepview img').first.wait_for(timeout=60_000)
-            before = _body_text(page)
-            assert "longest river" in before and 'hallucination' in before
-            page.locator('.ragnb-stepview').first.scroll_into_view_if_needed()
-            page.screenshot(path=str(SHOTS / '1_before_next.png'))
-            nxt.click()
-            page.locator('.ragnb-body', has_text='Congo flag').wait_for(timeout=60_000)
-            after = _body_text(page)
-            assert after != before and 'Congo flag' in after and 'longest river' not in after
-            assert page.locator('.ragnb-pos').first.inner_text().strip() == '2 / 2'
-            assert nxt.is_disabled()
-            page.screenshot(path=str(SHOTS / '2_after_next.png'))
-            # keyboard: focus "previous" and press Enter
-            prev = page.locator('.ragnb-stepview button', has_text='previous')
-            prev.focus(); page.keyboard.press('Enter')
-            page.locator('.ragnb-body', has_text='longest river').wait_for(timeout=60_000)
-            assert page.locator('.ragnb-pos').first.inner_text().strip() == '1 / 2'
-            page.screenshot(path=str(SHOTS / '3_after_previous_by_keyboard.png'))
-            # keyboard: the slider's handle takes the arrow keys
-            page.locator('.ragnb-stepview .noUi-handle').first.focus(); page.keyboard.press('ArrowRight')
-            page.locator('.ragnb-body', has_text='Congo flag').wait_for(timeout=60_000)
-            assert page.locator('.ragnb-pos').first.inner_text().strip() == '2 / 2'
+            page = _open_and_run(browser, base, token, notebook)
+            yield page
         except Exception:
             if page: page.screenshot(path=str(SHOTS / 'failure.png'))
             raise
         finally:
             browser.close()
+
+
+def test_next_button_changes_the_widget(lab):
+    with _notebook_page(lab, 'widget_check.ipynb') as page:
+        nxt = page.locator('.ragnb-stepview button', has_text='next')
+        nxt.wait_for(timeout=120_000)
+        page.locator('.ragnb-stepview img').first.wait_for(timeout=60_000)
+        before = _body_text(page)
+        assert "longest river" in before and 'hallucination' in before
+        page.locator('.ragnb-stepview').first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / '1_before_next.png'))
+        nxt.click()
+        page.locator('.ragnb-body', has_text='Congo flag').wait_for(timeout=60_000)
+        after = _body_text(page)
+        assert after != before and 'Congo flag' in after and 'longest river' not in after
+        assert page.locator('.ragnb-pos').first.inner_text().strip() == '2 / 2'
+        assert nxt.is_disabled()
+        page.screenshot(path=str(SHOTS / '2_after_next.png'))
+        # keyboard: focus "previous" and press Enter
+        prev = page.locator('.ragnb-stepview button', has_text='previous')
+        prev.focus(); page.keyboard.press('Enter')
+        page.locator('.ragnb-body', has_text='longest river').wait_for(timeout=60_000)
+        assert page.locator('.ragnb-pos').first.inner_text().strip() == '1 / 2'
+        page.screenshot(path=str(SHOTS / '3_after_previous_by_keyboard.png'))
+        # keyboard: the slider's handle takes the arrow keys
+        page.locator('.ragnb-stepview .noUi-handle').first.focus(); page.keyboard.press('ArrowRight')
+        page.locator('.ragnb-body', has_text='Congo flag').wait_for(timeout=60_000)
+        assert page.locator('.ragnb-pos').first.inner_text().strip() == '2 / 2'
 
 
 def test_review_decision_is_saved_from_the_browser(lab):
-    from playwright.sync_api import sync_playwright
-    base, token = lab
-    SHOTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = None
-        try:
-            page = _open_and_run(browser, base, token, 'review_check.ipynb')
-            body = page.locator('.ragnb-body').first
-            body.locator('mark').wait_for(timeout=120_000)
-            assert body.locator('mark').inner_text() == 'The Nile is about 6,650 km long.'
-            assert '<b>Egypt</b>' in body.inner_text()  # document HTML shows as text, not markup
-            page.screenshot(path=str(SHOTS / '4_review_before_accept.png'))
-            page.locator('.ragnb-stepview button', has_text='accept').click()
-            page.locator('.ragnb-body', has_text='Which river may be longer?').wait_for(timeout=60_000)
-            page.locator('.ragnb-stepview button', has_text='previous').click()
-            page.locator('.ragnb-body', has_text='review: accept').wait_for(timeout=60_000)
-            page.screenshot(path=str(SHOTS / '5_review_after_accept.png'))
-            # the body is drawn from the kernel's DataFrame, so the decision shown is the decision stored
-            assert 'critique: kept' in page.locator('.ragnb-body').first.inner_text()
-        except Exception:
-            if page: page.screenshot(path=str(SHOTS / 'failure.png'))
-            raise
-        finally:
-            browser.close()
+    with _notebook_page(lab, 'review_check.ipynb') as page:
+        body = page.locator('.ragnb-body').first
+        body.locator('mark').wait_for(timeout=120_000)
+        assert body.locator('mark').inner_text() == 'The Nile is about 6,650 km long.'
+        assert '<b>Egypt</b>' in body.inner_text()  # document HTML shows as text, not markup
+        page.screenshot(path=str(SHOTS / '4_review_before_accept.png'))
+        page.locator('.ragnb-stepview button', has_text='accept').click()
+        page.locator('.ragnb-body', has_text='Which river may be longer?').wait_for(timeout=60_000)
+        page.locator('.ragnb-stepview button', has_text='previous').click()
+        page.locator('.ragnb-body', has_text='review: accept').wait_for(timeout=60_000)
+        page.screenshot(path=str(SHOTS / '5_review_after_accept.png'))
+        # the body is drawn from the kernel's DataFrame, so the decision shown is the decision stored
+        assert 'critique: kept' in page.locator('.ragnb-body').first.inner_text()
