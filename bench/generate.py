@@ -8,7 +8,7 @@ from pathlib import Path
 from ragnb.documents import load_folder, split_documents
 from ragnb.generate import generate_dataset
 from ragnb.llm import LLM
-from ragnb.testserver import FakeServer
+from ragnb.scripted import ScriptedServer
 
 COOKBOOK = Path(__file__).resolve().parent.parent.parent/'shared'/'data'/'openai-cookbook'
 
@@ -23,7 +23,7 @@ def main():
     docs = load_folder(a.src)
     load_s = time.perf_counter() - t0
     n_chunks = len(split_documents(docs))
-    with tempfile.TemporaryDirectory() as tmp, FakeServer(latency=a.latency) as srv:
+    with tempfile.TemporaryDirectory() as tmp, ScriptedServer(latency=a.latency) as srv:
         llm = LLM(base_url=srv.base_url, api_key='bench', model='scripted-test-model', cache_path=Path(tmp)/'c.sqlite',
                   concurrency=a.concurrency, progress=False)
         t1 = time.perf_counter()

@@ -18,7 +18,7 @@ print(f"{'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'overhead':>9} {'calls
 # the server runs in its own process, so its work does not share the client's interpreter lock
 with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
 from pathlib import Path as _P
-srv = subprocess.Popen([str(_P(sys.executable).with_name('ragnb')), 'fake-server', '--port', str(port), '--latency', str(a.latency)],
+srv = subprocess.Popen([str(_P(sys.executable).with_name('ragnb')), 'scripted-server', '--port', str(port), '--latency', str(a.latency)],
                        stdout=subprocess.DEVNULL)
 base_url = f'http://127.0.0.1:{port}/v1'
 for _ in range(1200):

@@ -5,8 +5,7 @@
 # %% auto #0
 __all__ = ['CLAIM_FORMATS', 'Checker', 'RAGCHECKER_JOINT', 'json_reply', 'parse_claims', 'claim_text', 'numbered', 'parse_labels',
            'CheckTask', 'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'llm_checker', 'extract_claims',
-           'check_claims', 'ragchecker_calls', 'usage_table', 'CheckRun', 'run_checks', 'add_cli',
-           'fake_extract_triplet', 'fake_extract_sentence', 'fake_check', 'fake_repair']
+           'check_claims', 'ragchecker_calls', 'usage_table', 'CheckRun', 'run_checks', 'add_cli']
 
 # %% ../nbs/06_checker.ipynb #43a89ca2
 import json, math, random, re, sys
@@ -18,7 +17,6 @@ import pandas as pd
 
 from .llm import LLM, Request, ParseError
 from .prompts import get_prompt
-from .testserver import fake_reply, user_text
 from .metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
@@ -315,76 +313,3 @@ def add_cli(sub):
     p.add_argument('--concurrency', type=int, default=16)
     p.add_argument('--restart', action='store_true', help='ignore an existing OUTPUT and start from INPUT')
     p.set_defaults(func=_cli_check)
-
-# %% ../nbs/06_checker.ipynb #bfa12723
-_VERBS = set('is are was were has have had can could may might will would does do did became becomes includes include '
-             'contains contain flows flow stretches stretch runs run lies lie reaches reach suggests suggest shows show '
-             'means mean provides provide requires require uses use allows allow offers offer considered'.split())
-
-def _subject_split(s:str) -> tuple:
-    "Words of a sentence before its verb, the verb, and the rest."
-    w = s.split()
-    i = next((k for k, x in enumerate(w) if k > 0 and x.lower() in _VERBS), None)
-    if i is None: i = next((k for k, x in enumerate(w) if k > 0 and re.fullmatch(r'[a-z]+(?:s|ed)', x)), 1)
-    return ' '.join(w[:i]), w[i], ' '.join(w[i + 1:])
-
-def _fake_claims(text:str) -> list:
-    "(subject, predicate, object) for each sentence and each clause of a text; clauses reuse the sentence's subject."
-    text = re.sub(r'\s*\([^)]*\)', '', ' '.join(text.split()))
-    out, last = [], None
-    for sent in re.split(r'(?<=[.!?])\s+|;\s+', text):
-        parts = [p.strip(' .') for p in re.split(r',\s+(?:(?:and|but|while)\s+(?=[a-z])|(?=[a-z])(?!(?:and|or)\s))', sent)]
-        parts = [p for p in parts if len(p.split()) >= 2]
-        if not parts or len(parts[0].split()) < 3: continue
-        subj, verb, rest = _subject_split(parts[0])
-        if subj.lower() in ('it', 'they', 'this', 'its') and last: subj = last
-        last = subj
-        out.append((subj, verb, rest or verb))
-        for p in parts[1:]:
-            w = p.split()
-            out.append((subj, w[0], ' '.join(w[1:])))
-    return out
-
-def _wrap(obj, rng) -> str:
-    t = json.dumps(obj, ensure_ascii=False)
-    x = rng.random()
-    return f"```json\n{t}\n```" if x < .2 else f"Here is the result:\n{t}" if x < .3 else t
-
-def _between(text:str, start:str, end:str) -> str:
-    i = text.find(start)
-    if i < 0: return ''
-    j = text.find(end, i + len(start))
-    return text[i + len(start): j if j >= 0 else None]
-
-@fake_reply('extract_claims_triplet')
-def fake_extract_triplet(messages:list, rng:random.Random) -> str:
-    "Scripted extraction: a triplet per sentence and per clause of the text."
-    text = _between(user_text(messages[:2]), 'Text:\n<<<\n', '\n>>>')
-    return _wrap({'claims': [list(c) for c in _fake_claims(text)]}, rng)
-
-@fake_reply('extract_claims_sentence')
-def fake_extract_sentence(messages:list, rng:random.Random) -> str:
-    "Scripted extraction: each sentence and clause of the text as a short sentence with its subject."
-    text = _between(user_text(messages[:2]), 'Text:\n<<<\n', '\n>>>')
-    return _wrap({'claims': [' '.join(c) + '.' for c in _fake_claims(text)]}, rng)
-
-def _check_reply(t:str, rng:random.Random|None) -> dict:
-    "Word-overlap labels for the numbered claims of a filled `check_claims` prompt; with `rng`, maybe drop the last."
-    ref = _between(t, 'Reference:\n<<<\n', '\n>>>')
-    lines = re.findall(r'(?m)^(\d+)\. (.+)$', _between(t, 'Claims:\n', '\n\nReply with JSON'))
-    labels = [{'claim': int(n), 'label': overlap_judge(c, ref)} for n, c in lines]
-    if rng and len(labels) > 8 and rng.random() < 0.3: labels = labels[:-1]
-    return {'labels': labels}
-
-@fake_reply('check_claims')
-def fake_check(messages:list, rng:random.Random) -> str:
-    "Scripted checking: word-overlap labels for the numbered claims; a long list sometimes loses its last claim."
-    return _wrap(_check_reply(user_text(messages[:2]), rng), rng)
-
-@fake_reply('repair_json')
-def fake_repair(messages:list, rng:random.Random) -> str:
-    "Scripted repair turn: answer the original request again, complete and as bare JSON."
-    first = user_text(messages[:2])
-    if 'Claims:\n' in first: return json.dumps(_check_reply(first, None))
-    fake = fake_extract_triplet if 'triplets' in first else fake_extract_sentence
-    return json.dumps(json_reply(fake(messages[:2], rng)))

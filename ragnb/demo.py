@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, os, time
 from pathlib import Path
 from .llm import LLM
-from .testserver import FakeServer
+from .scripted import ScriptedServer
 
 # %% auto #0
 __all__ = ['sample_docs', 'demo_llm', 'run_demo', 'add_cli']
@@ -18,11 +18,11 @@ def sample_docs() -> Path:
     import ragnb
     return Path(ragnb.__file__).parent/'data'/'cookbook'
 
-def demo_llm(out:Path, concurrency:int=16) -> tuple[LLM, FakeServer|None]:
+def demo_llm(out:Path, concurrency:int=16) -> tuple[LLM, ScriptedServer|None]:
     "The environment's endpoint if one is configured, else ragnb's scripted test server (returned so it can be stopped)."
     if os.environ.get('OPENAI_BASE_URL') or os.environ.get('OPENAI_API_KEY') or os.environ.get('AZURE_OPENAI_ENDPOINT'):
         return LLM(concurrency=concurrency), None
-    srv = FakeServer().start()
+    srv = ScriptedServer().start()
     return LLM(base_url=srv.base_url, api_key='scripted', model='scripted-test-model', embed_model='scripted-embedding',
                cache_path=Path(out)/'calls.sqlite', concurrency=concurrency), srv
 

@@ -13,10 +13,9 @@ import openai
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'default_cache_dir',
-           'env_model', 'text_part', 'image_part', 'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError',
-           'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'error_kind', 'retry_after', 'backoff_delay',
-           'run_sync', 'LLM', 'asdict_shallow', 'lesson_llm']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'default_cache_dir', 'env_model', 'text_part',
+           'image_part', 'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request',
+           'price_of', 'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'asdict_shallow']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -472,24 +471,3 @@ def _embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -
     return run_sync(self._closing(self.aembed(list(texts), model, batch_size)))
 
 LLM.aembed, LLM.embed = _aembed, _embed
-
-# %% ../nbs/00_llm.ipynb #f206d5cc
-LESSON_ENDPOINT = 'http://127.0.0.1:8765/v1'  # the name recorded lesson calls are filed under
-LESSON_MODEL = 'scripted-test-model'
-_lesson_server = None
-
-def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.sqlite`
-               cache_dir:str|Path='cache', # Relative to the notebook's folder
-               **kw) -> LLM:
-    "An `LLM` for lesson notebooks: replay by default, record with `RAGNB_RECORD=1`, live with `RAGNB_LIVE=1`."
-    global _lesson_server
-    kw = {'progress':False, **kw}
-    if os.environ.get('RAGNB_LIVE'): return LLM(**kw)
-    path = Path(cache_dir)/f'{name}.sqlite'
-    common = dict(model=LESSON_MODEL, embed_model='scripted-embedding', cache_path=path, cache_endpoint=LESSON_ENDPOINT)
-    if os.environ.get('RAGNB_RECORD'):
-        if _lesson_server is None:  # this process's own server, on a free port, with every stage's rules loaded now
-            from ragnb.testserver import FakeServer
-            _lesson_server = FakeServer().start()
-        return LLM(base_url=_lesson_server.base_url, api_key='scripted', **common, **kw)
-    return LLM(base_url=LESSON_ENDPOINT, api_key='replay', replay=True, **common, **kw)

@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 from .llm import LLM, Request, ParseError, Usage, text_part, image_part
 from .prompts import get_prompt, DEFAULT_AUDIENCE
-from .testserver import fake_reply
 from .pdf import Segment, ParsedDoc, sanitize_html
 from .generate import QA, Dataset, parse_factoid, locate, critique, select
 
@@ -159,41 +158,3 @@ def multimodal_dataset(
                  cached=u.cached - u0.cached, failed_calls=u.failed - u0.failed, prompt_tokens=u.prompt_tokens - u0.prompt_tokens,
                  completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6))
     return Dataset(pd.DataFrame([asdict(q) for q in qas]), stats)
-
-# %% ../nbs/05b_multimodal.ipynb #074f1fbf
-def _cells(html:str)->list[list[str]]:
-    "Rows of cell texts of a simple HTML table, a cell spanning columns repeated over them."
-    out = []
-    for r in re.findall(r"<tr\b.*?</tr>", html, re.S | re.I):
-        row = []
-        for attrs, c in re.findall(r"<t[hd]\b([^>]*)>(.*?)</t[hd]>", r, re.S | re.I):
-            span = int((re.search(r'colspan="(\d+)"', attrs) or [0, 1])[1])
-            row += [' '.join(unescape(re.sub(r"<[^>]+>", ' ', c)).split())] * span
-        out.append(row)
-    return out
-
-@fake_reply('multimodal_qa')
-def _fake_multimodal(messages:list, rng)->str:
-    "Scripted multimodal_qa reply: a question about a table cell (evidence: the table's name), else a sentence, else an image."
-    from ragnb.generate import _question_for, _sentences  # the text questions of generate's scripted model
-    content = messages[-1]['content']
-    texts = [c['text'] for c in content[1:] if c.get('type') == 'text']
-    tables = [(m.group(1), _cells(t)) for t in texts if (m := re.match(r"(table_\d+):\n", t))]
-    images = [m.group(1) for t in texts if (m := re.fullmatch(r"(image_\d+):", t))]
-    prose = [t for t in texts if not re.match(r"(table|image)_\d+:", t)]
-    for name, rows in rng.sample(tables, len(tables)):
-        if len(rows) < 2 or len(rows[0]) < 2: continue
-        cands = [(r[0], rows[0][k], r[k]) for r in rows[1:] if len(r) == len(rows[0]) and r[0]
-                 for k in range(1, len(r)) if r[k] and rows[0][k]]
-        cands = [c for c in cands if re.search(r"\d", c[2])] or cands  # numbers make the best factoids
-        if cands:
-            row, col, val = rng.choice(cands)
-            col = col.rstrip('* ')  # footnote marks
-            return f"Output:::\nFactoid question: What is the {col[0].lower() + col[1:]} for {row}?\nAnswer: {val}\nEvidence: {name}"
-    sents = [s for t in prose for s in _sentences(t)]
-    shaped = [(s, qa) for s in sents if (qa := _question_for(s, 'English'))]
-    if shaped:
-        s, (q, a) = rng.choice(shaped)
-        return f"Output:::\nFactoid question: {q}\nAnswer: {a}\nEvidence: {s}"
-    if images: return f"Output:::\nFactoid question: What kind of figure is shown?\nAnswer: A diagram\nEvidence: {images[0]}"
-    return "Output:::\nFactoid question: What is this page about?\nAnswer: It has no factual statement.\nEvidence: (none)"

@@ -520,26 +520,6 @@ def parse_pdf(
     res.save(out)
     return res
 
-# %% ../nbs/05_pdf.ipynb #5bd37c9e
-from .testserver import fake_reply, user_text
-
-@fake_reply('pdf_page')
-def _fake_pdf_page(messages:list, rng)->str:
-    "Scripted `pdf_page` reply: a heading, prose, the first region as an HTML table and the others as images."
-    labels = re.findall(r"[\w.-]+_\d+_\d+\.png", user_text(messages).rsplit('labels on this page are:', 1)[-1])
-    topic = rng.choice(['Retail trade', 'Market structure', 'Operating results', 'Regional breakdown'])
-    years = sorted(rng.sample(range(1990, 2024), 3))
-    parts = [f"## {topic}", f"The figures below compare {rng.choice(['member states', 'segments', 'regions'])} "
-             f"between {years[0]} and {years[-1]}; values are in {rng.choice(['millions', 'thousands', 'per cent'])}."]
-    for i, name in enumerate(labels):
-        if i == 0:
-            rows = ''.join(f"<tr><td>{c}</td>" + ''.join(f"<td>{rng.randint(10, 999)}.{rng.randint(0, 9)}</td>" for _ in years) + "</tr>"
-                           for c in rng.sample(['Germany', 'France', 'Italy', 'Spain', 'Belgium', 'Austria'], 3))
-            parts.append("```html\n<table>\n<tr><th></th>" + ''.join(f"<th>{y}</th>" for y in years) + f"</tr>\n{rows}\n</table>\n```")
-        else: parts.append(f"![]({name})")
-    parts.append("Source: national statistical offices.")
-    return '\n\n'.join(parts)
-
 # %% ../nbs/05_pdf.ipynb #7ab933f9
 def _cli_regions(args)->int:
     "Print the regions of a PDF, optionally rendering crops and marked pages."

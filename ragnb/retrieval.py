@@ -21,7 +21,6 @@ from .generate import locate as find_evidence  # exact, then normalised, then fu
 from .llm import LLM, Request
 from .prompts import get_prompt
 from .plots import OKABE_ITO
-from .testserver import fake_reply, user_text
 
 # %% auto #0
 __all__ = ['METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
@@ -500,26 +499,6 @@ def rag_pipeline(dataset,                 # Questions with `question` and `answe
         results.append(dict(query_id=qid, query=q, gt_answer=a, response=res.text.strip(),
                             retrieved_context=[dict(doc_id=c.id, text=c.text) for c in cs]))
     return RagRun(results, failures)
-
-# %% ../nbs/07_retrieval.ipynb #7e995324
-_STOP = set('a an and are as at be by can do does for from how i in is it of on or should the to what when where '
-            'which who why with you your'.split())
-
-def _words(t:str) -> set: return {w for w in re.findall(r'[a-z0-9]+', t.lower()) if w not in _STOP and len(w) > 1}
-
-@fake_reply('rag_answer')
-def _fake_rag_answer(messages:list, rng:random.Random) -> str:
-    "The passage sentence sharing the most words with the question, or a refusal."
-    text = user_text(messages)
-    m = re.search(r'Passages:\s*(.*)\n\s*Question:\s*(.*?)\s*(?:\nAnswer:|$)', text, re.S)
-    if not m: return "I don't know."
-    passages, question = m.group(1), m.group(2)
-    body = re.sub(r'^\[\d+\] \([^)\n]*\)$', ' ', passages, flags=re.M)
-    sents = [s.strip(' #*-\n') for s in re.split(r'(?<=[.!?])\s+|\n{2,}', body) if len(s.strip()) > 20]
-    q = _words(question)
-    best = max(sents, key=lambda s: len(q & _words(s)), default='')
-    if len(q & _words(best)) < 2: return "I don't know: the passages do not say."
-    return re.sub(r'\s+', ' ', best)
 
 # %% ../nbs/07_retrieval.ipynb #2b7af9a8
 def ragchecker_per_setting(dataset,      # The questions (with `answer` as the ground truth)

@@ -3,7 +3,7 @@ import os
 from pathlib import Path
 import pytest
 from ragnb.llm import LLM
-from ragnb.testserver import FakeServer
+from ragnb.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get('RAGNB_SHARED', ROOT.parent/'shared')) / 'data'
@@ -17,7 +17,7 @@ def _no_real_endpoint(monkeypatch, tmp_path):
 
 @pytest.fixture
 def server():
-    with FakeServer() as srv: yield srv
+    with ScriptedServer() as srv: yield srv
 
 @pytest.fixture
 def llm(server, tmp_path):

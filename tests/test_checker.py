@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 
 from ragnb.llm import LLM, ParseError
-from ragnb.testserver import FakeServer, user_text
+from ragnb.scripted import ScriptedServer, user_text
 from ragnb.metrics import LABELS, load_results
 from ragnb.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
-                           overlap_judge, llm_checker, run_checks, ragchecker_calls, fake_check)
+                           overlap_judge, llm_checker, run_checks, ragchecker_calls)
+from ragnb.scripted import scripted_check
 
 DATA = Path(__file__).resolve().parents[2]/'shared/data/ragchecker/examples'
 pytestmark = pytest.mark.skipif(not (DATA/'checking_inputs.json').exists(), reason='shared data not present')
@@ -44,7 +45,7 @@ def test_parsers():
 
 
 def test_end_to_end_one_call_per_reference(tmp_path):
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         run = run_checks(inputs(), make_llm(srv, tmp_path))
         n_extract, n_check = len(srv.calls('extract_claims_triplet')), len(srv.calls('check_claims'))
         n_repair = len(srv.calls('repair_json'))
@@ -64,11 +65,11 @@ def test_end_to_end_one_call_per_reference(tmp_path):
 
 def test_reask_only_missing_claims(tmp_path):
     def drop_second(messages, rng):
-        out = json_reply(fake_check(messages, rng))
+        out = json_reply(scripted_check(messages, rng))
         if len(out['labels']) > 1: out['labels'] = [x for x in out['labels'] if x['claim'] != 2]
         return json.dumps(out)
     claims = ['The Nile flows into the Mediterranean Sea.', 'The Nile is in Africa.', 'The Amazon is in Asia.']
-    with FakeServer(rules={'check_claims': drop_second}) as srv:
+    with ScriptedServer(rules={'check_claims': drop_second}) as srv:
         o = llm_checker(make_llm(srv, tmp_path))([CheckTask('t', 'q', 'The Nile is in Africa and flows into the Mediterranean Sea.', claims)])[0]
         asks = [user_text(r['body']['messages']) for r in srv.calls('check_claims')]
     assert o.labels == ['Entailment', 'Entailment', 'Neutral'] and o.calls == 2
@@ -79,12 +80,12 @@ def test_reask_only_missing_claims(tmp_path):
 def test_malformed_reply_repaired_then_failure_only_for_that_result(tmp_path):
     garbage = lambda messages, rng: "I'm sorry, I can't do that."
     def garbage_for_flag(messages, rng):   # only the second query (the flag) gets unusable replies
-        return garbage(messages, rng) if 'flag' in user_text(messages[:2]).lower() else fake_check(messages, rng)
-    with FakeServer(rules={'check_claims': garbage}) as srv:   # repair turn fixes it
+        return garbage(messages, rng) if 'flag' in user_text(messages[:2]).lower() else scripted_check(messages, rng)
+    with ScriptedServer(rules={'check_claims': garbage}) as srv:   # repair turn fixes it
         run = run_checks(inputs(), make_llm(srv, tmp_path))
         assert len(srv.calls('repair_json')) > 0
     for r in run.results: assert_complete(r)
-    with FakeServer(rules={'check_claims': garbage_for_flag, 'repair_json': garbage}) as srv:
+    with ScriptedServer(rules={'check_claims': garbage_for_flag, 'repair_json': garbage}) as srv:
         run = run_checks(inputs(), make_llm(srv, tmp_path/'b'))
     ok, bad = run.results
     assert_complete(ok)
@@ -96,7 +97,7 @@ def test_malformed_reply_repaired_then_failure_only_for_that_result(tmp_path):
 
 
 def test_malformed_extraction_gets_one_repair_turn(tmp_path):
-    with FakeServer(rules={'extract_claims_triplet': lambda m, rng: '{"claims": [["half a triplet"]]}'}) as srv:
+    with ScriptedServer(rules={'extract_claims_triplet': lambda m, rng: '{"claims": [["half a triplet"]]}'}) as srv:
         run = run_checks(inputs(), make_llm(srv, tmp_path))
         assert len(srv.calls('repair_json')) >= 4
     for r in run.results: assert_complete(r)
@@ -106,7 +107,7 @@ def test_none_label_from_a_checker_is_a_failure_for_that_result(tmp_path):
     rs = inputs()
     flag_chunks = {c['text'] for c in rs[1].retrieved_context}
     judge = lambda claim, ref, q: None if ref in flag_chunks else overlap_judge(claim, ref)
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         run = run_checks(rs, make_llm(srv, tmp_path), checker=pairwise_checker(judge))
     assert_complete(run.results[0])
     assert run.results[1].retrieved2answer is None and "judge gave None" in run.results[1].ragnb['failures'][0]['reason']
@@ -115,7 +116,7 @@ def test_none_label_from_a_checker_is_a_failure_for_that_result(tmp_path):
 
 def test_resume_recomputes_nothing_present(tmp_path):
     out = tmp_path/'out.json'
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = make_llm(srv, tmp_path)
         run_checks(inputs(), llm, out=out)
         n = len(srv.requests)
@@ -136,7 +137,7 @@ def test_resume_recomputes_nothing_present(tmp_path):
 
 
 def test_faults_are_retried(tmp_path):
-    with FakeServer(faults={'429': 0.2, '500': 0.1}, seed=3) as srv:
+    with ScriptedServer(faults={'429': 0.2, '500': 0.1}, seed=3) as srv:
         run = run_checks(inputs(), make_llm(srv, tmp_path, max_retries=8))
         assert any(r['fault'] for r in srv.requests)
     for r in run.results: assert_complete(r)
@@ -145,7 +146,7 @@ def test_faults_are_retried(tmp_path):
 def test_cli_check_end_to_end(tmp_path, monkeypatch, capsys):
     from ragnb.cli import main
     out = tmp_path/'checked.json'
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
                      'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
         assert main(['check', str(DATA/'checking_inputs.json'), '--out', str(out), '--claim-format', 'sentence']) == 0
@@ -164,7 +165,7 @@ def test_scripted_checker_emits_contradiction_for_negation(tmp_path):
     ref = 'The Nile flows into the Mediterranean Sea. The Amazon is in South America.'
     claims = ['The Nile does not flow into the Mediterranean Sea.', 'The Amazon is in South America.',
               'The Danube crosses Vienna.']
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         o = llm_checker(make_llm(srv, tmp_path))([CheckTask('t', 'Where do rivers flow?', ref, claims)])[0]
     assert o.labels == ['Contradiction', 'Entailment', 'Neutral'] and o.calls == 1
 
@@ -172,7 +173,7 @@ def test_scripted_checker_emits_contradiction_for_negation(tmp_path):
 def test_empty_response_and_no_chunks_need_no_calls(tmp_path):
     r = inputs()[0].to_dict()
     empty = dict(r, query_id='empty', response='', retrieved_context=[])
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         run = run_checks([empty], make_llm(srv, tmp_path))
         prompts = [q['prompt'].split('@')[0] for q in srv.requests]
     e = run.results[0]

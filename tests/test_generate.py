@@ -3,11 +3,12 @@ import argparse, json, random
 from pathlib import Path
 import pytest
 from ragnb.llm import LLM, ParseError
-from ragnb.testserver import FakeServer
+from ragnb.scripted import ScriptedServer
 from ragnb.prompts import get_prompt
 from ragnb.documents import Document, load_folder, split_document, split_documents
 from ragnb.generate import (parse_factoid, parse_rating, locate, ground, generate_questions, critique, select, generate_dataset,
-                            Dataset, QA, SEED_EXAMPLE, CRITERIA, add_cli, fake_factoid)
+                            Dataset, QA, SEED_EXAMPLE, CRITERIA, add_cli)
+from ragnb.scripted import scripted_factoid
 
 COOKBOOK = Path(__file__).parent.parent.parent/'shared'/'data'/'openai-cookbook'
 needs_cookbook = pytest.mark.skipif(not COOKBOOK.exists(), reason='shared data not present')
@@ -69,7 +70,7 @@ def test_ground_uses_document_offsets():
     assert other is not None and other.start < c.start_index
 
 def test_generate_english_and_non_english(tmp_path):
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = _llm(srv, tmp_path)
         qs = generate_questions(split_documents([EN, DE]), llm, [EN, DE], n_per_chunk=2, language='German')
         assert len(qs) == 4 and all(q.question for q in qs)
@@ -90,7 +91,7 @@ def _rule(reply):
 def test_evidence_not_in_context_is_flagged(tmp_path):
     rules = {'factoid_qa': _rule('Output:::\nFactoid question: When was the API launched?\nAnswer: 2020\n'
                                  'Evidence: The API was launched in June 2020 to a small group of testers.')}
-    with FakeServer(rules=rules) as srv:
+    with ScriptedServer(rules=rules) as srv:
         ds = generate_dataset([EN], _llm(srv, tmp_path), require_evidence=True)
     row = ds.df.iloc[0]
     assert not row.evidence_found and row.evidence_start is pd_na() and 'evidence not found' in row.drop_reason
@@ -103,7 +104,7 @@ def pd_na():
 def test_malformed_and_failed_calls_are_recorded(tmp_path):
     docs = [Document(f'# Doc {i}\n\nThe service number {i} stores embeddings in a vector database for search.\n', 'mem',
                      f'd{i}.md', f'd{i}.md', '.md') for i in range(30)]
-    with FakeServer(malformed=0.3, faults={'500': 0.1}, seed=3) as srv:
+    with ScriptedServer(malformed=0.3, faults={'500': 0.1}, seed=3) as srv:
         ds = generate_dataset(docs, _llm(srv, tmp_path, max_retries=0))
     df = ds.df
     assert len(df) == 30
@@ -120,7 +121,7 @@ def test_malformed_and_failed_calls_are_recorded(tmp_path):
 
 def test_out_of_range_rating_is_a_failure(tmp_path):
     rules = {'critique_relevance': _rule('Answer:::\nEvaluation: Very useful.\nTotal rating: 9')}
-    with FakeServer(rules=rules) as srv:
+    with ScriptedServer(rules=rules) as srv:
         ds = generate_dataset([EN], _llm(srv, tmp_path))
     row = ds.df.iloc[0]
     assert row.relevance_score is pd_na() and row.groundedness_score is not pd_na()
@@ -155,7 +156,7 @@ def test_select_thresholds_and_dedupe():
 @needs_cookbook
 def test_seed_example_on_contributing(tmp_path):
     docs = load_folder(COOKBOOK, glob='CONTRIBUTING.md')
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = _llm(srv, tmp_path)
         qs = select(critique(generate_questions(split_documents(docs), llm, docs, n_per_chunk=3), llm))
     assert [(x.question, (x.groundedness_score, x.relevance_score, x.standalone_score)) for x in qs] == list(SEED_EXAMPLE.items())
@@ -163,7 +164,7 @@ def test_seed_example_on_contributing(tmp_path):
 
 @needs_cookbook
 def test_cookbook_sample_dataset_roundtrip_and_exports(tmp_path):
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = _llm(srv, tmp_path)
         ds = generate_dataset(COOKBOOK, llm, max_chunks=25, seed=7)
         n = len(srv.calls())
@@ -198,7 +199,7 @@ def test_cli_generate(tmp_path, monkeypatch, capsys):
     src = tmp_path/'docs'; src.mkdir()
     (src/'limits.md').write_text(EN.text); (src/'de.md').write_text(DE.text); (src/'bad.md').write_bytes(b'\x00\x01')
     parser = argparse.ArgumentParser(prog='ragnb'); add_cli(parser.add_subparsers())
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'test')
         monkeypatch.setenv('RAGNB_MODEL', 'scripted-test-model'); monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
         out = tmp_path/'qa.jsonl'

@@ -2,8 +2,9 @@
 import asyncio, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
-from ragnb.llm import LLM, Request, CallCache, PRICES, cache_key, run_sync, lesson_llm
-from ragnb.testserver import FakeServer
+from ragnb.llm import LLM, Request, CallCache, PRICES, cache_key, run_sync
+from ragnb.scripted import lesson_llm
+from ragnb.scripted import ScriptedServer
 
 def msg(t): return [{'role': 'user', 'content': t}]
 
@@ -35,7 +36,7 @@ def test_replay_miss_names_the_call(llm, tmp_path):
         miss.unwrap()
 
 def test_replay_makes_no_request_even_on_miss(tmp_path):
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         rp = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', replay=True, progress=False)
         rs = rp.batch([msg(f'q{i}') for i in range(5)])
         assert [r.failure.kind for r in rs] == ['replay_miss'] * 5
@@ -44,7 +45,7 @@ def test_replay_makes_no_request_even_on_miss(tmp_path):
 @pytest.mark.parametrize('seed', [0, 1])
 def test_faults_every_item_gets_a_result(tmp_path, seed):
     N = 3
-    with FakeServer(faults={'429': 0.08, '500': 0.07, 'timeout': 0.05}, seed=seed, hang=2.0) as srv:
+    with ScriptedServer(faults={'429': 0.08, '500': 0.07, 'timeout': 0.05}, seed=seed, hang=2.0) as srv:
         llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
                   timeout=1.0, max_retries=N, backoff=0.01, concurrency=16, progress=False)
         reqs = [Request(msg(f'question number {i}'), id=f'q{i}') for i in range(120)]
@@ -66,7 +67,7 @@ def test_faults_every_item_gets_a_result(tmp_path, seed):
     assert len(CallCache(tmp_path/'c.sqlite')) == len(ok)
 
 def test_retry_after_is_honoured_and_retries_are_bounded(tmp_path):
-    with FakeServer(faults={'429': 1.0}, retry_after=0.2) as srv:
+    with ScriptedServer(faults={'429': 1.0}, retry_after=0.2) as srv:
         llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', max_retries=2, backoff=0.001, progress=False)
         t = time.perf_counter()
         r = llm.call(msg('hi'), item_id='x')
@@ -76,7 +77,7 @@ def test_retry_after_is_honoured_and_retries_are_bounded(tmp_path):
     assert 'x' in str(r.failure)
 
 def test_bad_request_is_not_retried(tmp_path):
-    with FakeServer(faults={'400': 1.0}) as srv:
+    with ScriptedServer(faults={'400': 1.0}) as srv:
         llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', max_retries=4, progress=False)
         r = llm.call(msg('hi'))
     assert r.failure.kind == 'bad_request' and r.attempts == 1 and len(srv.requests) == 1
@@ -91,7 +92,7 @@ def test_parse_failure_is_recorded_and_batch_continues(llm):
     assert rs[0].value == rs[0].text.upper()
 
 def test_concurrency_is_bounded(tmp_path):
-    with FakeServer(latency=0.05) as srv:
+    with ScriptedServer(latency=0.05) as srv:
         llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', concurrency=4, progress=False)
         llm.batch([msg(f'q{i}') for i in range(24)])
     assert srv.max_inflight == 4
@@ -128,7 +129,7 @@ def test_estimate_before_batch(llm):
 
 def test_api_key_never_written(tmp_path):
     secret = 'sk-SECRET-never-on-disk-8c1f'
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = LLM(base_url=srv.base_url, api_key=secret, model='m', cache_path=tmp_path/'cache'/'c.sqlite', progress=False)
         llm.batch([msg(f'q{i}') for i in range(5)])
         llm.embed(['some text'], model='e')
@@ -153,7 +154,7 @@ KILL_SCRIPT = textwrap.dedent('''
 
 def test_killed_batch_rerun_makes_only_missing_calls(tmp_path):
     cache = tmp_path/'c.sqlite'
-    with FakeServer(latency=0.05) as srv:
+    with ScriptedServer(latency=0.05) as srv:
         p = subprocess.Popen([sys.executable, '-c', KILL_SCRIPT, srv.base_url, str(cache)])
         deadline = time.time() + 30
         while len(srv.requests) < 24 and time.time() < deadline: time.sleep(0.01)

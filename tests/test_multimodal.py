@@ -5,7 +5,7 @@ from ragnb.llm import LLM, ParseError
 from ragnb.multimodal import (build_context, context_messages, context_text, multimodal_dataset, multimodal_questions,
                               parse_multimodal)
 from ragnb.pdf import Segment, parse_pdf, pdf_regions, render_regions
-from ragnb.testserver import FakeServer
+from ragnb.scripted import ScriptedServer
 
 DOCS = Path(__file__).parent.parent.parent/'shared/data/documents'
 EU004 = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf'
@@ -47,7 +47,7 @@ def test_parse_multimodal_evidence():
 @needs_data
 def test_table_question_through_test_server(tmp_path):
     parsed = parse_pdf(EU004, tmp_path/'p', offline=True, pages=[2, 3], page_zoom=0.5, crop_zoom=0.5)
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         ds = multimodal_dataset(parsed, llm_for(srv, tmp_path))
         assert len(srv.calls('multimodal_qa')) == 2
         assert {c['prompt'].split('@')[0] for c in srv.calls()} >= {'multimodal_qa', 'critique_groundedness', 'critique_relevance', 'critique_standalone'}
@@ -67,7 +67,7 @@ def test_missing_evidence_id_is_a_recorded_failure(tmp_path):
         texts = [c.get('text', '') for c in messages[-1]['content']]
         name = 'table_2' if any(t.startswith('table_2:') for t in texts) else 'table_5'
         return f"Output:::\nFactoid question: What is the number of outlets in Greece?\nAnswer: 54\nEvidence: {name}"
-    with FakeServer(rules={'multimodal_qa': rule}) as srv:
+    with ScriptedServer(rules={'multimodal_qa': rule}) as srv:
         ds = multimodal_dataset(parsed, llm_for(srv, tmp_path))
     ok, bad = ds.df.iloc[0], ds.df.iloc[1]
     assert ok.evidence == 'table_2' and not ok.failures
@@ -77,7 +77,7 @@ def test_missing_evidence_id_is_a_recorded_failure(tmp_path):
 def test_image_and_text_evidence(tmp_path):
     img = [Segment('image', str(png(tmp_path)), 'd_1_1.png', 1)]
     text = [Segment('text', 'The retail sector is the largest employer in the European Union with 22 million workers.', page=2)]
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         qs = multimodal_questions(img + text, llm_for(srv, tmp_path))
         bodies = [c['body'] for c in srv.calls('multimodal_qa')]  # the two contexts run concurrently: any order
     assert sorted(any(c['type'] == 'image_url' for c in b['messages'][-1]['content']) for b in bodies) == [False, True]

@@ -134,7 +134,7 @@ def test_bad_pdfs_name_the_file(tmp_path):
 # ---- parsing -------------------------------------------------------------------------------------------------
 from ragnb.llm import LLM
 from ragnb.pdf import OFFLINE_MARK, ParsedPage, parse_pdf, read_page_reply, sanitize_html
-from ragnb.testserver import FakeServer
+from ragnb.scripted import ScriptedServer
 
 def test_sanitize_html_keeps_tables_only():
     dirty = ('<table onclick="x()" style="color:red"><tr><th onmouseover="y()" colspan="2">A</th></tr>'
@@ -192,7 +192,7 @@ def test_offline_parse_scanned_and_text_only(tmp_path):
 @needs_data
 def test_vision_parse_through_test_server(tmp_path):
     f = EU/'eu-004.pdf'
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite', progress=False)
         res = parse_pdf(f, tmp_path/'out', llm=llm, pages=[2, 3], page_zoom=1, crop_zoom=1)
         calls = srv.calls('pdf_page')
@@ -209,7 +209,7 @@ def test_vision_parse_through_test_server(tmp_path):
 @needs_data
 def test_failed_pages_are_recorded_and_the_rest_continues(tmp_path):
     f = EU/'eu-004.pdf'
-    with FakeServer(faults={'500': 0.5}, seed=3) as srv:
+    with ScriptedServer(faults={'500': 0.5}, seed=3) as srv:
         llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache=False, max_retries=0, progress=False)
         res = parse_pdf(f, tmp_path, llm=llm, pages=[2, 3, 4, 6, 7, 8], page_zoom=0.5, crop_zoom=0.5)
     failed = [p.page for p in res.pages if p.failure is not None]

@@ -8,7 +8,7 @@ import pytest
 
 from ragnb.documents import Chunk, Document, split_documents
 from ragnb.llm import LLM
-from ragnb.testserver import FakeServer
+from ragnb.scripted import ScriptedServer
 from ragnb.generate import locate as find_evidence
 from ragnb.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
                              rag_pipeline, read_dataset, relevance, score_ranking, summarize, sweep, plot_by_k, plot_sweep,
@@ -156,7 +156,7 @@ def test_skipped_questions_are_listed(corpus):
 
 def test_dense_retriever_through_the_test_server(corpus, tmp_path):
     docs, chunks, ds = corpus
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', embed_model='scripted-embedding',
                   cache_path=tmp_path / 'c.sqlite', progress=False)
         rep = evaluate(ds, chunks, DenseRetriever(llm), ks=(1, 3))
@@ -197,7 +197,7 @@ def test_sweep_rechunks_and_scores(corpus):
 
 def test_rag_pipeline_writes_ragchecker_input(corpus, tmp_path):
     docs, chunks, ds = corpus
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path / 'c.sqlite', progress=False)
         run = rag_pipeline(ds, chunks, BM25Retriever(), llm, k=2)
         assert {r['prompt'] for r in srv.requests if r.get('prompt')} == {'rag_answer@1'}
@@ -210,7 +210,7 @@ def test_rag_pipeline_writes_ragchecker_input(corpus, tmp_path):
 
 def test_rag_pipeline_records_failed_calls(corpus, tmp_path):
     docs, chunks, ds = corpus
-    with FakeServer(faults={'500': 1.0}) as srv:
+    with ScriptedServer(faults={'500': 1.0}) as srv:
         llm = LLM(base_url=srv.base_url, api_key='test', model='m', cache_path=tmp_path / 'c.sqlite', max_retries=0, progress=False)
         run = rag_pipeline(ds.head(3), chunks, BM25Retriever(), llm, k=2)
     assert run.results == [] and [f.kind for f in run.failures] == ['server_error'] * 3
@@ -276,7 +276,7 @@ def test_sweep_with_ragchecker_per_setting(corpus, tmp_path):
     from ragnb.retrieval import ragchecker_per_setting
     docs, chunks, ds = corpus
     few = ds.head(2)
-    with FakeServer() as srv:
+    with ScriptedServer() as srv:
         llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path / 'c.sqlite', progress=False)
         sw = sweep(docs, few, BM25Retriever, chunk_sizes=(300,), overlaps=(0,), ks=(1, 2), rag=ragchecker_per_setting(few, llm))
         prompts = {r['prompt'].split('@')[0] for r in srv.requests if r.get('prompt')}
