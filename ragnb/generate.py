@@ -4,20 +4,20 @@
 
 # %% ../nbs/04_generate.ipynb #cddd6dc4
 from __future__ import annotations
-import functools, html, json, random, re, sys, time
+import html, json, random, re, sys, time
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 import pandas as pd, nh3
 import numpy as np
 from rapidfuzz import fuzz, process, utils
+from .evidence import ground
 from .llm import LLM, Request, Result, Usage, ParseError
 from .prompts import get_prompt, DEFAULT_AUDIENCE
 from .documents import Document, Chunk, load_documents, split_documents
 
 # %% auto #0
-__all__ = ['CRITERIA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'normalise', 'Match', 'locate', 'ground', 'Critique',
-           'parse_rating', 'QA', 'generate_questions', 'critique', 'select', 'Dataset', 'sample_chunks',
-           'generate_dataset', 'add_cli']
+__all__ = ['CRITERIA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'generate_questions',
+           'critique', 'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'add_cli']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -60,77 +60,6 @@ def parse_factoid(
     names = {'question':'Factoid question:', 'answer':'Answer:', 'evidence':'Evidence:'}
     if missing: raise ParseError(f"reply has no {', '.join(repr(names[k]) for k in missing)} field; it starts {text.strip()[:80]!r}")
     return out
-
-# %% ../nbs/04_generate.ipynb #eb84a282
-_QUOTES = {"'": '‘’‚‛′`´', '"': '“”„‟″«»', '-': '‐‑‒–—―'}  # plain character: the variants mapped to it
-_IS_SPACE = np.zeros(0x3001, dtype=bool)
-_IS_SPACE[[c for c in range(0x3001) if chr(c).isspace()]] = True
-
-@functools.lru_cache(maxsize=64)
-def normalise(
-    text:str,  # Text to normalise
-)->tuple[str, list[int]]:
-    "Lower-cased `text` with plain quotes and dashes, no `*`/`_` emphasis and single spaces, plus each character's offset in `text`."
-    low = text.lower()
-    if len(low) != len(text): low = ''.join(c if len(c.lower()) != 1 else c.lower() for c in text)  # e.g. 'İ' lowers to 2 chars
-    a = np.frombuffer(low.encode('utf-32-le'), dtype=np.uint32).copy()
-    for plain, variants in _QUOTES.items(): a[np.isin(a, [ord(v) for v in variants])] = ord(plain)
-    idx = np.nonzero((a != 42) & (a != 95))[0]       # drop * and _
-    a = a[idx]
-    sp = np.zeros(len(a), dtype=bool); small = a < len(_IS_SPACE); sp[small] = _IS_SPACE[a[small]]
-    keep = ~sp | ~np.concatenate(([True], sp[:-1]))  # a space run keeps its first character (none at the start)
-    a, idx, sp = a[keep], idx[keep], sp[keep]
-    a[sp] = 32
-    if len(a) and sp[-1]: a, idx = a[:-1], idx[:-1]
-    return a.tobytes().decode('utf-32-le'), idx.tolist()
-
-@dataclass
-class Match:
-    "Where a piece of evidence was found in a text."
-    start:int      # Offset of the first character
-    end:int        # Offset after the last character
-    method:str     # 'exact', 'normalised' or 'fuzzy'
-    score:float    # 100 for exact and normalised matches, rapidfuzz's score for fuzzy ones
-
-def locate(
-    evidence:str,          # The text to find
-    text:str,              # Where to look
-    threshold:float=90,    # Lowest fuzzy score (0-100) accepted
-    min_fuzzy_len:int=20,  # Shorter evidence must match exactly or after normalising
-)->Match|None:
-    "Find `evidence` in `text`: exact, then whitespace/quote/case-normalised, then fuzzy; `None` if absent."
-    if not evidence or not text: return None
-    i = text.find(evidence)
-    if i >= 0: return Match(i, i+len(evidence), 'exact', 100.0)
-    ne, _ = normalise(evidence)
-    nt, pos = normalise(text)
-    if not ne: return None
-    j = nt.find(ne)
-    if j >= 0: return Match(pos[j], pos[j+len(ne)-1]+1, 'normalised', 100.0)
-    if len(ne) < min_fuzzy_len: return None
-    a = fuzz.partial_ratio_alignment(ne, nt, score_cutoff=threshold)
-    if a is None or a.dest_end <= a.dest_start: return None
-    s, e = _refine(ne, nt, a.dest_start, a.dest_end)
-    return Match(pos[s], pos[e-1]+1, 'fuzzy', round(max(a.score, fuzz.ratio(ne, nt[s:e])), 1))
-
-def _refine(needle:str, text:str, s:int, e:int)->tuple[int, int]:
-    "Move the ends of the window `text[s:e]` (by up to a tenth of its length) to where it best matches `needle`."
-    k = max(3, len(needle) // 10)
-    s = max(range(max(0, s-k), min(e-1, s+k)+1), key=lambda i: (fuzz.ratio(needle, text[i:e]), -abs(i-s)))
-    e = max(range(max(s+1, e-k), min(len(text), e+k)+1), key=lambda j: (fuzz.ratio(needle, text[s:j]), -abs(j-e)))
-    return s, e
-
-# %% ../nbs/04_generate.ipynb #de35b494
-def ground(
-    evidence:str,         # The model's evidence
-    chunk:Chunk,          # The passage it was asked about
-    doc:Document|None,    # The chunk's document (searched when the chunk has no match)
-    threshold:float=90,   # Lowest fuzzy score accepted
-)->Match|None:
-    "Locate `evidence` in `chunk`, else in `doc`; offsets are in the document's text."
-    m = locate(evidence, chunk.text, threshold)
-    if m: return Match(m.start+chunk.start_index, m.end+chunk.start_index, m.method, m.score)
-    return locate(evidence, doc.text, threshold) if doc is not None else None
 
 # %% ../nbs/04_generate.ipynb #5d589bef
 CRITERIA = ('groundedness', 'relevance', 'standalone')

@@ -12,7 +12,8 @@ import pandas as pd
 from .llm import LLM, Request, ParseError, Usage, text_part, image_part
 from .prompts import get_prompt, DEFAULT_AUDIENCE
 from .pdf import Segment, ParsedDoc, sanitize_html
-from .generate import QA, Dataset, parse_factoid, locate, critique, select
+from .generate import QA, Dataset, parse_factoid, critique, select
+from .evidence import locate
 
 # %% auto #0
 __all__ = ['IMAGE_TYPES', 'Part', 'build_context', 'context_messages', 'context_text', 'parse_multimodal', 'MultimodalQA',

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from .documents import Document, split_documents, load_folder
-from .generate import locate as find_evidence  # exact, then normalised, then fuzzy
+from .evidence import locate  # exact, then normalised, then fuzzy
 from .llm import LLM, Request
 from .prompts import get_prompt
 from .plots import OKABE_ITO
@@ -80,10 +80,10 @@ def relevance(row:dict,          # A dataset row: source_doc, evidence, evidence
         if not isinstance(ev, str) or not ev.strip(): return none('no evidence offsets and no evidence text')
         how, span = 'search', None
         if doc_text is not None:
-            if m := find_evidence(ev, doc_text): span = (m.start, m.end)
+            if m := locate(ev, doc_text): span = (m.start, m.end)
         else:
             for c in doc_chunks:
-                if m := find_evidence(ev, c.text): span = (c.start_index + m.start, c.start_index + m.end); break
+                if m := locate(ev, c.text): span = (c.start_index + m.start, c.start_index + m.end); break
         if span is None: return none('evidence not found in its document')
         s, e = span
     s, e = int(s), int(e)

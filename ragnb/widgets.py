@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import ipywidgets as W
 from .pdf import sanitize_html
-from .generate import locate
+from .evidence import locate
 from .plots import plot_entailment_map, claim_text, relevant_chunks, chunk_labels
 
 # %% auto #0

@@ -6,7 +6,8 @@ from ragnb.llm import LLM, ParseError
 from ragnb.scripted import ScriptedServer
 from ragnb.prompts import get_prompt
 from ragnb.documents import Document, load_folder, split_document, split_documents
-from ragnb.generate import (parse_factoid, parse_rating, locate, ground, generate_questions, critique, select, generate_dataset,
+from ragnb.evidence import locate, ground, normalise
+from ragnb.generate import (parse_factoid, parse_rating, generate_questions, critique, select, generate_dataset,
                             Dataset, QA, SEED_EXAMPLE, CRITERIA, add_cli)
 from ragnb.scripted import scripted_factoid
 
@@ -213,7 +214,7 @@ def test_cli_generate(tmp_path, monkeypatch, capsys):
     assert len(rows) == 2 and {r['source_doc'] for r in rows} == {'limits.md', 'de.md'}
 
 from hypothesis import given, settings, strategies as st
-from ragnb.generate import normalise
+
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list('aZ *_-\n\t\u00a0“”‘’—İßé.') + ['x', 'Y']), max_size=60))

@@ -9,7 +9,7 @@ import pytest
 from ragnb.documents import Chunk, Document, split_documents
 from ragnb.llm import LLM
 from ragnb.scripted import ScriptedServer
-from ragnb.generate import locate as find_evidence
+from ragnb.evidence import locate as find_evidence
 from ragnb.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
                              rag_pipeline, read_dataset, relevance, score_ranking, summarize, sweep, plot_by_k, plot_sweep,
                              local_embedder)
