@@ -14,7 +14,7 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'demo': ('ragnb.demo', 'run the whole pipeline end to end on bundled documents (offline unless an endpoint is set)'),
     'generate': ('ragnb.generate', 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
     'regions': ('ragnb.pdf', 'find figure and table regions in a PDF (no model)'),
-    'parse': ('ragnb.pdf', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
+    'parse': ('ragnb.multimodal', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
     'check': ('ragnb.checker', "RAGChecker claim extraction and entailment checking of RAG results"),
     'metrics': ('ragnb.metrics', "RAGChecker's 11 metrics from a checked results file (no model call)"),

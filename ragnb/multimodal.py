@@ -11,13 +11,17 @@ from pathlib import Path
 import pandas as pd
 from .llm import LLM, Request, ParseError, Usage, text_part, image_part
 from .prompts import get_prompt, DEFAULT_AUDIENCE
-from .pdf import Segment, ParsedDoc, sanitize_html
+from .pages import Segment, ParsedDoc, sanitize_html
+from .pdf import parse_pdf
+from .office import parse_office
+from .pages import DocumentError
+import sys
 from .generate import QA, Dataset, parse_factoid, critique, select
 from .evidence import locate
 
 # %% auto #0
 __all__ = ['IMAGE_TYPES', 'Part', 'build_context', 'context_messages', 'context_text', 'parse_multimodal', 'MultimodalQA',
-           'multimodal_questions', 'multimodal_dataset']
+           'multimodal_questions', 'multimodal_dataset', 'parse_document', 'add_cli']
 
 # %% ../nbs/05b_multimodal.ipynb #bb761e1f
 IMAGE_TYPES = {'.png', '.jpg', '.jpeg', '.gif', '.webp'}
@@ -159,3 +163,41 @@ def multimodal_dataset(
                  cached=u.cached - u0.cached, failed_calls=u.failed - u0.failed, prompt_tokens=u.prompt_tokens - u0.prompt_tokens,
                  completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6))
     return Dataset(pd.DataFrame([asdict(q) for q in qas]), stats)
+
+# %% ../nbs/05b_multimodal.ipynb #0bc776ae
+def parse_document(
+    path:str|Path,  # a PDF, DOCX or PPTX file
+    out_dir:str|Path|None=None,  # folder for pages, tables, crops and the manifest
+    llm:LLM|None=None,  # vision model for PDF pages (None: the environment's, or offline)
+    offline:bool=False,  # PDF pages without a model (PyMuPDF text and table finder)
+    pages:list[int]|None=None,  # PDF pages to parse, from 1 (default: all)
+)->ParsedDoc:
+    "Parse `path` into a `ParsedDoc`: PDFs page by page, Word and PowerPoint files natively."
+    if Path(path).suffix.lower() in ('.docx', '.pptx'): return parse_office(path, out_dir)
+    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages)
+
+# %% ../nbs/05b_multimodal.ipynb #34f6fba7
+def _cli_parse(args)->int:
+    "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
+    pages = [int(p) for p in args.pages.split(',')] if args.pages else None
+    try:
+        llm = None if args.offline else LLM(vision_model=args.model) if args.model else None
+        res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=pages)
+    except DocumentError as e:
+        print(f"error: {e}", file=sys.stderr); return 2
+    ok = len(res.pages) - len(res.failures)
+    print(f"{args.file}: {ok}/{len(res.pages)} pages parsed ({res.mode}) into {args.out}")
+    for p in res.pages:
+        if p.failure is not None: print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
+    return 1 if res.failures else 0
+
+def add_cli(sub):
+    "Add the `parse` subcommand to the `ragnb` command."
+    p = sub.add_parser('parse', help='parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images')
+    p.add_argument('file', help='PDF, DOCX or PPTX file')
+    p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
+    p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
+    p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')
+    p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all PDF pages)')
+    p.set_defaults(func=_cli_parse)
+

@@ -12,11 +12,11 @@ from docx.oxml.ns import qn
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.shapes.picture import Picture
 from pptx.enum.shapes import PP_PLACEHOLDER
-from .pdf import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id
+from .pages import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id, grid_html, expand
 
 # %% auto #0
-__all__ = ['TITLES', 'open_docx', 'open_pptx', 'grid_html', 'expand', 'docx_cells', 'docling_grids', 'docx_tables', 'pptx_cells',
-           'docx_segments', 'pptx_segments', 'segments_page', 'parse_office']
+__all__ = ['TITLES', 'open_docx', 'open_pptx', 'docx_cells', 'docling_grids', 'docx_tables', 'pptx_cells', 'docx_segments',
+           'pptx_segments', 'segments_page', 'parse_office']
 
 # %% ../nbs/05a_office.ipynb #ea1a5808
 def _open_package(path:str|Path, kind:str):
@@ -41,34 +41,6 @@ def open_docx(path:str|Path)->docx.document.Document:
 def open_pptx(path:str|Path)->pptx.presentation.Presentation:
     "Open a PowerPoint file, or raise `DocumentError` naming it."
     return _open_package(path, 'pptx')
-
-# %% ../nbs/05a_office.ipynb #6a0f0b52
-def grid_html(
-    cells:list[dict],  # dicts with row, col, rowspan, colspan, text
-    header:bool=True,  # first row as header cells
-)->str:
-    "An HTML table from cells with spans."
-    rows = {}
-    for c in cells: rows.setdefault(c['row'], []).append(c)
-    out = ['<table>']
-    for r in sorted(rows):
-        tag = 'th' if header and r == 0 else 'td'
-        tds = []
-        for c in sorted(rows[r], key=lambda c: c['col']):
-            span = (f' rowspan="{c["rowspan"]}"' if c['rowspan'] > 1 else '') + (f' colspan="{c["colspan"]}"' if c['colspan'] > 1 else '')
-            tds.append(f"<{tag}{span}>{escape(c['text']).replace(chr(10), '<br>')}</{tag}>")
-        out.append('<tr>' + ''.join(tds) + '</tr>')
-    return '\n'.join(out + ['</table>'])
-
-def expand(cells:list[dict])->list[list[str]]:
-    "The table as a full grid of texts, a merged cell's text repeated over its span."
-    nr = max((c['row']+c['rowspan'] for c in cells), default=0)
-    nc = max((c['col']+c['colspan'] for c in cells), default=0)
-    g = [[''] * nc for _ in range(nr)]
-    for c in cells:
-        for r in range(c['row'], c['row']+c['rowspan']):
-            for k in range(c['col'], c['col']+c['colspan']): g[r][k] = c['text']
-    return g
 
 # %% ../nbs/05a_office.ipynb #b57b5b69
 def _para_text(p)->str:

@@ -11,17 +11,15 @@ from pathlib import Path
 import nh3, numpy as np, pymupdf, shapely
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
+                         IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html)
 
 # %% auto #0
-__all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'OFFLINE_MARK', 'DocumentError', 'open_pdf', 'drawing_rects', 'image_rects',
-           'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'doc_id', 'Region',
-           'pdf_regions', 'render_regions', 'mark_page', 'sanitize_html', 'Segment', 'read_page_reply', 'ParsedPage',
-           'cells_html', 'reading_order', 'offline_page', 'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
+__all__ = ['open_pdf', 'drawing_rects', 'image_rects', 'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables',
+           'iou', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'read_page_reply', 'reading_order',
+           'offline_page', 'page_messages', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
-class DocumentError(ValueError):
-    "A document that cannot be read; the message names the file."
-
 def open_pdf(
     path:str|Path,  # PDF file to open
 )->pymupdf.Document:
@@ -179,16 +177,6 @@ def iou(a, b)->float:
     return inter/union if union > 0 else 0.
 
 # %% ../nbs/05_pdf.ipynb #8e631d4e
-def doc_id(path:str|Path)->str:
-    "A stable id for a file's content: the first 12 hex digits of its SHA-256."
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
-
-def _png_html(path:str|Path, width:int=360)->str:
-    "An <img> tag embedding a PNG file, shrunk by powers of two to about `width` pixels."
-    pix = pymupdf.Pixmap(str(path))
-    while pix.width > 2*width: pix.shrink(1)
-    return f'<img src="data:image/png;base64,{base64.b64encode(pix.tobytes("png")).decode()}" style="max-width:{width}px">'
-
 @dataclass
 class Region:
     "A figure or table region of a PDF page; `bbox` in points, top-left origin."
@@ -203,7 +191,7 @@ class Region:
     def _repr_html_(self)->str:
         x0, y0, x1, y1 = self.bbox
         head = f"<b>{escape(self.name)}</b> page {self.page}, region {self.index}: ({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f}) pt, {x1-x0:.0f}×{y1-y0:.0f}"
-        img = _png_html(self.image) if self.image and Path(self.image).exists() else '<i>not rendered</i>'
+        img = png_html(self.image) if self.image and Path(self.image).exists() else '<i>not rendered</i>'
         return f"<div>{head}<br>{img}</div>"
 
 def pdf_regions(
@@ -264,35 +252,7 @@ def mark_page(
     pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).save(out)
     return out
 
-# %% ../nbs/05_pdf.ipynb #01c3f8fa
-TABLE_TAGS = {'table', 'caption', 'colgroup', 'col', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td',
-              'br', 'b', 'strong', 'i', 'em', 'sup', 'sub', 'span', 'p'}
-TABLE_ATTRS = {'td': {'colspan', 'rowspan'}, 'th': {'colspan', 'rowspan', 'scope'}, 'col': {'span'}, 'colgroup': {'span'}}
-
-def sanitize_html(html:str)->str:
-    "Keep only table markup from model-written `html` (no scripts, event handlers, styles or links)."
-    return nh3.clean(html, tags=TABLE_TAGS, attributes=TABLE_ATTRS, link_rel=None).strip()
-
-# %% ../nbs/05_pdf.ipynb #542b7481
-@dataclass
-class Segment:
-    "One piece of a document in reading order: text (markdown), a table (sanitised HTML) or an image (a file path)."
-    kind:str  # 'text', 'table' or 'image'
-    content:str  # markdown text, table HTML, or the image's path
-    name:str|None = None  # 'table_3' for tables, the file name for images
-    page:int|None = None  # page or slide it comes from, from 1
-    def _repr_html_(self)->str:
-        head = f"<small>{self.kind}{' '+escape(self.name) if self.name else ''}{f' · page {self.page}' if self.page else ''}</small><br>"
-        if self.kind == 'table': return head + sanitize_html(self.content)
-        if self.kind == 'image': return head + (_png_html(self.content, 300) if Path(self.content).suffix == '.png' and Path(self.content).exists() else escape(self.content))
-        return head + f"<pre style='white-space:pre-wrap'>{escape(self.content)}</pre>"
-
 # %% ../nbs/05_pdf.ipynb #0cbbe043
-_FENCED_TABLE = re.compile(r"```[ \t]*(?:html)?[ \t]*\n(\s*<table\b.*?</table>\s*)\n?```", re.S | re.I)
-_BARE_TABLE = re.compile(r"<table\b.*?</table>", re.S | re.I)
-_IMAGE_REF = re.compile(r"!\[([^\]]*)\]\(\s*<?([^)\s>]+)>?\s*\)")
-_TABLE_REF = re.compile(r"\[(table_\d+)\]\(table_\d+\.html\)")
-
 def read_page_reply(
     text:str,  # the model's reply
     labels:list[str],  # the crop names shown on the page
@@ -303,9 +263,9 @@ def read_page_reply(
     if m := re.fullmatch(r"```(?:markdown|md)?[ \t]*\n(.*?)\n?```", md, re.S): md = m.group(1).strip()
     def table(m):
         name = f"table_{first_table + len(tables)}"
-        tables[name] = sanitize_html(m.group(1) if m.re is _FENCED_TABLE else m.group(0))
+        tables[name] = sanitize_html(m.group(1) if m.re is FENCED_TABLE else m.group(0))
         return f"\n[{name}]({name}.html)\n"
-    md = _BARE_TABLE.sub(table, _FENCED_TABLE.sub(table, md))
+    md = BARE_TABLE.sub(table, FENCED_TABLE.sub(table, md))
     def image(m):
         ref = Path(m.group(2)).name
         hit = ref if ref in labels else next((l for l in labels if l.endswith('_'+ref)), None)
@@ -314,56 +274,11 @@ def read_page_reply(
             return m.group(1)
         images.append(hit)
         return f"![{m.group(1)}]({hit})"
-    md = _IMAGE_REF.sub(image, md)
-    if re.search(r"<[a-zA-Z!/]", _TABLE_REF.sub('', md)): md = nh3.clean(md, tags=TABLE_TAGS - {'table'}, attributes={})
+    md = IMAGE_REF.sub(image, md)
+    if re.search(r"<[a-zA-Z!/]", TABLE_REF.sub('', md)): md = nh3.clean(md, tags=TABLE_TAGS - {'table'}, attributes={})
     return re.sub(r"\n{3,}", "\n\n", md).strip(), tables, images, warnings
 
-# %% ../nbs/05_pdf.ipynb #3c322b76
-OFFLINE_MARK = "<!-- ragnb offline parse: PyMuPDF text and table finder, no model -->"
-
-@dataclass
-class ParsedPage:
-    "One parsed page: markdown citing its tables and images, or the failure that stopped it."
-    page:int  # page number, from 1
-    markdown:str = ''  # the page as markdown; tables cited as [table_N](table_N.html)
-    tables:dict = field(default_factory=dict)  # table name -> sanitised HTML
-    images:dict = field(default_factory=dict)  # crop name -> path
-    mode:str = 'vision'  # 'vision' (model) or 'offline' (PyMuPDF only)
-    image:str|None = None  # path of the marked page image
-    failure:object = None  # the model call's `Failure`, when the page could not be parsed
-    warnings:list = field(default_factory=list)
-    def segments(self)->list[Segment]:
-        "The page as text, table and image segments in reading order."
-        out, pos, md = [], 0, self.markdown.replace(OFFLINE_MARK, '')
-        for m in re.finditer(f"{_TABLE_REF.pattern}|{_IMAGE_REF.pattern}", md):
-            if t := md[pos:m.start()].strip(): out.append(Segment('text', t, page=self.page))
-            if m.group(1): out.append(Segment('table', self.tables.get(m.group(1), ''), m.group(1), self.page))
-            else:
-                name = Path(m.group(3)).name
-                out.append(Segment('image', self.images.get(name, name), name, self.page))
-            pos = m.end()
-        if t := md[pos:].strip(): out.append(Segment('text', t, page=self.page))
-        return out
-    def _repr_markdown_(self)->str:
-        head = f"**page {self.page}** · {self.mode} · {len(self.tables)} table(s) · {len(self.images)} image(s)"
-        if self.failure is not None: return head + f"\n\n**failed**: {escape(str(self.failure))}"
-        body = escape(self.markdown.replace(OFFLINE_MARK, '').strip(), quote=False)
-        body = _TABLE_REF.sub(lambda m: f"\n\n*{m.group(1)}*\n\n{sanitize_html(self.tables.get(m.group(1), ''))}\n\n", body)
-        body = _IMAGE_REF.sub(lambda m: f"*(image {m.group(2)})*", body)
-        return head + ''.join(f"\n\n> warning: {escape(w)}" for w in self.warnings) + "\n\n---\n\n" + body
-
 # %% ../nbs/05_pdf.ipynb #d6f5e615
-def cells_html(
-    rows:list[list],  # rows of cell texts (None for a cell covered by a merged one)
-    header:bool=True,  # write the first row as header cells
-)->str:
-    "An HTML table from rows of cell texts."
-    out = ['<table>']
-    for i, row in enumerate(rows):
-        tag = 'th' if header and i == 0 else 'td'
-        out.append('<tr>' + ''.join(f"<{tag}>{escape(str(c)).replace(chr(10), '<br>')}</{tag}>" for c in row if c is not None) + '</tr>')
-    return '\n'.join(out + ['</table>'])
-
 def _inside(a, b, share=0.5)->bool:
     "Whether more than `share` of box `a`'s area lies in box `b`."
     ix, iy = max(0, min(a[2], b[2])-max(a[0], b[0])), max(0, min(a[3], b[3])-max(a[1], b[1]))
@@ -430,52 +345,6 @@ def page_messages(
     msgs[-1]['content'] = [text_part(msgs[-1]['content']), image_part(marked)]
     return msgs
 
-# %% ../nbs/05_pdf.ipynb #57002f1d
-@dataclass
-class ParsedDoc:
-    "A parsed document: its pages, where its files are, and which pages failed."
-    path:str  # the source file
-    doc:str  # its id (`doc_id`)
-    mode:str  # 'vision' or 'offline'
-    pages:list  # `ParsedPage` records
-    model:str|None = None
-    prompt:str|None = None
-    out_dir:str|None = None
-    @property
-    def failures(self)->list: return [p.failure for p in self.pages if p.failure is not None]
-    def segments(self)->list[Segment]:
-        "All segments of all pages, in order."
-        return [s for p in self.pages for s in p.segments()]
-    def save(self, out_dir:str|Path|None=None)->Path:
-        "Write `page_N.md`, `table_N.html` and `manifest.json` to `out_dir`; return the manifest's path."
-        out = Path(out_dir or self.out_dir); out.mkdir(parents=True, exist_ok=True)
-        _claim(out, self)
-        pages = []
-        for p in self.pages:
-            if p.failure is None: (out/f"page_{p.page}.md").write_text(p.markdown + '\n')
-            for name, html in p.tables.items(): (out/f"{name}.html").write_text(html + '\n')
-            pages.append(dict(page=p.page, markdown=None if p.failure is not None else f"page_{p.page}.md",
-                              tables=[f"{n}.html" for n in p.tables], images=list(p.images),
-                              page_image=Path(p.image).name if p.image else None, warnings=p.warnings,
-                              failure=None if p.failure is None else dict(kind=p.failure.kind, message=p.failure.message)))
-        manifest = dict(file=str(self.path), doc=self.doc, mode=self.mode, model=self.model, prompt=self.prompt,
-                        note='offline: PyMuPDF text and table finder, no model' if self.mode == 'offline' else None,
-                        pages=pages, failures=[dict(page=q['page'], **q['failure']) for q in pages if q['failure']])
-        (out/'manifest.json').write_text(json.dumps(manifest, indent=1))
-        return out/'manifest.json'
-    def _repr_markdown_(self)->str:
-        rows = '\n'.join(f"| {p.page} | {'failed: '+p.failure.kind if p.failure is not None else 'ok'} | {len(p.tables)} | {len(p.images)} | {len(p.markdown)} |" for p in self.pages)
-        return (f"**{Path(self.path).name}** · {self.mode}{' · '+self.model if self.model else ''} · {len(self.pages)} pages, "
-                f"{len(self.failures)} failed\n\n| page | status | tables | images | characters |\n|---|---|---|---|---|\n{rows}")
-
-def _claim(out:Path, parsed)->None:
-    "Refuse to write into a folder that holds another document's parse."
-    m = out/'manifest.json'
-    if m.exists():
-        other = json.loads(m.read_text()).get('doc')
-        if other and other != parsed.doc:
-            raise DocumentError(f"{out}: already holds the parse of another document ({other}); choose another folder")
-
 # %% ../nbs/05_pdf.ipynb #8da3f5f1
 def parse_pdf(
     path:str|Path,  # the PDF
@@ -492,7 +361,7 @@ def parse_pdf(
     "Parse a PDF into markdown pages, HTML tables and image crops in `out_dir`, page failures recorded."
     path, out = Path(path), Path(out_dir)
     doc, did = open_pdf(path), doc_id(path)
-    _claim(out, ParsedDoc(str(path), did, '', []))
+    claim_folder(out, ParsedDoc(str(path), did, '', []))
     regions = render_regions(path, pdf_regions(path, pages, **region_kw), out, zoom=crop_zoom)
     pnos = pages or list(range(1, doc.page_count+1))
     by_page = {pno: [r for r in regions if r.page == pno] for pno in pnos}
@@ -535,36 +404,11 @@ def _cli_regions(args)->int:
         for r in regions: print(f"page {r.page:>3} region {r.index:>2}  bbox {', '.join(f'{v:.1f}' for v in r.bbox)}  {r.image or ''}")
     return 0
 
-def _cli_parse(args)->int:
-    "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
-    pages = [int(p) for p in args.pages.split(',')] if args.pages else None
-    try:
-        if Path(args.file).suffix.lower() in ('.docx', '.pptx'):
-            from ragnb.office import parse_office
-            res = parse_office(args.file, args.out)
-        else:
-            llm = None if args.offline else LLM(vision_model=args.model) if args.model else None
-            res = parse_pdf(args.file, args.out, llm=llm, offline=args.offline, pages=pages)
-    except DocumentError as e:
-        print(f"error: {e}", file=sys.stderr); return 2
-    ok = len(res.pages) - len(res.failures)
-    print(f"{args.file}: {ok}/{len(res.pages)} pages parsed ({res.mode}) into {args.out}")
-    for p in res.pages:
-        if p.failure is not None: print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
-    return 1 if res.failures else 0
-
 def add_cli(sub):
-    "Add the `regions` and `parse` subcommands to the `ragnb` command."
+    "Add the `regions` subcommand to the `ragnb` command."
     p = sub.add_parser('regions', help='find figure and table regions in a PDF (no model)')
     p.add_argument('file', help='PDF file')
     p.add_argument('--json', action='store_true', help='print a JSON list of regions')
     p.add_argument('--render', metavar='DIR', help='write region crops and marked pages to DIR')
     p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all)')
     p.set_defaults(func=_cli_regions)
-    p = sub.add_parser('parse', help='parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images')
-    p.add_argument('file', help='PDF, DOCX or PPTX file')
-    p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
-    p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
-    p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')
-    p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all PDF pages)')
-    p.set_defaults(func=_cli_parse)

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import ipywidgets as W
-from .pdf import sanitize_html
+from .pages import sanitize_html
 from .evidence import locate
 from .plots import plot_entailment_map, claim_text, relevant_chunks, chunk_labels
 
@@ -103,7 +103,7 @@ class PageView:
     @classmethod
     def from_parsed(cls, p) -> PageView:
         "A view of a `ragnb.pdf.ParsedPage` (or anything with the same fields)."
-        from ragnb.pdf import OFFLINE_MARK
+        from ragnb.pages import OFFLINE_MARK
         notes = ['offline: PyMuPDF text and table finder, no model'] if getattr(p, 'mode', '') == 'offline' else []
         if getattr(p, 'failure', None) is not None: notes.append(f'failed: {p.failure.kind}: {p.failure.message}')
         notes += list(getattr(p, 'warnings', []))

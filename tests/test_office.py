@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from ragnb.office import (docling_grids, docx_cells, docx_segments, expand, grid_html, open_docx, open_pptx,
                           parse_office, pptx_cells, pptx_segments)
-from ragnb.pdf import DocumentError, add_cli, sanitize_html
+from ragnb.pages import DocumentError, sanitize_html
+from ragnb.multimodal import add_cli
 
 DOCS = Path(__file__).parent.parent.parent/'shared/data/documents'
 DL = DOCS/'docling/tests/data'

@@ -11,8 +11,9 @@ EU = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu'
 needs_data = pytest.mark.skipif(not DOCS.exists(), reason='shared data not present')
 
 def run_cli(*argv):
-    "Run a `ragnb` subcommand defined by ragnb.pdf.add_cli; return (exit code, stdout, stderr)."
-    parser = argparse.ArgumentParser(prog='ragnb'); add_cli(parser.add_subparsers())
+    "Run a `ragnb` subcommand (`regions` from ragnb.pdf, `parse` from ragnb.multimodal); return (exit code, stdout, stderr)."
+    from ragnb.multimodal import add_cli as add_parse_cli
+    parser = argparse.ArgumentParser(prog='ragnb'); sub = parser.add_subparsers(); add_cli(sub); add_parse_cli(sub)
     args = parser.parse_args([str(a) for a in argv])
     out, err = io.StringIO(), io.StringIO()
     from contextlib import redirect_stderr
