@@ -38,7 +38,8 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
     "Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures."
     from ragnb.documents import load_documents, split_documents
     from ragnb.generate import generate_dataset
-    from ragnb.retrieval import BM25Retriever, evaluate, rag_pipeline
+    from ragnb.retrieval import BM25Retriever, evaluate
+    from ragnb.rag import rag_pipeline
     from ragnb.checker import run_checks
     from ragnb import plots
     out = Path(out); out.mkdir(parents=True, exist_ok=True)

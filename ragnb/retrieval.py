@@ -24,9 +24,9 @@ from .plots import OKABE_ITO
 
 # %% auto #0
 __all__ = ['METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
-           'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'summarize', 'RetrievalReport',
-           'evaluate', 'plot_by_k', 'compare', 'Sweep', 'sweep', 'plot_sweep', 'format_passages', 'RagRun',
-           'rag_pipeline', 'ragchecker_per_setting', 'add_cli']
+           'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'query_ids', 'check_columns',
+           'summarize', 'RetrievalReport', 'evaluate', 'plot_by_k', 'compare', 'Sweep', 'sweep', 'plot_sweep',
+           'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')
@@ -255,12 +255,12 @@ def match_documents(df:pd.DataFrame, docs:list) -> pd.DataFrame:
         return outer[0] if len(outer) == 1 else src
     return df.assign(source_doc=[find(str(s)) for s in df.source_doc])
 
-def _query_ids(df:pd.DataFrame) -> list[str]:
+def query_ids(df:pd.DataFrame) -> list[str]:
     for col in ('query_id', 'id'):
         if col in df: return [str(v) for v in df[col]]
     return [str(i) for i in range(len(df))]
 
-def _check_columns(df, cols, what='dataset'):
+def check_columns(df, cols, what='dataset'):
     for col in cols:
         if col not in df: raise KeyError(f"{what} has no {col!r} column (columns: {list(df.columns)})")
         bad = df.index[df[col].isna()].tolist()
@@ -328,11 +328,11 @@ def evaluate(dataset,                  # DataFrame, list of dicts or JSONL path:
              confidence:float=0.95, n_resamples:int=2000, seed:int=0)->RetrievalReport:
     "Score `retriever` on every question of `dataset`: hit rate, recall, MRR and nDCG at each k."
     df, ks = read_dataset(dataset), sorted(set(int(k) for k in ks))
-    _check_columns(df, ['question', 'source_doc'])
+    check_columns(df, ['question', 'source_doc'])
     by_doc, texts = {}, {d.id: d.text for d in docs or []}
     for c in chunks: by_doc.setdefault(c.doc_id, []).append(c)
     df = match_documents(df, list(by_doc))
-    qids, rows = _query_ids(df), df.to_dict('records')
+    qids, rows = query_ids(df), df.to_dict('records')
     rels = [relevance(r, by_doc.get(r['source_doc'], []), texts.get(r['source_doc']), q) for q, r in zip(qids, rows)]
     keep = [i for i, rel in enumerate(rels) if rel]
     t0 = time.perf_counter()
@@ -457,65 +457,6 @@ def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
 
 Sweep.plot = lambda self, metric='hit': plot_sweep(self, metric)
 
-# %% ../nbs/07_retrieval.ipynb #1b190a7d
-def format_passages(chunks:list) -> str:
-    "Retrieved chunks as numbered passages for the `rag_answer` prompt."
-    return '\n\n'.join(f"[{i}] ({c.id})\n{c.text.strip()}" for i, c in enumerate(chunks, 1))
-
-@dataclass
-class RagRun:
-    "Answers of a retrieve-then-generate baseline, in RAGChecker's input format, plus failed calls."
-    results:list    # RAGChecker entries: query_id, query, gt_answer, response, retrieved_context
-    failures:list   # `Failure` records of calls that gave no answer
-    def __repr__(self): return f"RagRun({len(self.results)} answers, {len(self.failures)} failed calls)"
-    def to_ragchecker(self) -> dict: return {'results': self.results}
-    def save(self, path:str|Path) -> Path:
-        "Write RAGChecker's input JSON to `path`."
-        p = Path(path); p.write_text(json.dumps(self.to_ragchecker(), ensure_ascii=False, indent=1), encoding='utf-8')
-        return p
-    def _repr_html_(self):
-        t = pd.DataFrame([dict(query_id=r['query_id'], query=r['query'], gt_answer=r['gt_answer'], response=r['response'],
-                               chunks=len(r['retrieved_context'])) for r in self.results[:10]])
-        head = f"<p>{len(self.results)} answers, {len(self.failures)} failed calls</p>"
-        return head + t.to_html(index=False, escape=True)  # model text is escaped, never rendered as HTML
-
-def rag_pipeline(dataset,                 # Questions with `question` and `answer` (the ground truth)
-                 chunks:list,             # The corpus
-                 retriever:Retriever,     # Indexed on `chunks` here unless it already is
-                 llm:LLM,                 # The generator
-                 k:int=5,                 # Chunks per question
-                 prompt:str='rag_answer')->RagRun:
-    "Retrieve the top `k` chunks per question, answer with `llm`, and collect RAGChecker input."
-    df = read_dataset(dataset)
-    _check_columns(df, ['question', 'answer'])
-    if getattr(retriever, 'ids', None) != [c.id for c in chunks]: retriever.index(chunks)
-    byid, p, qids = {c.id: c for c in chunks}, get_prompt(prompt), _query_ids(df)
-    ranked = [[byid[i] for i in r] for r in retriever.search(df.question.tolist(), k)]
-    reqs = [Request(p.messages(question=q, context=format_passages(cs)), prompt=p, id=qid)
-            for qid, q, cs in zip(qids, df.question, ranked)]
-    results, failures = [], []
-    for qid, q, a, cs, res in zip(qids, df.question, df.answer, ranked, llm.batch(reqs, desc='RAG answers')):
-        if not res.ok: failures.append(res.failure); continue
-        results.append(dict(query_id=qid, query=q, gt_answer=a, response=res.text.strip(),
-                            retrieved_context=[dict(doc_id=c.id, text=c.text) for c in cs]))
-    return RagRun(results, failures)
-
-# %% ../nbs/07_retrieval.ipynb #2b7af9a8
-def ragchecker_per_setting(dataset,      # The questions (with `answer` as the ground truth)
-                           llm:LLM,      # Generator, claim extractor and checker
-                           k_prefix:str='rc_')->Callable:
-    "For `sweep(rag=...)`: answer with the baseline pipeline and score with RAGChecker at each setting."
-    from ragnb.checker import run_checks
-    from ragnb.plots import flat_metrics
-    df = read_dataset(dataset)
-    def diagnose(chunks, retriever, k) -> dict:
-        run = rag_pipeline(df, chunks, retriever, llm, k)
-        out = {f'{k_prefix}failed': len(run.failures)}
-        if run.results:
-            out |= {k_prefix + m: v for m, v in flat_metrics(run_checks(run.to_ragchecker(), llm).scores.overall).items()}
-        return out
-    return diagnose
-
 # %% ../nbs/07_retrieval.ipynb #c0c187de
 def _docs_for(df, docs_path, glob, base:Path) -> list:
     "Documents from `--docs`, or else the files that `source_doc` names (relative to the dataset or the cwd)."
@@ -542,7 +483,7 @@ def _make_retriever(args):
 
 def _cli_retrieval(args) -> int:
     df = read_dataset(args.dataset)
-    _check_columns(df, ['question', 'source_doc'])
+    check_columns(df, ['question', 'source_doc'])
     docs = _docs_for(df, args.docs, args.glob, Path(args.dataset).parent)
     ks = [int(k) for k in str(args.k).split(',') if k.strip()]
     factory = _make_retriever(args)

@@ -564,7 +564,7 @@ def scripted_repair(messages:list, rng:random.Random) -> str:
     reply = scripted_extract_triplet if 'triplets' in first else scripted_extract_sentence
     return json.dumps(json_reply(reply(messages[:2], rng)))
 
-# %% ../nbs/07_retrieval.ipynb #7e995324
+# %% ../nbs/07a_rag.ipynb #7e995324
 _RAG_STOP = set('a an and are as at be by can do does for from how i in is it of on or should the to what when where '
             'which who why with you your'.split())
 

@@ -10,8 +10,9 @@ from ragnb.documents import Chunk, Document, split_documents
 from ragnb.llm import LLM
 from ragnb.scripted import ScriptedServer
 from ragnb.evidence import locate as find_evidence
+from ragnb.rag import rag_pipeline
 from ragnb.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
-                             rag_pipeline, read_dataset, relevance, score_ranking, summarize, sweep, plot_by_k, plot_sweep,
+                             read_dataset, relevance, score_ranking, summarize, sweep, plot_by_k, plot_sweep,
                              local_embedder)
 from ragnb.cli import main
 
@@ -273,7 +274,7 @@ def test_multimodal_rows_prefer_the_cited_content():
     assert relevance(dict(evidence='image_1', evidence_content='/out/crops/r_p3_1.png'), chunks).gold == ['r.pdf#2']
 
 def test_sweep_with_ragchecker_per_setting(corpus, tmp_path):
-    from ragnb.retrieval import ragchecker_per_setting
+    from ragnb.rag import ragchecker_per_setting
     docs, chunks, ds = corpus
     few = ds.head(2)
     with ScriptedServer() as srv:
