@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from html import escape
 from langchain_text_splitters import RecursiveCharacterTextSplitter
+from .llm import default_cache_dir
 
 # %% auto #0
-__all__ = ['DEFAULT_GLOB', 'SEPARATORS', 'Document', 'LoadIssue', 'LoadError', 'read_text', 'Documents', 'load_folder',
-           'cache_dir', 'clone', 'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk', 'split_document',
-           'split_documents']
+__all__ = ['DEFAULT_GLOB', 'SEPARATORS', 'Document', 'LoadIssue', 'LoadError', 'read_text', 'Documents', 'load_folder', 'clone',
+           'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk', 'split_document', 'split_documents']
 
 # %% ../nbs/03_documents.ipynb #39b44a47
 def _fence(text:str)->str:
@@ -135,12 +135,6 @@ def load_folder(
     return docs
 
 # %% ../nbs/03_documents.ipynb #cf56f7fe
-def cache_dir()->Path:
-    "ragnb's cache folder: `$RAGNB_CACHE_DIR`, else the user's cache folder (as for the call cache)."
-    if d := os.environ.get('RAGNB_CACHE_DIR'): return Path(d).expanduser()
-    import platformdirs
-    return Path(platformdirs.user_cache_dir('ragnb'))
-
 def _git(*args, cwd=None, timeout=600)->subprocess.CompletedProcess:
     return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, 'GIT_TERMINAL_PROMPT': '0'})
@@ -154,7 +148,7 @@ def clone(
     "Shallow-clone `url` at `branch` and return the working tree; raise `LoadError` with git's message on failure."
     if dest is None:
         key = hashlib.sha1(f'{url}@{branch}'.encode()).hexdigest()[:16]
-        dest = cache_dir()/'repos'/f"{Path(url.rstrip('/')).stem or 'repo'}-{key}"
+        dest = default_cache_dir()/'repos'/f"{Path(url.rstrip('/')).stem or 'repo'}-{key}"
     dest = Path(dest)
     if dest.exists() and (dest/'.git').exists() and not refresh: return dest
     if dest.exists():

@@ -12,12 +12,12 @@ import numpy as np
 from rapidfuzz import fuzz, process, utils
 from .evidence import ground
 from .llm import LLM, Request, Result, Usage, ParseError
-from .prompts import get_prompt, DEFAULT_AUDIENCE
+from .prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
 from .documents import Document, Chunk, load_documents, split_documents
 
 # %% auto #0
-__all__ = ['CRITERIA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'generate_questions',
-           'critique', 'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'add_cli']
+__all__ = ['DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'generate_questions', 'critique',
+           'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'add_cli']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -62,8 +62,6 @@ def parse_factoid(
     return out
 
 # %% ../nbs/04_generate.ipynb #5d589bef
-CRITERIA = ('groundedness', 'relevance', 'standalone')
-
 @dataclass
 class Critique:
     "One critique agent's verdict."

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CLAIM_SYSTEM', 'Prompt', 'register', 'get_prompt']
+__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'Prompt', 'register', 'get_prompt']
 
 # %% ../nbs/01_prompts.ipynb #00569695
 @dataclass(frozen=True)
@@ -144,6 +144,7 @@ Answer:::"""))
 
 # %% ../nbs/01_prompts.ipynb #b6797718
 DEFAULT_AUDIENCE = "AI application developers working with large language models and OpenAI services"
+CRITERIA = ('groundedness', 'relevance', 'standalone')  # the critique agents, in the seed's order
 
 # %% ../nbs/01_prompts.ipynb #e1a7ae7d
 register(Prompt('pdf_page', '1', description='vision model turns a marked page image into markdown with HTML tables',

@@ -23,10 +23,10 @@ from .prompts import get_prompt
 from .plots import OKABE_ITO
 
 # %% auto #0
-__all__ = ['METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
+__all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'query_ids', 'check_columns',
-           'summarize', 'RetrievalReport', 'evaluate', 'plot_by_k', 'compare', 'Sweep', 'sweep', 'plot_sweep',
-           'add_cli']
+           'summarize', 'RetrievalReport', 'evaluate', 'plot_by_k', 'compare_retrievers', 'Sweep', 'sweep',
+           'plot_sweep', 'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')
@@ -274,13 +274,13 @@ def _ci(x:np.ndarray, confidence:float, n_resamples:int, seed:int) -> tuple[floa
                         method='percentile', rng=np.random.default_rng(seed))
     return float(r.confidence_interval.low), float(r.confidence_interval.high)
 
-METRICS = ('hit', 'recall', 'mrr', 'ndcg')
+RETRIEVAL_METRICS = ('hit', 'recall', 'mrr', 'ndcg')
 
 def summarize(per_question:pd.DataFrame, ks:Iterable[int], confidence:float=0.95, n_resamples:int=2000, seed:int=0) -> pd.DataFrame:
     "Mean and bootstrap interval of every metric at every k: one row per (k, metric)."
     rows = []
     for k in ks:
-        for m in METRICS:
+        for m in RETRIEVAL_METRICS:
             x = per_question[f'{m}@{k}'].to_numpy(dtype=float)
             lo, hi = _ci(x, confidence, n_resamples, seed)
             rows.append(dict(k=k, metric=m, mean=float(x.mean()) if len(x) else math.nan, low=lo, high=hi, n=len(x)))
@@ -303,7 +303,7 @@ class RetrievalReport:
     def table(self) -> pd.DataFrame:
         "Rows k, columns metrics, cells 'mean [low, high]'."
         s = self.summary.assign(cell=lambda d: [f"{m:.3f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(d['mean'], d.low, d.high)])
-        t = s.pivot(index='k', columns='metric', values='cell')[list(METRICS)]
+        t = s.pivot(index='k', columns='metric', values='cell')[list(RETRIEVAL_METRICS)]
         return t.rename(columns=_LABELS).rename_axis(columns=None)
     def mean(self, metric:str, k:int) -> float:
         "The overall mean of `metric` at `k`."
@@ -342,7 +342,7 @@ def evaluate(dataset,                  # DataFrame, list of dicts or JSONL path:
     t2 = time.perf_counter()
     per = [dict(query_id=qids[i], question=rows[i]['question'], source_doc=rows[i]['source_doc'], how=rels[i].how,
                 gold=rels[i].gold, retrieved=rk, **score_ranking(rk, rels[i], ks)) for i, rk in zip(keep, rankings)]
-    per = pd.DataFrame(per, columns=None if per else ['query_id'] + [f'{m}@{k}' for k in ks for m in METRICS])
+    per = pd.DataFrame(per, columns=None if per else ['query_id'] + [f'{m}@{k}' for k in ks for m in RETRIEVAL_METRICS])
     return RetrievalReport(name or retriever.name, ks, per, summarize(per, ks, confidence, n_resamples, seed),
                            [(qids[i], r.reason) for i, r in enumerate(rels) if not r],
                            dict(index=t1 - t0, search=t2 - t1), confidence)
@@ -370,7 +370,7 @@ def plot_by_k(*reports:RetrievalReport, # One or more reports (one line each)
 RetrievalReport.plot = lambda self, **kw: plot_by_k(self, **kw)
 
 # %% ../nbs/07_retrieval.ipynb #6b5db80b
-def compare(*reports:RetrievalReport, # Scored on the same questions; the first is the baseline
+def compare_retrievers(*reports:RetrievalReport, # Scored on the same questions; the first is the baseline
             k:int=5, metrics:Iterable[str]=('hit', 'mrr'), confidence:float=0.95, n_resamples:int=2000, seed:int=0)->pd.DataFrame:
     "Means at `k` of each report, and the paired bootstrap interval of its difference from the first report."
     base, rows = reports[0].per_question.set_index('query_id'), []
@@ -396,7 +396,7 @@ class Sweep:
     seconds:float            # Wall time of the whole sweep
     def __repr__(self): return f"Sweep({len(self.reports)} chunkings, ks={sorted(self.results.k.unique().tolist())}, {self.seconds:.1f} s)"
     def _repr_html_(self):
-        cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars'] + [m for m in METRICS] + ['index_s']
+        cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars'] + [m for m in RETRIEVAL_METRICS] + ['index_s']
         return f"<p>{len(self.reports)} chunkings x {self.results.k.nunique()} k in {self.seconds:.1f} s</p>" + \
                self.results[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}")
 
@@ -426,7 +426,7 @@ def sweep(docs:list,                    # Source documents (records with id and 
             for k in ks:
                 ctx = np.mean([sum(lengths[i] for i in r[:k]) for r in rep.per_question.retrieved]) if len(rep.per_question) else 0
                 rows.append(dict(chunk_size=size, chunk_overlap=o, k=k, n_chunks=len(cs), context_chars=float(ctx),
-                                 **{m: rep.mean(m, k) for m in METRICS}, index_s=rep.seconds['index'],
+                                 **{m: rep.mean(m, k) for m in RETRIEVAL_METRICS}, index_s=rep.seconds['index'],
                                  search_s=rep.seconds['search'], skipped=len(rep.skipped)))
                 if rag: rows[-1].update(rag(cs, r, k))
     return Sweep(pd.DataFrame(rows), reports, time.perf_counter() - t0)
@@ -495,7 +495,7 @@ def _cli_retrieval(args) -> int:
         if args.out: rep.per_question.to_json(args.out, orient='records', lines=True)
     else:
         sw = sweep(docs, df, factory, args.chunk_size, args.chunk_overlap, ks)
-        cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars', *METRICS]
+        cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars', *RETRIEVAL_METRICS]
         print(sw.results[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(f"sweep: {len(sw.reports)} chunkings in {sw.seconds:.1f} s")
         if args.out: sw.results.to_json(args.out, orient='records', lines=True)

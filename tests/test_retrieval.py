@@ -287,14 +287,14 @@ def test_sweep_with_ragchecker_per_setting(corpus, tmp_path):
         assert sw.results[m].between(0, 100).all(), m
 
 def test_compare_is_paired(corpus):
-    from ragnb.retrieval import compare
+    from ragnb.retrieval import compare_retrievers
     docs, chunks, ds = corpus
     gold = {q: gold_chunk(chunks, d, ev)[0] for d, ev, q in QUESTIONS}
     ids = [c.id for c in chunks]
     first = FunctionRetriever(lambda q: [gold[q]] + [i for i in ids if i != gold[q]], 'oracle')
     second = FunctionRetriever(lambda q: [i for i in ids if i != gold[q]][:1] + [gold[q]], 'second')
     a, b = (evaluate(ds, chunks, r, ks=(1, 2)) for r in (first, second))
-    t = compare(a, b, k=1)
+    t = compare_retrievers(a, b, k=1)
     assert t.loc['oracle', 'hit rate@1'] == 1.0 and t.loc['second', 'hit rate@1'] == 0.0
     assert t.loc['second', 'Δ hit rate'] == '-1.000 [-1.00, -1.00]'  # every question lost: a certain difference
-    assert compare(a, b, k=2).loc['second', 'Δ MRR'].startswith('-0.500')
+    assert compare_retrievers(a, b, k=2).loc['second', 'Δ MRR'].startswith('-0.500')
