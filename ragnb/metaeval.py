@@ -17,7 +17,9 @@ from scipy import stats
 # %% ../nbs/06b_metaeval.ipynb #2094cf79
 ASPECTS = ('correctness_label', 'completeness_label', 'overall_label')
 
-def load_human(path) -> pd.DataFrame:
+def load_human(
+    path   # RAGChecker's human_labeled_data.json
+)->pd.DataFrame:
     "Human preference labels: one row per (pair, annotator), with the three aspects (-2..2)."
     rows = json.loads(Path(path).read_text())
     seen = {}
@@ -30,7 +32,10 @@ def load_human(path) -> pd.DataFrame:
                     **{k: float(r[k]) for k in ASPECTS}})
     return pd.DataFrame(out)
 
-def load_pair_scores(path, system:str|None=None) -> pd.DataFrame:
+def load_pair_scores(
+    path,                  # RAGChecker's baseline_*.json (per-pair scores of two responses)
+    system:str|None=None   # key holding the metrics (default: the one dict-valued key)
+)->pd.DataFrame:
     "Per pair, each metric's score for response 1 and response 2 (columns `metric/1`, `metric/2`) under key `system`."
     rows = json.loads(Path(path).read_text())
     skip = {'model_name', 'response', 'critiques'}
@@ -49,14 +54,20 @@ def load_pair_scores(path, system:str|None=None) -> pd.DataFrame:
     return pd.DataFrame(out).set_index('instance_id')
 
 # %% ../nbs/06b_metaeval.ipynb #55abf512
-def pairs_from_scores(first:pd.DataFrame, second:pd.DataFrame) -> pd.DataFrame:
+def pairs_from_scores(
+    first:pd.DataFrame,   # per-result metrics of the first responses, indexed by pair id
+    second:pd.DataFrame   # the same for the second responses
+)->pd.DataFrame:
     "Pair scores from per-result metrics of the first and the second responses (same index: the pair id)."
     if not first.index.equals(second.index): raise ValueError('the two score tables must have the same pair ids, in order')
     num = [c for c in first.columns if c in second.columns and pd.api.types.is_numeric_dtype(first[c])]
     return pd.concat([first[num].add_suffix('/1'), second[num].add_suffix('/2')], axis=1).rename_axis('instance_id')
 
 # %% ../nbs/06b_metaeval.ipynb #3fc45eaf
-def preference(pairs:pd.DataFrame, metric:str) -> pd.Series:
+def preference(
+    pairs:pd.DataFrame,  # pair scores with `metric/1` and `metric/2` columns
+    metric:str           # which metric
+)->pd.Series:
     "The metric's preference per pair: score 2 - score 1, missing ones set to the median, min-max scaled to [-2, 2]."
     d = (pairs[f'{metric}/2'] - pairs[f'{metric}/1']).astype(float)
     d = d.fillna(d.median())
@@ -64,7 +75,10 @@ def preference(pairs:pd.DataFrame, metric:str) -> pd.Series:
     return ((d - lo) / (hi - lo) - 0.5) * 4 if hi > lo else d
 
 # %% ../nbs/06b_metaeval.ipynb #d52a6ce4
-def correlations(x, y) -> dict:
+def correlations(
+    x,  # first series
+    y   # second series, same length
+)->dict:
     "Pearson, Spearman and Kendall correlation of `x` and `y`."
     return {'pearson': stats.pearsonr(x, y)[0], 'spearman': stats.spearmanr(x, y)[0], 'kendall': stats.kendalltau(x, y)[0]}
 
@@ -74,7 +88,14 @@ def _rowwise_pearson(X, Y):
     with np.errstate(invalid='ignore', divide='ignore'):
         return (X * Y).sum(1) / np.sqrt((X * X).sum(1) * (Y * Y).sum(1))
 
-def bootstrap_ci(x, y, groups, n_boot:int=1000, level:float=0.95, seed:int=0) -> dict:
+def bootstrap_ci(
+    x,                 # first series
+    y,                 # second series
+    groups,            # resampling unit of each row (e.g. the pair id)
+    n_boot:int=1000,   # bootstrap resamples
+    level:float=0.95,  # confidence level of the interval
+    seed:int=0         # random seed
+)->dict:
     "Percentile bootstrap interval of each correlation, resampling whole `groups` (e.g. pairs) with replacement."
     x, y, groups = np.asarray(x, float), np.asarray(y, float), np.asarray(groups)
     ids, inv = np.unique(groups, return_inverse=True)
@@ -93,14 +114,23 @@ def bootstrap_ci(x, y, groups, n_boot:int=1000, level:float=0.95, seed:int=0) ->
     return {k: tuple(float(q) for q in np.nanpercentile(v, [a, 100 - a])) for k, v in draws.items()}
 
 # %% ../nbs/06b_metaeval.ipynb #650fc475
-def annotator_agreement(human:pd.DataFrame, aspect:str) -> tuple:
+def annotator_agreement(
+    human:pd.DataFrame,  # labels from `load_human`
+    aspect:str           # 'correctness', 'completeness' or 'overall'
+)->tuple:
     "The two annotators' labels for `aspect`, aligned by pair."
     w = human.pivot(index='instance_id', columns='annotator', values=aspect)
     return w[0].to_numpy(), w[1].to_numpy(), w.index.to_numpy()
 
 # %% ../nbs/06b_metaeval.ipynb #0bd8461e
-def meta_evaluate(human:pd.DataFrame, pairs:pd.DataFrame, metrics:list|None=None, system:str='metric',
-                  n_boot:int=1000, seed:int=0) -> pd.DataFrame:
+def meta_evaluate(
+    human:pd.DataFrame,      # labels from `load_human`
+    pairs:pd.DataFrame,      # pair scores from `load_pair_scores` or `pairs_from_scores`
+    metrics:list|None=None,  # metrics to correlate (default: all in `pairs`)
+    system:str='metric',     # name for the rows
+    n_boot:int=1000,         # bootstrap resamples for the intervals
+    seed:int=0               # random seed
+)->pd.DataFrame:
     "Correlation (x100) of each metric's preferences with each human aspect, with bootstrap CIs and the annotator ceiling."
     h = human.set_index('instance_id')
     rows = []
@@ -126,7 +156,9 @@ def _cli_meta_eval(args) -> int:
         print(t.to_string())
     return 0
 
-def add_cli(sub):
+def add_cli(
+    sub   # the `ragnb` command's subparsers
+):
     "Register `ragnb meta-eval`."
     p = sub.add_parser('meta-eval', help='correlate metric preferences with human pairwise preferences')
     p.add_argument('--human', required=True, help="human labels (RAGChecker's human_labeled_data.json format)")

@@ -20,10 +20,15 @@ class DocumentError(ValueError):
     "A document that cannot be read; the message names the file."
 
 # %% ../nbs/03b_pages.ipynb #e4de9bf2
-def doc_id(path:str|Path)->str:
+def doc_id(
+    path:str|Path   # the file
+)->str:
     "A stable id for a file's content: the first 12 hex digits of its SHA-256."
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
-def png_html(path:str|Path, width:int=360)->str:
+def png_html(
+    path:str|Path,  # a PNG file
+    width:int=360   # about this many pixels wide
+)->str:
     "An <img> tag embedding a PNG file, shrunk by powers of two to about `width` pixels."
     pix = pymupdf.Pixmap(str(path))
     while pix.width > 2*width: pix.shrink(1)
@@ -33,7 +38,9 @@ def png_html(path:str|Path, width:int=360)->str:
 TABLE_TAGS = {'table', 'caption', 'colgroup', 'col', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td',
               'br', 'b', 'strong', 'i', 'em', 'sup', 'sub', 'span', 'p'}
 TABLE_ATTRS = {'td': {'colspan', 'rowspan'}, 'th': {'colspan', 'rowspan', 'scope'}, 'col': {'span'}, 'colgroup': {'span'}}
-def sanitize_html(html:str)->str:
+def sanitize_html(
+    html:str   # model- or file-written HTML
+)->str:
     "Keep only table markup from model-written `html` (no scripts, event handlers, styles or links)."
     return nh3.clean(html, tags=TABLE_TAGS, attributes=TABLE_ATTRS, link_rel=None).strip()
 
@@ -54,7 +61,9 @@ def grid_html(
             tds.append(f"<{tag}{span}>{escape(c['text']).replace(chr(10), '<br>')}</{tag}>")
         out.append('<tr>' + ''.join(tds) + '</tr>')
     return '\n'.join(out + ['</table>'])
-def expand(cells:list[dict])->list[list[str]]:
+def expand(
+    cells:list[dict]   # dicts with row, col, rowspan, colspan, text
+)->list[list[str]]:
     "The table as a full grid of texts, a merged cell's text repeated over its span."
     nr = max((c['row']+c['rowspan'] for c in cells), default=0)
     nc = max((c['col']+c['colspan'] for c in cells), default=0)
@@ -147,7 +156,10 @@ class ParsedDoc:
     def segments(self)->list[Segment]:
         "All segments of all pages, in order."
         return [s for p in self.pages for s in p.segments()]
-    def save(self, out_dir:str|Path|None=None)->Path:
+    def save(
+        self,
+        out_dir:str|Path|None=None   # folder to write (default: `self.out_dir`)
+    )->Path:
         "Write `page_N.md`, `table_N.html` and `manifest.json` to `out_dir`; return the manifest's path."
         out = Path(out_dir or self.out_dir); out.mkdir(parents=True, exist_ok=True)
         claim_folder(out, self)
@@ -168,7 +180,10 @@ class ParsedDoc:
         rows = '\n'.join(f"| {p.page} | {'failed: '+p.failure.kind if p.failure is not None else 'ok'} | {len(p.tables)} | {len(p.images)} | {len(p.markdown)} |" for p in self.pages)
         return (f"**{Path(self.path).name}** · {self.mode}{' · '+self.model if self.model else ''} · {len(self.pages)} pages, "
                 f"{len(self.failures)} failed\n\n| page | status | tables | images | characters |\n|---|---|---|---|---|\n{rows}")
-def claim_folder(out:Path, parsed)->None:
+def claim_folder(
+    out:Path,  # the output folder
+    parsed     # the `ParsedDoc` about to be written there
+)->None:
     "Refuse to write into a folder that holds another document's parse."
     m = out/'manifest.json'
     if m.exists():

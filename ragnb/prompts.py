@@ -46,12 +46,16 @@ class Prompt:
 # %% ../nbs/01_prompts.ipynb #a4933c7d
 PROMPTS: dict[str, Prompt] = {}
 
-def register(p:Prompt) -> Prompt:
+def register(
+    p:Prompt   # the prompt (its name@version must be new)
+)->Prompt:
     "Add `p` to `PROMPTS` under its name (replacing an older version)."
     PROMPTS[p.name] = p
     return p
 
-def get_prompt(name:str) -> Prompt:
+def get_prompt(
+    name:str   # a prompt's name, e.g. 'factoid_qa'
+)->Prompt:
     "The registered prompt called `name`."
     if name not in PROMPTS: raise KeyError(f"no prompt named {name!r}; known: {sorted(PROMPTS)}")
     return PROMPTS[name]

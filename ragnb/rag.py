@@ -19,7 +19,9 @@ from .plots import flat_metrics
 __all__ = ['format_passages', 'RagRun', 'rag_pipeline', 'ragchecker_per_setting']
 
 # %% ../nbs/07a_rag.ipynb #1b190a7d
-def format_passages(chunks:list) -> str:
+def format_passages(
+    chunks:list   # retrieved chunks, best first
+)->str:
     "Retrieved chunks as numbered passages for the `rag_answer` prompt."
     return '\n\n'.join(f"[{i}] ({c.id})\n{c.text.strip()}" for i, c in enumerate(chunks, 1))
 
@@ -30,7 +32,10 @@ class RagRun:
     failures:list   # `Failure` records of calls that gave no answer
     def __repr__(self): return f"RagRun({len(self.results)} answers, {len(self.failures)} failed calls)"
     def to_ragchecker(self) -> dict: return {'results': self.results}
-    def save(self, path:str|Path) -> Path:
+    def save(
+        self,
+        path:str|Path   # JSON file to write
+    )->Path:
         "Write RAGChecker's input JSON to `path`."
         p = Path(path); p.write_text(json.dumps(self.to_ragchecker(), ensure_ascii=False, indent=1), encoding='utf-8')
         return p
@@ -40,12 +45,14 @@ class RagRun:
         head = f"<p>{len(self.results)} answers, {len(self.failures)} failed calls</p>"
         return head + t.to_html(index=False, escape=True)  # model text is escaped, never rendered as HTML
 
-def rag_pipeline(dataset,                 # Questions with `question` and `answer` (the ground truth)
-                 chunks:list,             # The corpus
-                 retriever:Retriever,     # Indexed on `chunks` here unless it already is
-                 llm:LLM,                 # The generator
-                 k:int=5,                 # Chunks per question
-                 prompt:str='rag_answer')->RagRun:
+def rag_pipeline(
+    dataset,                  # Questions with `question` and `answer` (the ground truth)
+    chunks:list,              # The corpus
+    retriever:Retriever,      # Indexed on `chunks` here unless it already is
+    llm:LLM,                  # The generator
+    k:int=5,                  # Chunks per question
+    prompt:str='rag_answer'   # Name of the answering prompt
+)->RagRun:
     "Retrieve the top `k` chunks per question, answer with `llm`, and collect RAGChecker input."
     df = read_dataset(dataset)
     check_columns(df, ['question', 'answer'])
@@ -62,9 +69,11 @@ def rag_pipeline(dataset,                 # Questions with `question` and `answe
     return RagRun(results, failures)
 
 # %% ../nbs/07a_rag.ipynb #2b7af9a8
-def ragchecker_per_setting(dataset,      # The questions (with `answer` as the ground truth)
-                           llm:LLM,      # Generator, claim extractor and checker
-                           k_prefix:str='rc_')->Callable:
+def ragchecker_per_setting(
+    dataset,             # The questions (with `answer` as the ground truth)
+    llm:LLM,             # Generator, claim extractor and checker
+    k_prefix:str='rc_'   # prefix of the added columns
+)->Callable:
     "For `sweep(rag=...)`: answer with the baseline pipeline and score with RAGChecker at each setting."
     df = read_dataset(dataset)
     def diagnose(chunks, retriever, k) -> dict:

