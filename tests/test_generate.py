@@ -8,9 +8,9 @@ from ragnb.prompts import get_prompt
 from ragnb.documents import Document, load_folder, split_document, split_documents
 from ragnb.generate import (parse_factoid, parse_rating, locate, ground, generate_questions, critique, select, generate_dataset,
                             Dataset, QA, SEED_EXAMPLE, CRITERIA, add_cli, fake_factoid)
+from ragnb.samples import sample_path
 
-COOKBOOK = Path(__file__).parent.parent.parent/'shared'/'data'/'openai-cookbook'
-needs_cookbook = pytest.mark.skipif(not COOKBOOK.exists(), reason='shared data not present')
+COOKBOOK = sample_path('openai-cookbook')
 
 DE = Document("""# Einführung in Vektordatenbanken
 
@@ -152,7 +152,6 @@ def test_select_thresholds_and_dedupe():
     select(qs, thresholds={'relevance': 1}, dedupe=None)
     assert [x.kept for x in qs] == [True, True, True, True]
 
-@needs_cookbook
 def test_seed_example_on_contributing(tmp_path):
     docs = load_folder(COOKBOOK, glob='CONTRIBUTING.md')
     with FakeServer() as srv:
@@ -161,7 +160,6 @@ def test_seed_example_on_contributing(tmp_path):
     assert [(x.question, (x.groundedness_score, x.relevance_score, x.standalone_score)) for x in qs] == list(SEED_EXAMPLE.items())
     assert [x.kept for x in qs] == [True, False, True] and 'relevance 2 < 3' in qs[1].drop_reason
 
-@needs_cookbook
 def test_cookbook_sample_dataset_roundtrip_and_exports(tmp_path):
     with FakeServer() as srv:
         llm = _llm(srv, tmp_path)
