@@ -106,3 +106,10 @@ def test_cookbook_chunks_exact():
     assert len(chunks) > len(docs)
     for c in chunks: assert byid[c.doc_id].text[c.start_index:c.end_index] == c.text
     assert all(len(c) <= 3000 for c in chunks)
+
+def test_plain_repr_is_one_short_line():
+    # notebooks store the plain repr next to the markdown one: it must not carry the text
+    doc = Document('word ' * 20000, 'mem', 'big.md', 'big.md', '.md')
+    assert repr(doc) == "Document('big.md', .md, 100,000 chars, from 'mem')"
+    docs = load_folder(COOKBOOK)
+    assert repr(docs) == f'Documents(83 documents, {docs.chars:,} chars, 0 skipped)' and docs.chars > 500_000
