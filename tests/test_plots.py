@@ -11,8 +11,8 @@ from matplotlib.patches import Rectangle
 
 from ragnb.plots import (save_figure, plot_entailment_map, plot_metrics, plot_systems, plot_claim_shares, claim_shares,
                          plot_critique_scores, plot_hit_rate, plot_page_regions, relevant_chunks, flat_metrics,
-from ragnb.samples import sample_path
                          short_label, LABEL_COLOURS)
+from ragnb.samples import sample_path
 
 DATA = sample_path()
 OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
