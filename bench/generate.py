@@ -9,8 +9,9 @@ from ragnb.documents import load_folder, split_documents
 from ragnb.generate import generate_dataset
 from ragnb.llm import LLM
 from ragnb.scripted import ScriptedServer
+from ragnb.samples import sample_path
 
-COOKBOOK = Path(__file__).resolve().parent.parent.parent/'shared'/'data'/'openai-cookbook'
+COOKBOOK = sample_path('openai-cookbook')
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -12,8 +12,9 @@ import argparse, time
 from pathlib import Path
 import pymupdf
 from ragnb.pdf import icdar_tables, iou, page_regions
+from ragnb.samples import sample_path
 
-DOCS = Path(__file__).resolve().parent.parent.parent/'shared/data/documents'
+DOCS = sample_path('documents')
 EU = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu'
 SETTINGS = {'ragnb defaults': {}, 'seed blocks+underl.': dict(by_line=False, drop_underlines=False)}
 

@@ -13,9 +13,9 @@ os.environ.setdefault('TQDM_DISABLE', '1')
 import pandas as pd
 from ragnb.documents import Document, load_folder, split_documents
 from ragnb.retrieval import BM25Retriever, evaluate, sweep
+from ragnb.samples import sample_path
 
-ROOT = Path(__file__).resolve().parents[1]
-COOKBOOK = Path(os.environ.get('RAGNB_SHARED', ROOT.parent / 'shared')) / 'data' / 'openai-cookbook'
+COOKBOOK = sample_path('openai-cookbook')
 
 
 def known_item_queries(docs, chunks, n, seed=0):

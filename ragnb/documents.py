@@ -44,6 +44,7 @@ class Document:
 
     def __post_init__(self): self.id = self.id or self.file_path
     def __len__(self): return len(self.text)
+    def __repr__(self): return f"Document({self.id!r}, {self.file_type}, {len(self.text):,} chars, from {self.source!r})"
     def _repr_markdown_(self):
         meta = ' · '.join(f"{k}: `{v}`" for k,v in self.metadata.items())
         return (f"**{self.file_path}** ({self.file_type}, {len(self.text):,} chars) from `{self.source}`"
@@ -80,6 +81,7 @@ class Documents(list):
     def __add__(self, o): return Documents(list(self)+list(o), self.issues+getattr(o,'issues',[]))
     @property
     def chars(self)->int: return sum(len(d.text) for d in self)
+    def __repr__(self): return f"Documents({len(self)} documents, {self.chars:,} chars, {len(self.issues)} skipped)"
     def _repr_markdown_(self):
         types = {}
         for d in self: types[d.file_type] = types.get(d.file_type, 0) + 1

@@ -1,12 +1,21 @@
-"Shared fixtures: ragnb's scripted OpenAI-compatible server on 127.0.0.1 and an LLM pointed at it."
-import os
-from pathlib import Path
+"""Shared fixtures: ragnb's scripted OpenAI-compatible server on 127.0.0.1 and an LLM pointed at it; the `extended` mark.
+
+Tests read the sample data committed in nbs/data (`ragnb.samples.sample_path`). A test that needs the larger shared
+data sets carries `@pytest.mark.extended(*parts)` (the parts name the set, as for `ragnb.samples.shared_path`): it
+skips, on its own and saying why, when that set is absent."""
 import pytest
 from ragnb.llm import LLM
 from ragnb.scripted import ScriptedServer
+from ragnb.samples import shared_path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get('RAGNB_SHARED', ROOT.parent/'shared')) / 'data'
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'extended(*parts): reads the shared data set `shared_path(*parts)` '
+                                       '($RAGNB_SHARED_DATA); skipped when it is absent')
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers('extended'):
+        try: shared_path(*mark.args)
+        except FileNotFoundError as e: pytest.skip(f'extended test: shared data absent: {e}')
 
 @pytest.fixture(autouse=True)
 def _no_real_endpoint(monkeypatch, tmp_path):
@@ -23,8 +32,3 @@ def server():
 def llm(server, tmp_path):
     return LLM(base_url=server.base_url, api_key='sk-test', model='scripted-test-model',
                cache_path=tmp_path/'calls.sqlite', progress=False, backoff=0.01)
-
-@pytest.fixture
-def shared_data():
-    if not SHARED.exists(): pytest.skip(f'shared data not found at {SHARED}')
-    return SHARED

@@ -10,9 +10,9 @@ from ragnb.metrics import LABELS, load_results
 from ragnb.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
                            overlap_judge, llm_checker, run_checks, ragchecker_calls)
 from ragnb.scripted import scripted_check
+from ragnb.samples import sample_path
 
-DATA = Path(__file__).resolve().parents[2]/'shared/data/ragchecker/examples'
-pytestmark = pytest.mark.skipif(not (DATA/'checking_inputs.json').exists(), reason='shared data not present')
+DATA = sample_path('ragchecker', 'examples')
 
 
 def make_llm(srv, tmp_path, **kw):

@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 from ragnb.documents import (Document, Documents, LoadIssue, load_folder, load_git, load_documents, read_text, LoadError,
                              split_document, split_documents, chunk_offsets, splitter)
+from ragnb.samples import sample_path
 
-COOKBOOK = Path(__file__).parent.parent.parent/'shared'/'data'/'openai-cookbook'
-needs_cookbook = pytest.mark.skipif(not COOKBOOK.exists(), reason='shared data not present')
+COOKBOOK = sample_path('openai-cookbook')
 
 def _git(*args, cwd): subprocess.run(['git', '-c', 'user.name=t', '-c', 'user.email=t@t', *args], cwd=cwd, check=True, capture_output=True)
 
@@ -98,7 +98,6 @@ def test_separator_order_and_overlap():
     assert any(a.end_index > b.start_index for a, b in zip(ov, ov[1:]))  # neighbours share text
     assert all(b.start_index >= a.end_index for a, b in zip(split_document(doc, 30, 0), split_document(doc, 30, 0)[1:]))
 
-@needs_cookbook
 def test_cookbook_chunks_exact():
     docs = load_folder(COOKBOOK)
     assert len(docs) == 83 and not docs.issues
@@ -107,3 +106,10 @@ def test_cookbook_chunks_exact():
     assert len(chunks) > len(docs)
     for c in chunks: assert byid[c.doc_id].text[c.start_index:c.end_index] == c.text
     assert all(len(c) <= 3000 for c in chunks)
+
+def test_plain_repr_is_one_short_line():
+    # notebooks store the plain repr next to the markdown one: it must not carry the text
+    doc = Document('word ' * 20000, 'mem', 'big.md', 'big.md', '.md')
+    assert repr(doc) == "Document('big.md', .md, 100,000 chars, from 'mem')"
+    docs = load_folder(COOKBOOK)
+    assert repr(docs) == f'Documents(83 documents, {docs.chars:,} chars, 0 skipped)' and docs.chars > 500_000

@@ -10,9 +10,9 @@ from ragnb.evidence import locate, ground, normalise
 from ragnb.generate import (parse_factoid, parse_rating, generate_questions, critique, select, generate_dataset,
                             Dataset, QA, SEED_EXAMPLE, CRITERIA, add_cli)
 from ragnb.scripted import scripted_factoid
+from ragnb.samples import sample_path
 
-COOKBOOK = Path(__file__).parent.parent.parent/'shared'/'data'/'openai-cookbook'
-needs_cookbook = pytest.mark.skipif(not COOKBOOK.exists(), reason='shared data not present')
+COOKBOOK = sample_path('openai-cookbook')
 
 DE = Document("""# Einführung in Vektordatenbanken
 
@@ -154,7 +154,6 @@ def test_select_thresholds_and_dedupe():
     select(qs, thresholds={'relevance': 1}, dedupe=None)
     assert [x.kept for x in qs] == [True, True, True, True]
 
-@needs_cookbook
 def test_seed_example_on_contributing(tmp_path):
     docs = load_folder(COOKBOOK, glob='CONTRIBUTING.md')
     with ScriptedServer() as srv:
@@ -163,7 +162,6 @@ def test_seed_example_on_contributing(tmp_path):
     assert [(x.question, (x.groundedness_score, x.relevance_score, x.standalone_score)) for x in qs] == list(SEED_EXAMPLE.items())
     assert [x.kept for x in qs] == [True, False, True] and 'relevance 2 < 3' in qs[1].drop_reason
 
-@needs_cookbook
 def test_cookbook_sample_dataset_roundtrip_and_exports(tmp_path):
     with ScriptedServer() as srv:
         llm = _llm(srv, tmp_path)

@@ -8,9 +8,9 @@ from scipy import stats
 
 from ragnb.metaeval import (ASPECTS, load_human, load_pair_scores, preference, correlations, bootstrap_ci,
                             annotator_agreement, meta_evaluate, add_cli)
+from ragnb.samples import sample_path
 
-META = Path(__file__).resolve().parents[2]/'shared/data/ragchecker/meta_evaluation'
-pytestmark = pytest.mark.skipif(not (META/'human_labeled_data.json').exists(), reason='shared data not present')
+META = sample_path('ragchecker', 'meta_evaluation')
 
 
 @pytest.fixture(scope='module')

@@ -8,16 +8,15 @@ from hypothesis import given, settings, strategies as st
 
 from ragnb.metrics import (METRICS, METRIC_GROUPS, LabelBatch, CheckingDataError, claim_metrics, score, compare,
                            add_cli)
+from ragnb.samples import sample_path
 
-DATA = Path(__file__).resolve().parents[2]/'shared/data/ragchecker/examples'
-needs_data = pytest.mark.skipif(not (DATA/'checking_outputs.json').exists(), reason='shared data not present')
+DATA = sample_path('ragchecker', 'examples')
 
 
 @pytest.fixture
 def outputs(): return json.loads((DATA/'checking_outputs.json').read_text())
 
 
-@needs_data
 def test_oracle_per_query_exact(outputs):
     m = claim_metrics(LabelBatch.from_results(outputs['results']))
     for i, r in enumerate(outputs['results']):
@@ -25,7 +24,6 @@ def test_oracle_per_query_exact(outputs):
             assert m[k][i] == r['metrics'][k], (i, k, m[k][i], r['metrics'][k])   # bit-for-bit
 
 
-@needs_data
 def test_oracle_overall_exact(outputs):
     ov = score(outputs['results']).overall
     assert ov['overall_metrics'] == {'precision': 76.4, 'recall': 62.5, 'f1': 68.3}
@@ -112,7 +110,6 @@ def test_contradiction_rate():
     assert score([r]).per_result.loc['c', 'contradiction_rate'] == 0.5
 
 
-@needs_data
 def test_none_label_and_bad_shapes_fail_only_that_result(outputs):
     good = outputs['results']
     bad = [dict(good[0], query_id='none-label', retrieved2answer=None),
@@ -131,7 +128,6 @@ def test_none_label_and_bad_shapes_fail_only_that_result(outputs):
         score(bad, strict=True)
 
 
-@needs_data
 def test_dataframe_input_and_compare(outputs):
     import pandas as pd
     a = score(pd.DataFrame(outputs['results']), name='a')
@@ -143,7 +139,6 @@ def test_dataframe_input_and_compare(outputs):
     assert t.loc['b', ('generator', 'hallucination')] == 0.0
 
 
-@needs_data
 def test_cli_metrics(capsys, tmp_path, outputs):
     ap = argparse.ArgumentParser(); add_cli(ap.add_subparsers())
     args = ap.parse_args(['metrics', str(DATA/'checking_outputs.json')])
@@ -164,7 +159,6 @@ def test_cli_metrics(capsys, tmp_path, outputs):
 from ragnb.metrics import RAGResult, load_results, save_results, results_frame
 
 
-@needs_data
 def test_roundtrip_file_dataframe_objects(outputs, tmp_path):
     rs = load_results(DATA/'checking_outputs.json')
     assert [r.to_dict() for r in rs] == outputs['results']
@@ -178,7 +172,6 @@ def test_roundtrip_file_dataframe_objects(outputs, tmp_path):
     assert not (tmp_path/'out.json.tmp').exists() and not s.errors
 
 
-@needs_data
 def test_load_errors_name_result_and_field(outputs, tmp_path):
     r = outputs['results'][1]
     cases = [(dict(r, gt_answer=None), "field 'gt_answer': missing"),
@@ -192,7 +185,6 @@ def test_load_errors_name_result_and_field(outputs, tmp_path):
     with pytest.raises(ValueError, match='x.json: not valid JSON'): load_results(tmp_path/'x.json')
 
 
-@needs_data
 def test_half_finished_input_loads_with_nones():
     rs = load_results(DATA/'checking_inputs.json')
     assert all(r.response_claims is None and r.retrieved2answer is None for r in rs)
@@ -211,7 +203,6 @@ def test_extras_are_saved_under_ragnb_and_summarised(tmp_path):
     assert '<br>' in s._repr_html_() and 'extras (not RAGChecker metrics)' in s._repr_html_()
 
 
-@needs_data
 def test_file_errors_name_the_file(outputs, tmp_path):
     f = tmp_path/'in.json'
     f.write_text(json.dumps({'results': [dict(outputs['results'][0], response=None)]}))

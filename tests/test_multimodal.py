@@ -6,10 +6,10 @@ from ragnb.multimodal import (build_context, context_messages, context_text, mul
                               parse_multimodal)
 from ragnb.pdf import Segment, parse_pdf, pdf_regions, render_regions
 from ragnb.scripted import ScriptedServer
+from ragnb.samples import sample_path
 
-DOCS = Path(__file__).parent.parent.parent/'shared/data/documents'
+DOCS = sample_path('documents')
 EU004 = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf'
-needs_data = pytest.mark.skipif(not DOCS.exists(), reason='shared data not present')
 TABLE = '<table><tr><th></th><th>Outlets (000)</th></tr><tr><td>Germany</td><td>415.3</td></tr></table>'
 
 def llm_for(srv, tmp_path):
@@ -44,7 +44,6 @@ def test_parse_multimodal_evidence():
         parse_multimodal(r.format('image_3'), {'table_1', 'image_2'})
     with pytest.raises(ParseError): parse_multimodal('Factoid question: x?\nAnswer: y', {'table_1'})
 
-@needs_data
 def test_table_question_through_test_server(tmp_path):
     parsed = parse_pdf(EU004, tmp_path/'p', offline=True, pages=[2, 3], page_zoom=0.5, crop_zoom=0.5)
     with ScriptedServer() as srv:
@@ -60,7 +59,6 @@ def test_table_question_through_test_server(tmp_path):
     assert df.context_ids.tolist() == [['table_1', 'table_2'], ['table_1']]
     assert ds.stats['calls'] == 2 + 2*3 and ds.stats['failed_calls'] == 0 and ds.stats['prompt_tokens'] > 0
 
-@needs_data
 def test_missing_evidence_id_is_a_recorded_failure(tmp_path):
     parsed = parse_pdf(EU004, tmp_path/'p', offline=True, pages=[2, 3], page_zoom=0.5, crop_zoom=0.5)
     def rule(messages, rng):  # cites table_2 where it exists, an absent table_5 where it does not

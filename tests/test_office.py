@@ -7,10 +7,10 @@ from ragnb.office import (docling_grids, docx_cells, docx_segments, expand, grid
                           parse_office, pptx_cells, pptx_segments)
 from ragnb.pages import DocumentError, sanitize_html
 from ragnb.multimodal import add_cli
+from ragnb.samples import sample_path
 
-DOCS = Path(__file__).parent.parent.parent/'shared/data/documents'
+DOCS = sample_path('documents')
 DL = DOCS/'docling/tests/data'
-needs_data = pytest.mark.skipif(not DOCS.exists(), reason='shared data not present')
 
 def test_grid_html_and_expand_agree():
     cells = [dict(row=0, col=0, rowspan=1, colspan=2, text='a & b'), dict(row=1, col=0, rowspan=2, colspan=1, text='c'),
@@ -20,13 +20,11 @@ def test_grid_html_and_expand_agree():
     assert '<th colspan="2">a &amp; b</th>' in html and '<td rowspan="2">c</td>' in html and '&lt;e&gt;' in html
     assert sanitize_html(html).count('<td') == 3  # our own HTML survives sanitising
 
-@needs_data
 def test_docx_tables_match_docling_cell_for_cell():
     truth = docling_grids(DL/'docx/groundtruth/word_tables.docx.json')
     ours = [expand(docx_cells(t)) for t in open_docx(DL/'docx/sources/word_tables.docx').tables]
     assert len(truth) == 7 and ours == truth
 
-@needs_data
 def test_rich_cells_nested_tables_match_docling():
     from ragnb.office import docx_tables
     strip = lambda g: [[c.strip() for c in row] for row in g]
@@ -36,14 +34,12 @@ def test_rich_cells_nested_tables_match_docling():
     segs = docx_segments(DL/'docx/sources/docx_rich_cells.docx')
     assert sum(s.kind == 'table' for s in segs) == 9 and sum(s.kind == 'image' for s in segs) >= 1  # a picture in a cell
 
-@needs_data
 def test_pptx_table_matches_docling_cell_for_cell():
     truth = docling_grids(DL/'pptx/groundtruth/powerpoint_sample.pptx.json')
     prs = open_pptx(DL/'pptx/sources/powerpoint_sample.pptx')
     ours = [expand(pptx_cells(sh.table)) for s in prs.slides for sh in s.shapes if sh.has_table]
     assert len(truth) == 1 and ours == truth
 
-@needs_data
 def test_docx_segments_order_and_images(tmp_path):
     segs = docx_segments(DL/'docx/sources/word_tables.docx', tmp_path)
     kinds = [s.kind for s in segs]
@@ -56,7 +52,6 @@ def test_docx_segments_order_and_images(tmp_path):
     assert pics and all(Path(s.content).stat().st_size > 0 for s in pics)
     assert len({s.name for s in pics}) == len(pics)
 
-@needs_data
 def test_pptx_segments(tmp_path):
     segs = pptx_segments(DL/'pptx/sources/powerpoint_sample.pptx', tmp_path)
     assert sorted({s.page for s in segs}) == [1, 2, 3]
@@ -67,7 +62,6 @@ def test_pptx_segments(tmp_path):
     (img,) = [s for s in pptx_segments(DL/'pptx/sources/powerpoint_with_image.pptx', tmp_path) if s.kind == 'image']
     assert Path(img.content).read_bytes()[:4] == b'\x89PNG'  # the embedded picture; the linked one has no bytes
 
-@needs_data
 def test_parse_office_writes_folder_and_cli(tmp_path):
     res = parse_office(DL/'docx/sources/word_tables.docx', tmp_path/'w')
     m = json.loads((tmp_path/'w'/'manifest.json').read_text())

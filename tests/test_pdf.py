@@ -5,10 +5,10 @@ from pathlib import Path
 import pymupdf, pytest
 from ragnb.pdf import (DocumentError, Region, add_cli, doc_id, icdar_tables, iou, mark_page, merge_rects, open_pdf,
                        page_regions, pdf_regions, render_regions)
+from ragnb.samples import sample_path
 
-DOCS = Path(__file__).parent.parent.parent/'shared/data/documents'
+DOCS = sample_path('documents')
 EU = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu'
-needs_data = pytest.mark.skipif(not DOCS.exists(), reason='shared data not present')
 
 def run_cli(*argv):
     "Run a `ragnb` subcommand (`regions` from ragnb.pdf, `parse` from ragnb.multimodal); return (exit code, stdout, stderr)."
@@ -35,7 +35,6 @@ def test_iou():
     assert iou((0,0,10,10), (10,0,20,10)) == 0
     assert iou((0,0,10,10), (5,0,15,10)) == pytest.approx(50/150)
 
-@needs_data
 def test_every_human_table_is_covered():
     for name in ('eu-001', 'eu-004'):
         doc = pymupdf.open(EU/f'{name}.pdf')
@@ -45,7 +44,6 @@ def test_every_human_table_is_covered():
         for pno, box in truth:
             assert max([iou(box, r) for r in regions[pno]], default=0) >= 0.5, (name, pno, box, regions[pno])
 
-@needs_data
 def test_seed_parameters_are_arguments():
     page = pymupdf.open(EU/'eu-004.pdf')[1]
     assert len(page_regions(page)) == 2
@@ -53,7 +51,6 @@ def test_seed_parameters_are_arguments():
     # a larger merge distance joins the page's two tables (about 100 pt apart)
     assert len(page_regions(page, distance=120)) == 1
 
-@needs_data
 def test_control_pages():
     assert pdf_regions(DOCS/'docling/tests/data/pdf/sources/multi_page.pdf') == []
     scan = DOCS/'unstructured/example-docs/pdf/table-multi-row-column-cells.pdf'
@@ -61,7 +58,6 @@ def test_control_pages():
     page = pymupdf.open(scan)[0]
     assert iou(r.bbox, tuple(page.rect)) > 0.8  # the scan is the page
 
-@needs_data
 def test_regions_are_in_page_and_reading_order():
     f = DOCS/'docling/tests/data/pdf/sources/normal_4pages.pdf'
     regs = pdf_regions(f)
@@ -75,7 +71,6 @@ def test_regions_are_in_page_and_reading_order():
         assert [r.index for r in on] == list(range(1, len(on)+1))
         assert [r.bbox[1] for r in on] == sorted(r.bbox[1] for r in on)
 
-@needs_data
 def test_render_names_are_unique_and_stable(tmp_path):
     a, b = EU/'eu-004.pdf', EU/'eu-001.pdf'
     ra = render_regions(a, pdf_regions(a, [2]), tmp_path)
@@ -90,7 +85,6 @@ def test_render_names_are_unique_and_stable(tmp_path):
     assert abs(pix.width - 4*(x1-x0)) <= 2 and abs(pix.height - 4*((y1+50)-(y0-35))) <= 2  # zoom 4, margins
     assert 'page 2, region 1' in ra[0]._repr_html_() and 'base64' in ra[0]._repr_html_()
 
-@needs_data
 def test_marked_page_has_red_boxes(tmp_path):
     f = EU/'eu-004.pdf'
     regs = pdf_regions(f, [2])
@@ -105,7 +99,6 @@ def test_marked_page_has_red_boxes(tmp_path):
     x0, y0, x1, y1 = (round(3*v) for v in regs[0].bbox)
     assert not any(c[0] > 200 and c[1] < 80 and c[2] < 80 for c in (plain.pixel(x, (y0+y1)//2) for x in range(x0-3, x0+4)))
 
-@needs_data
 def test_regions_cli_json(tmp_path):
     rc, out, _ = run_cli('regions', EU/'eu-004.pdf', '--json', '--pages', '2,3', '--render', tmp_path)
     assert rc == 0
@@ -158,7 +151,6 @@ def test_read_page_reply_extracts_tables_and_images():
     segs = ParsedPage(1, md, tables, {i: i for i in images}).segments()
     assert [s.name for s in segs if s.kind != 'text'] == ['table_4', 'table_5', 'd_1_2.png', 'd_1_3.png']
 
-@needs_data
 def test_offline_parse_writes_folder(tmp_path):
     f = EU/'eu-004.pdf'
     res = parse_pdf(f, tmp_path, offline=True, pages=[2, 3, 5], page_zoom=1, crop_zoom=1)
@@ -175,14 +167,12 @@ def test_offline_parse_writes_folder(tmp_path):
         parse_pdf(EU/'eu-001.pdf', tmp_path, offline=True)
     assert json.loads((tmp_path/'manifest.json').read_text())['doc'] == doc_id(f)  # untouched
 
-@needs_data
 def test_offline_reading_order_two_columns(tmp_path):
     res = parse_pdf(DOCS/'docling/tests/data/pdf/sources/amt_handbook_sample.pdf', tmp_path, offline=True, page_zoom=0.5, crop_zoom=0.5)
     md = res.pages[0].markdown
     left_last, right_first = md.find('The spring, through the medium'), md.find('the most common ranges in size')
     assert 0 < md.find('pulleys, provided') < md.find('The two general types') < left_last < right_first < md.find('Elastic Stop Nut')
 
-@needs_data
 def test_offline_parse_scanned_and_text_only(tmp_path):
     scan = parse_pdf(DOCS/'unstructured/example-docs/pdf/table-multi-row-column-cells.pdf', tmp_path/'s', offline=True)
     (p,) = scan.pages
@@ -190,7 +180,6 @@ def test_offline_parse_scanned_and_text_only(tmp_path):
     text = parse_pdf(DOCS/'docling/tests/data/pdf/sources/multi_page.pdf', tmp_path/'t', offline=True, pages=[1])
     assert all(s.kind == 'text' for s in text.pages[0].segments()) and len(text.pages[0].markdown) > 500
 
-@needs_data
 def test_vision_parse_through_test_server(tmp_path):
     f = EU/'eu-004.pdf'
     with ScriptedServer() as srv:
@@ -207,7 +196,6 @@ def test_vision_parse_through_test_server(tmp_path):
     assert m['pages'][0]['images'] == [f'{doc_id(f)}_2_2.png']
     assert '<table' not in (tmp_path/'out'/'page_2.md').read_text()
 
-@needs_data
 def test_failed_pages_are_recorded_and_the_rest_continues(tmp_path):
     f = EU/'eu-004.pdf'
     with ScriptedServer(faults={'500': 0.5}, seed=3) as srv:
@@ -221,7 +209,6 @@ def test_failed_pages_are_recorded_and_the_rest_continues(tmp_path):
         assert (tmp_path/f"page_{p['page']}.md").exists() == (p['page'] not in failed)
     assert 'failed' in res._repr_markdown_()
 
-@needs_data
 def test_parse_cli(tmp_path):
     rc, out, err = run_cli('parse', EU/'eu-004.pdf', '--out', tmp_path, '--offline', '--pages', '2')
     assert rc == 0 and '1/1 pages' in out

@@ -12,10 +12,10 @@ from matplotlib.patches import Rectangle
 from ragnb.plots import (save_figure, plot_entailment_map, plot_metrics, plot_systems, plot_claim_shares, claim_shares,
                          plot_critique_scores, plot_hit_rate, plot_page_regions, relevant_chunks, flat_metrics,
                          short_label, LABEL_COLOURS)
+from ragnb.samples import sample_path
 
-DATA = Path(__file__).resolve().parents[2] / 'shared' / 'data'
-OUTPUTS = DATA / 'ragchecker/examples/checking_outputs.json'
-needs_data = pytest.mark.skipif(not OUTPUTS.exists(), reason='shared data not present')
+DATA = sample_path()
+OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
 
 
 @pytest.fixture
@@ -28,7 +28,6 @@ def _cell_colours(fig):
             for px in np.asarray(im.get_array()).reshape(-1, 3)]
 
 
-@needs_data
 def test_entailment_map_has_one_cell_per_label(rc):
     r = rc['results'][0]
     fig = plot_entailment_map(r)
@@ -45,7 +44,6 @@ def test_entailment_map_has_one_cell_per_label(rc):
     assert [t.endswith('\u2605') for t in ticks] == relevant_chunks(r)
 
 
-@needs_data
 def test_entailment_map_key_mode_uses_ids(rc):
     fig = plot_entailment_map(rc['results'][1], key=True)
     ylabels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
@@ -54,7 +52,6 @@ def test_entailment_map_key_mode_uses_ids(rc):
     assert 'G8' in key_text and 'radiant future' in key_text
 
 
-@needs_data
 def test_entailment_map_errors_name_result_and_field(rc):
     r = copy.deepcopy(rc['results'][0])
     r['retrieved2answer'][3] = r['retrieved2answer'][3][:-1]
@@ -66,7 +63,6 @@ def test_entailment_map_errors_name_result_and_field(rc):
         plot_entailment_map(r)
 
 
-@needs_data
 def test_missing_label_is_drawn_not_dropped(rc):
     r = copy.deepcopy(rc['results'][1])
     r['answer2response'][0] = None
@@ -79,7 +75,6 @@ def test_short_label_cuts_with_ellipsis():
     assert s.count('\n') == 1 and s.endswith('\u2026') and all(len(l) <= 20 for l in s.split('\n'))
 
 
-@needs_data
 @pytest.mark.parametrize('ext', ['png', 'svg', 'pdf'])
 def test_save_figure_writes_the_format(rc, tmp_path, ext):
     p = save_figure(plot_metrics(rc['metrics']), tmp_path / 'sub' / f'm.{ext}')
@@ -93,7 +88,6 @@ def test_save_figure_rejects_unknown_extension(tmp_path):
         save_figure(fig, tmp_path / 'm.gif')
 
 
-@needs_data
 def test_metrics_plot_reads_both_scales(rc):
     assert flat_metrics(rc['metrics'])['claim_recall'] == 61.4
     assert flat_metrics(rc['results'][0]['metrics'])['context_precision'] == pytest.approx(75.0)
@@ -108,7 +102,6 @@ def test_metrics_plot_reads_both_scales(rc):
     assert [len(c.get_offsets()) for c in fig.axes[0].collections] == [2] * 11
 
 
-@needs_data
 def test_claim_shares_sum_to_one_and_catch_bad_rows(rc):
     df = claim_shares({r['query_id']: r['metrics'] for r in rc['results']})
     assert np.allclose(df.sum(axis=1), 1)

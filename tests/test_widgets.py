@@ -10,10 +10,9 @@ import pytest
 
 from ragnb.widgets import (Stepper, StepView, PageView, ParsingViewer, img_tag, page_html, safe_table, find_evidence, highlight,
                            ReviewState, ReviewViewer, metric_sets, response_claim_roles, gt_claim_roles, MetricsViewer)
+from ragnb.samples import sample_path
 
-DATA = Path(__file__).resolve().parents[2] / 'shared' / 'data'
-OUTPUTS = DATA / 'ragchecker/examples/checking_outputs.json'
-needs_data = pytest.mark.skipif(not OUTPUTS.exists(), reason='shared data not present')
+OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
 PNG = bytes.fromhex('89504e470d0a1a0a0000000d4948445200000001000000010806000000'
                     '1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082')
 
@@ -69,10 +68,9 @@ def test_parsing_view_escapes_markdown_and_sanitises_tables():
     assert 'image not found' in img_tag('/nonexistent/x.png')
 
 
-PDF = DATA / 'documents/camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf'
+PDF = sample_path('documents', 'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf')
 
 
-@pytest.mark.skipif(not PDF.exists(), reason='shared data not present')
 def test_parsing_viewer_shows_ragnb_pdf_pages(tmp_path):
     from ragnb.pdf import parse_pdf
     from ragnb.llm import Failure
@@ -144,7 +142,6 @@ def test_review_rejects_bad_decisions_and_input():
         st.save('x.csv')
 
 
-@needs_data
 def test_metric_sets_agree_with_ragnb_metrics():
     from ragnb.metrics import score
     rc = json.loads(OUTPUTS.read_text())
@@ -159,7 +156,6 @@ def test_metric_sets_agree_with_ragnb_metrics():
     assert gt_claim_roles(rc['results'][0]).retrieved.sum() == 5
 
 
-@needs_data
 def test_metrics_viewer_steps_through_results():
     rc = json.loads(OUTPUTS.read_text())
     mv = MetricsViewer(rc['results'])

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from ragnb.samples import sample_path
+
 HERE = Path(__file__).resolve().parent
 SHOTS = HERE / 'screenshots'
-DATA = HERE.parents[2] / 'shared' / 'data'
+OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
 CHROMIUM = os.environ.get('RAGNB_CHROMIUM', '/usr/bin/chromium')
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
          '--disable-sync', '--no-first-run']
@@ -19,7 +21,6 @@ FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-ne
 pytestmark = [
     pytest.mark.skipif(os.environ.get('RAGNB_BROWSER') != '1', reason='real-browser check is opt-in: set RAGNB_BROWSER=1'),
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f'no chromium at {CHROMIUM} (apt-get install chromium)'),
-    pytest.mark.skipif(not (DATA / 'ragchecker/examples/checking_outputs.json').exists(), reason='shared data not present'),
 ]
 
 NOTEBOOK_SOURCE = '''import json
@@ -63,7 +64,7 @@ def lab(tmp_path_factory):
     # no "news" pop-up: it would cover the notebook and try to reach the network
     (cfg / 'labconfig' / 'page_config.json').write_text(json.dumps(
         {'disabledExtensions': {'@jupyterlab/apputils-extension:announcements': True}}))
-    _notebook(root / 'widget_check.ipynb', NOTEBOOK_SOURCE.format(path=str(DATA / 'ragchecker/examples/checking_outputs.json')))
+    _notebook(root / 'widget_check.ipynb', NOTEBOOK_SOURCE.format(path=str(OUTPUTS)))
     _notebook(root / 'review_check.ipynb', REVIEW_SOURCE)
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / 'settings'),

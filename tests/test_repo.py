@@ -1,0 +1,21 @@
+"The repository keeps itself in order: the hand-written README stays, module docstrings are whole sentences."
+import ast, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_nbdev_leaves_the_handwritten_readme_alone():
+    # nbdev_prepare and nbdev_docs call nbdev_readme with chk_time; it must find README.md up to date and not rebuild it
+    before = (ROOT/'README.md').read_bytes()
+    r = subprocess.run([str(Path(sys.executable).with_name('nbdev_readme')), '--chk_time'], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (ROOT/'README.md').read_bytes() == before
+
+
+def test_module_docstrings_are_whole_sentences():
+    # nbdev takes the docstring from the notebook's `> subtitle` line: a subtitle wrapped over two lines is cut
+    for f in sorted((ROOT/'ragnb').glob('*.py')):
+        doc = ast.get_docstring(ast.parse(f.read_text(encoding='utf-8')))
+        if doc is not None: assert doc.rstrip().endswith(('.', '?', '!')), (f.name, doc[-60:])
