@@ -122,7 +122,8 @@ def as_output(out # `(answer, contexts)`, a dict with both (see `ANSWER_KEYS`, `
 # %% ../nbs/07b_systems.ipynb #b14cccfd
 _LOOP, _LOOP_LOCK = None, threading.Lock()
 
-def run_in_loop(coro):
+def run_in_loop(coro # A coroutine, e.g. `arun_system(...)`
+               ):
     "Run `coro` on ragnb's background event loop (the same for every run) and wait for its result."
     global _LOOP
     with _LOOP_LOCK:
@@ -138,7 +139,10 @@ def run_in_loop(coro):
 class System:
     "Base of ragnb's adapters: a `name`, and `acall(question)` returning an output `as_output` reads."
     name = 'system'
-    async def acall(self, question:str): raise NotImplementedError
+    async def acall(self, question:str # One question of the test set
+                   ):
+        "The system's output for `question`: anything `as_output` reads."
+        raise NotImplementedError
     def __call__(self, question:str) -> tuple[str, list[dict]]:
         "Ask one question (sync): `(answer, contexts)`."
         async def once():
@@ -161,7 +165,8 @@ def as_system(obj, # A function, an adapter, a framework object (LangChain runna
                     "an adapter, a LangChain runnable, a LlamaIndex query engine, a Haystack pipeline or a URL")
 
 # %% ../nbs/07b_systems.ipynb #81f10bef
-def failure_kind(e:Exception) -> str:
+def failure_kind(e:Exception # What the system raised
+                ) -> str:
     "The failure kind of an exception raised by a system: `openai`'s and `httpx`'s errors, timeouts, bad output."
     if isinstance(e, OutputError): return 'parse'
     if isinstance(e, TimeoutError): return 'timeout'
@@ -220,7 +225,8 @@ class SystemRun:
         return pd.DataFrame([dict(query_id=q, seconds=s, attempts=att.get(q), failure=kind.get(q, '')) for q, s in self.seconds.items()])
 
 # %% ../nbs/07b_systems.ipynb #7efa9f5f
-def _save(self:SystemRun, path) -> Path:
+def _save(self:SystemRun, path # The JSON file to write
+         ) -> Path:
     "Write RAGChecker's input JSON, with the failures and timings under `ragnb`."
     doc = {'results': self.results,
            'ragnb': {'system': self.name, 'failures': [asdict(f) | {'seconds': self.seconds.get(f.item_id)} for f in self.failures],
@@ -256,8 +262,15 @@ def _run_html(self:SystemRun) -> str:
 SystemRun._repr_html_ = _run_html
 
 # %% ../nbs/07b_systems.ipynb #c30f135b
-async def arun_system(dataset, system, name:str|None=None, concurrency:int=4, timeout:float|None=None,
-                      retries:int=1, limit:int|None=None, progress:bool=True) -> SystemRun:
+async def arun_system(dataset, # The test set (see `read_questions`)
+                      system, # A function or an adapter (see `run_system`)
+                      name:str|None=None, # Name in tables and figures
+                      concurrency:int=4, # Questions in flight at once
+                      timeout:float|None=None, # Seconds per attempt
+                      retries:int=1, # Retries of transient errors
+                      limit:int|None=None, # Only the first `limit` questions
+                      progress:bool=True # A tqdm progress bar
+                     ) -> SystemRun:
     "Async `run_system`, for code that already runs an event loop."
     qs, name = read_questions(dataset, limit), name or _name(system)
     sem, bar = asyncio.Semaphore(concurrency), tqdm(total=len(qs), desc=name, disable=not progress or len(qs) < 2, leave=False)
@@ -321,12 +334,14 @@ class LangChainSystem(System):
                  answer_key:str|None=None, # The answer's key in a dict output (default: the first of `ANSWER_KEYS` present)
                  context_key:str|None=None, # The documents' key in a dict output (default: the first of `CONTEXT_KEYS` present)
                  question_key:str='question', # The question's key in `chain`'s input when `retriever` is given
-                 name:str='langchain'):
+                 name:str='langchain' # Name in tables and figures
+                ):
         require('langchain_core', 'langchain', 'LangChainSystem')
         self.chain, self.retriever, self.name = chain, retriever, name
         self.answer_key, self.context_key, self.question_key = answer_key, context_key, question_key
 
     async def acall(self, question:str):
+        "Retrieve and answer, through the chain's `ainvoke`."
         if self.retriever is not None:
             docs = await self.retriever.ainvoke(question)
             out = await self.chain.ainvoke({self.question_key: question, 'context': docs})
@@ -351,7 +366,10 @@ ABBREV = {'precision': 'Prec.', 'recall': 'Rec.', 'f1': 'F1', 'claim_recall': 'C
           'hallucination': 'Hallu.', 'self_knowledge': 'SK', 'faithfulness': 'Faith.'}  # the column names of the paper's Table 3
 
 def bootstrap_mean(x:np.ndarray, # Values, one row per question (a column per metric)
-                   confidence:float=0.95, n_resamples:int=2000, seed:int=0) -> tuple:
+                   confidence:float=0.95, # Level of the intervals
+                   n_resamples:int=2000, # Resamples of the questions
+                   seed:int=0 # Seed of the resampling (the same for every system, so intervals are reproducible)
+                  ) -> tuple:
     "Mean of each column and its percentile bootstrap interval, resampling rows."
     x = np.asarray(x, dtype=float).reshape(len(x), -1)
     m = x.mean(0) if len(x) else np.full(x.shape[1], np.nan)
@@ -430,41 +448,39 @@ def _cmp_html(self:Comparison) -> str:
 Comparison.delta_table, Comparison.__str__, Comparison._repr_html_ = _delta_table, _cmp_text, _cmp_html
 
 # %% ../nbs/07b_systems.ipynb #0d9bbad4
+def _intervals(per:dict, base:str, confidence, n_resamples, seed) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "Each system's means with intervals, and its paired differences from `base` on the questions both scored."
+    means, deltas = [], []
+    for n, pr in per.items():
+        m, lo, hi = bootstrap_mean(pr.to_numpy(), confidence, n_resamples, seed)
+        means += [dict(system=n, metric=k, mean=a, low=b, high=c, n=len(pr)) for k, a, b, c in zip(METRICS, m, lo, hi)]
+        if n == base: continue
+        common = per[base].index.intersection(pr.index)
+        m, lo, hi = bootstrap_mean(pr.loc[common].to_numpy() - per[base].loc[common].to_numpy(), confidence, n_resamples, seed)
+        deltas += [dict(system=n, metric=k, diff=a, low=b, high=c, n=len(common)) for k, a, b, c in zip(METRICS, m, lo, hi)]
+    return pd.DataFrame(means), pd.DataFrame(deltas, columns=['system', 'metric', 'diff', 'low', 'high', 'n'])
+
+# %% ../nbs/07b_systems.ipynb #d7a93497
 def compare(*runs, # Checked runs: `CheckRun`s, checked JSON files (ragnb's or RAGChecker's), or lists of checked results
             names:list|None=None, # Their names (default: the file names, else system1, system2, ...)
             confidence:float=0.95, # Level of the bootstrap intervals
-            n_resamples:int=2000, seed:int=0) -> Comparison:
+            n_resamples:int=2000, # Resamples of the questions
+            seed:int=0 # Seed of the resampling
+           ) -> Comparison:
     "RAGChecker's 11 metrics of each system, and paired bootstrap intervals of the differences from the first."
     if len(runs) == 1 and isinstance(runs[0], Mapping): names, runs = list(runs[0]), list(runs[0].values())
     names = list(names or [Path(r).stem if isinstance(r, (str, Path)) else f"system{i + 1}" for i, r in enumerate(runs)])
     if len(names) != len(runs) or len(set(names)) != len(names): raise ValueError(f"need one distinct name per run, got {names}")
     got = {n: _checked(r, n) for n, r in zip(names, runs)}
-    means, deltas = [], []
-    base = got[names[0]][1].per_result
-    for n in names:
-        pr = got[n][1].per_result
-        m, lo, hi = bootstrap_mean(pr[list(METRICS)].to_numpy() * 100, confidence, n_resamples, seed)
-        means += [dict(system=n, metric=k, mean=a, low=b, high=c, n=len(pr)) for k, a, b, c in zip(METRICS, m, lo, hi)]
-        if n == names[0]: continue
-        common = base.index.intersection(pr.index)
-        d = (pr.loc[common, list(METRICS)].to_numpy() - base.loc[common, list(METRICS)].to_numpy()) * 100
-        m, lo, hi = bootstrap_mean(d, confidence, n_resamples, seed)
-        deltas += [dict(system=n, metric=k, diff=a, low=b, high=c, n=len(common)) for k, a, b, c in zip(METRICS, m, lo, hi)]
-    return Comparison(names, {n: g[1] for n, g in got.items()}, {n: g[0] for n, g in got.items()},
-                      pd.DataFrame(means), pd.DataFrame(deltas, columns=['system', 'metric', 'diff', 'low', 'high', 'n']),
+    per = {n: g[1].per_result[list(METRICS)] * 100 for n, g in got.items()}
+    means, deltas = _intervals(per, names[0], confidence, n_resamples, seed)
+    return Comparison(names, {n: g[1] for n, g in got.items()}, {n: g[0] for n, g in got.items()}, means, deltas,
                       confidence, n_resamples)
 
 # %% ../nbs/07b_systems.ipynb #f53175b9
-def plot_comparison(cmp:Comparison, # From `compare`
-                    title:str|None=None):
-    "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    fig = plt.figure(figsize=(10, 5.2)); plt.close(fig)  # returned, displayed once
-    left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
-    y = np.arange(len(METRICS))
-    colours = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}
-    k = len(cmp.names)
+def _draw_intervals(cmp:Comparison, left, right, colours:dict):
+    "Means with intervals on `left`, paired differences with intervals on `right` (filled where 0 is outside)."
+    y, k = np.arange(len(METRICS)), len(cmp.names)
     for i, n in enumerate(cmp.names):
         m = cmp.means[cmp.means.system == n].set_index('metric').loc[list(METRICS)]
         yy = y + (i - (k - 1) / 2) * 0.22
@@ -476,7 +492,19 @@ def plot_comparison(cmp:Comparison, # From `compare`
         right.errorbar(d['diff'], yy, xerr=[d['diff'] - d.low, d.high - d['diff']], fmt='none', color=colours[n], lw=1.2, capsize=2)
         right.scatter(d['diff'], yy, s=24, color=[colours[n] if s else 'white' for s in sure], edgecolor=colours[n], zorder=3)
     right.axvline(0, color='grey', lw=.8)
-    group = {m: g.removesuffix('_metrics') for g, ms in METRIC_GROUPS.items() for m in ms}
+
+# %% ../nbs/07b_systems.ipynb #252315c9
+def plot_comparison(cmp:Comparison, # From `compare`
+                    title:str|None=None # Default: what is drawn, and the interval level
+                   ):
+    "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    fig = plt.figure(figsize=(10, 5.2)); plt.close(fig)  # returned, displayed once
+    left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
+    colours, k = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}, len(cmp.names)
+    _draw_intervals(cmp, left, right, colours)
+    group, y = {m: g.removesuffix('_metrics') for g, ms in METRIC_GROUPS.items() for m in ms}, np.arange(len(METRICS))
     left.set_yticks(y, [m.replace('_', ' ') + (' (\u2193)' if m in LOWER_IS_BETTER else '') for m in METRICS], fontsize=8.5)
     for t, m in zip(left.get_yticklabels(), METRICS): t.set_color(GROUP_COLOURS[group[m]])
     left.set_ylim(len(METRICS) - .5, -.5); left.set_xlim(-2, 102); left.set_xlabel('percent (mean, interval)')
@@ -496,7 +524,9 @@ Comparison.plot = lambda self, title=None: plot_comparison(self, title)
 # %% ../nbs/07b_systems.ipynb #62159ce2
 def _ent(labels) -> bool: return any(l == 'Entailment' for l in labels)
 
-def claim_moves(cmp:Comparison, a:str|None=None, b:str|None=None, # The two systems (default: the baseline and the next)
+def claim_moves(cmp:Comparison, # From `compare`
+                a:str|None=None, # The system moved from (default: the baseline)
+                b:str|None=None, # The system moved to (default: the second system)
                 everything:bool=False # Also list the claims that did not move
                ) -> pd.DataFrame:
     "Ground-truth claims that `b`'s response entails and `a`'s does not (`gained`), and the reverse (`lost`), with the cause."
@@ -521,7 +551,10 @@ def claim_moves(cmp:Comparison, a:str|None=None, b:str|None=None, # The two syst
 Comparison.claim_moves = claim_moves
 
 # %% ../nbs/07b_systems.ipynb #e41ef3d9
-def moves_html(cmp:Comparison, query_id:str, a:str|None=None, b:str|None=None, # The question and the two systems
+def moves_html(cmp:Comparison, # From `compare`
+               query_id:str, # The question
+               a:str|None=None, # The first system (default: the baseline)
+               b:str|None=None, # The second system (default: the second of `cmp`)
                width:int=400 # Width of each map in pixels
               ) -> str:
     "One question: the entailment maps of two systems side by side, and the ground-truth claims that moved."
@@ -541,7 +574,10 @@ def moves_html(cmp:Comparison, query_id:str, a:str|None=None, b:str|None=None, #
 
 class ComparisonViewer:
     "Question by question: two systems' entailment maps side by side and the claims that moved (questions with moves first)."
-    def __init__(self, cmp:Comparison, a:str|None=None, b:str|None=None):
+    def __init__(self, cmp:Comparison, # From `compare`
+                 a:str|None=None, # The first system (default: the baseline)
+                 b:str|None=None # The second system (default: the second of `cmp`)
+                ):
         from ragnb.widgets import Stepper, StepView
         self.cmp, self.a, self.b = cmp, a or cmp.names[0], b or cmp.names[1]
         scored = [q for q in cmp.scores[self.a].per_result.index if q in cmp.scores[self.b].per_result.index]
@@ -549,17 +585,21 @@ class ComparisonViewer:
         self.ids = [q for q in scored if q in moved] + [q for q in scored if q not in moved]
         self.stepper = Stepper(len(self.ids))
         self.view = StepView(self.stepper, self.render, title=f'{self.a} vs {self.b}')
-    def render(self, i:int) -> str: return moves_html(self.cmp, self.ids[i], self.a, self.b)
+    def render(self, i:int) -> str:
+        "The i-th question's maps and moves."
+        return moves_html(self.cmp, self.ids[i], self.a, self.b)
     def _ipython_display_(self): self.view._ipython_display_()
 
 # %% ../nbs/07b_systems.ipynb #25532422
 class LlamaIndexSystem(System):
     "A LlamaIndex query engine as a system: the response's text, and its source nodes as the contexts."
     def __init__(self, engine, # A query engine (anything with `aquery`, e.g. `index.as_query_engine()`)
-                 name:str='llamaindex'):
+                 name:str='llamaindex' # Name in tables and figures
+                ):
         require('llama_index.core', 'llamaindex', 'LlamaIndexSystem')
         self.engine, self.name = engine, name
     async def acall(self, question:str):
+        "The query engine's response (`aquery`)."
         r = await self.engine.aquery(question)
         return r.response, r.source_nodes
 
@@ -585,7 +625,8 @@ class HaystackSystem(System):
                  inputs:Callable|None=None, # question -> the pipeline's input dict (default: every open `query`/`question` input)
                  answer:str|None=None, # 'component.socket' of the answer (default: the `replies` or `answers` output)
                  contexts:str|None=None, # 'component.socket' of the documents (default: the `documents` output)
-                 name:str='haystack'):
+                 name:str='haystack' # Name in tables and figures
+                ):
         os.environ.setdefault('HAYSTACK_TELEMETRY_ENABLED', 'False')  # before the first import of haystack
         hs = require('haystack', 'haystack', 'HaystackSystem')
         if getattr(sys.modules.get('haystack.telemetry._telemetry'), 'telemetry', None) is not None:
@@ -642,7 +683,8 @@ class HTTPSystem(System):
                  body:dict|None=None, # Other fields of every request, e.g. {'top_k': 5}
                  headers:dict|None=None, # e.g. {'Authorization': 'Bearer ...'} (never written to disk by ragnb)
                  timeout:float=60.0, # Seconds per request
-                 name:str|None=None):
+                 name:str|None=None # Name in tables and figures (default: the URL)
+                ):
         self.url, self.answer_path, self.contexts_path, self.question_field = url, answer_path, contexts_path, question_field
         self.body, self.headers, self.timeout, self.name = dict(body or {}), dict(headers or {}), timeout, name or url
         self._clients = {}
@@ -720,11 +762,23 @@ def load_system(spec:str, # 'module:attribute', 'path/to/file.py:attribute', or 
     return as_system(getattr(mod, attr))
 
 # %% ../nbs/07b_systems.ipynb #06d268e7
+def _summary(run:SystemRun, chk:CheckRun, llm) -> dict:
+    "What `metrics.json` records: the metrics, what was answered, scored and failed, the time and the model calls."
+    s = run.timings().seconds
+    return {'system': run.name, 'metrics': chk.scores.overall, 'extras': chk.scores.extras, 'questions': len(s),
+            'answered': len(run.results), 'scored': len(chk.scores.per_result),
+            'failures': [asdict(f) for f in run.failures], 'not_scored': [str(e) for e in chk.scores.errors],
+            'seconds': {'wall': round(run.wall, 3), 'median': float(s.median()), 'max': float(s.max())}, 'usage': str(llm.usage)}
+
+# %% ../nbs/07b_systems.ipynb #3f140815
 def evaluate_system(dataset, # The test set (see `read_questions`)
                     system, # The system (see `run_system`)
                     out:str|Path, # Folder for answers.json, checked.json, metrics.json and the figures
                     llm=None, # The `LLM` that extracts and checks claims (default: `LLM()` from the environment)
-                    name:str|None=None, claim_format:str='triplet', **run_kw) -> tuple[SystemRun, CheckRun]:
+                    name:str|None=None, # Name in tables and figures
+                    claim_format:str='triplet', # `triplet` or `sentence` claims
+                    **run_kw # Passed to `run_system` (concurrency, timeout, retries, limit, progress)
+                   ) -> tuple[SystemRun, CheckRun]:
     "Run a system, check its answers with RAGChecker, and write the answers, checked results, metrics and figures."
     from ragnb.llm import LLM
     from ragnb.plots import plot_metrics, plot_claim_shares, save_figure
@@ -736,12 +790,7 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
     chk.scores.name = run.name
     save_figure(plot_metrics(chk, title=f'{run.name}: RAGChecker metrics'), out/'metrics.png')
     save_figure(plot_claim_shares(chk.scores.per_result, title=f'{run.name}: response claims by source'), out/'claim_shares.png')
-    s = run.timings().seconds
-    summary = {'system': run.name, 'metrics': chk.scores.overall, 'extras': chk.scores.extras, 'questions': len(s),
-               'answered': len(run.results), 'scored': len(chk.scores.per_result),
-               'failures': [asdict(f) for f in run.failures], 'not_scored': [str(e) for e in chk.scores.errors],
-               'seconds': {'wall': round(run.wall, 3), 'median': float(s.median()), 'max': float(s.max())}, 'usage': str(llm.usage)}
-    (out/'metrics.json').write_text(json.dumps(summary, indent=1, default=str), encoding='utf-8')
+    (out/'metrics.json').write_text(json.dumps(_summary(run, chk, llm), indent=1, default=str), encoding='utf-8')
     return run, chk
 
 # %% ../nbs/07b_systems.ipynb #66ced539
@@ -802,7 +851,9 @@ def _system_args(p):
                  ('--contexts-path', "URL systems: the contexts' path (default contexts)"), ('--question-field', 'URL systems: the request key (default question)')):
         p.add_argument(a, help=h)
 
-def add_cli(sub):
+# %% ../nbs/07b_systems.ipynb #c304eec2
+def add_cli(sub # argparse's subparsers of the `ragnb` command
+           ):
     "Register `ragnb run`, `ragnb evaluate` and `ragnb compare`."
     p = sub.add_parser('run', help='ask a RAG system every question of a test set; writes RAGChecker input with timings and failures')
     _system_args(p); p.add_argument('--out', required=True, help='RAGChecker input JSON to write')
