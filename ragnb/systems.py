@@ -126,6 +126,10 @@ def run_in_loop(coro # A coroutine, e.g. `arun_system(...)`
                ):
     "Run `coro` on ragnb's background event loop (the same for every run) and wait for its result."
     global _LOOP
+    try: running = asyncio.get_running_loop()
+    except RuntimeError: running = None
+    if running is not None and running is _LOOP:
+        coro.close(); raise RuntimeError("a system called synchronously from inside ragnb's event loop: await its `acall` instead")
     with _LOOP_LOCK:
         if _LOOP is None or _LOOP.is_closed():
             _LOOP = asyncio.new_event_loop()

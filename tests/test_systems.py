@@ -245,7 +245,8 @@ def _check_answers(run, server, n_calls):
         assert r['response'] == PASSAGES[TOPIC[r['query_id']]], r   # the scripted answer: the best-matching retrieved sentence
         assert PASSAGES[TOPIC[r['query_id']]] in [c['text'] for c in r['retrieved_context']]
     chats = server.calls('rag_answer')
-    assert len(chats) == n_calls and all('OpenAI/Python' in c['headers'].get('User-Agent', '') for c in chats)
+    agents = [{k.lower(): v for k, v in c['headers'].items()}.get('user-agent', '') for c in chats]
+    assert len(chats) == n_calls and all(a.startswith(('OpenAI/Python', 'AsyncOpenAI/Python')) for a in agents), agents  # the openai client
 
 
 def test_langchain(server, no_internet):
@@ -513,3 +514,34 @@ def test_cli_compare(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path/'cmp').iterdir()) == ['claim_moves.csv', 'comparison.png', 'deltas.csv', 'table.csv']
     assert len(pd.read_csv(tmp_path/'cmp/claim_moves.csv')) == 2
     assert main(['compare', str(tmp_path/'base.json'), str(tmp_path/'missing.json')]) == 1
+
+
+def test_cli_run_then_check_then_compare(tmp_path, scripted_env, monkeypatch, capsys):
+    (tmp_path/'rags.py').write_text('PASSAGES = ' + repr(PASSAGES) + '\n'
+        'def good(q):\n    k = next(k for k in PASSAGES if k in q.lower())\n'
+        '    return PASSAGES[k], [PASSAGES[k]]\n'
+        'def vague(q):\n    return "It depends.", [PASSAGES["bread"]]\n')
+    QUESTIONS.assign(question=['why does bread rise', 'how often does the hubble orbit', 'how does compost decompose']
+                     ).to_json(tmp_path/'qs.jsonl', orient='records', lines=True)
+    monkeypatch.chdir(tmp_path)
+    for s in ('good', 'vague'):
+        assert main(['run', 'qs.jsonl', '--system', f'rags:{s}', '--out', f'{s}.json']) == 0
+        assert main(['check', f'{s}.json', '--out', f'{s}_checked.json']) == 0
+    checked = load_results('good_checked.json')
+    assert all(r.ragnb['seconds'] >= 0 and r.ragnb['attempts'] == 1 for r in checked)   # the run's timings survive checking
+    capsys.readouterr()
+    assert main(['compare', 'vague_checked.json', 'good_checked.json']) == 0
+    out = capsys.readouterr().out
+    assert 'vague_checked' in out and 'good_checked' in out and 'ground-truth claims, vague_checked -> good_checked' in out
+    d = compare('vague_checked.json', 'good_checked.json').deltas.set_index('metric')
+    assert d.loc['claim_recall', 'diff'] > 0   # the good system retrieves the right passage for two more questions
+
+
+def test_run_in_loop_refuses_to_block_its_own_loop():
+    from ragnb.systems import run_in_loop, System
+    class Nested(System):
+        async def acall(self, q): return lookup(q)
+    class Outer(System):
+        async def acall(self, q): return Nested()(q)   # a sync call from inside the loop would wait for itself
+    run = run_system(QUESTIONS.head(1), Outer(), progress=False)
+    assert run.failures[0].kind == 'other' and 'await its `acall` instead' in run.failures[0].message
