@@ -378,8 +378,13 @@ def bootstrap_mean(x:np.ndarray, # Values, one row per question (a column per me
     x = np.asarray(x, dtype=float).reshape(len(x), -1)
     m = x.mean(0) if len(x) else np.full(x.shape[1], np.nan)
     if len(x) < 2: return m, m.copy(), m.copy()
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(n_resamples, len(x)))
-    means = np.stack([x[idx, j].mean(1) for j in range(x.shape[1])], axis=1)
+    n, rng, means = len(x), np.random.default_rng(seed), np.empty((n_resamples, x.shape[1]))
+    step = max(1, 2_000_000 // n)  # resamples per block: 16 MB of counts at a time
+    for s in range(0, n_resamples, step):
+        k = min(step, n_resamples - s)
+        idx = rng.integers(0, n, size=(k, n))   # each row: one resample of the questions
+        counts = np.bincount((idx + n * np.arange(k)[:, None]).ravel(), minlength=k * n).reshape(k, n)
+        means[s:s + k] = counts @ x / n         # its means, as one matrix product
     a = (1 - confidence) / 2
     return m, np.quantile(means, a, axis=0), np.quantile(means, 1 - a, axis=0)
 
@@ -482,18 +487,22 @@ def compare(*runs, # Checked runs: `CheckRun`s, checked JSON files (ragnb's or R
                       confidence, n_resamples)
 
 # %% ../nbs/07b_systems.ipynb #f53175b9
+def _err(mid, lo, hi) -> list:
+    "Error bar lengths below and above `mid` (a percentile interval can miss its mean by a rounding error)."
+    return [np.maximum(mid - lo, 0), np.maximum(hi - mid, 0)]
+
 def _draw_intervals(cmp:Comparison, left, right, colours:dict):
     "Means with intervals on `left`, paired differences with intervals on `right` (filled where 0 is outside)."
     y, k = np.arange(len(METRICS)), len(cmp.names)
     for i, n in enumerate(cmp.names):
         m = cmp.means[cmp.means.system == n].set_index('metric').loc[list(METRICS)]
         yy = y + (i - (k - 1) / 2) * 0.22
-        left.errorbar(m['mean'], yy, xerr=[m['mean'] - m.low, m.high - m['mean']], fmt='o', ms=4, color=colours[n], lw=1.2, capsize=2)
+        left.errorbar(m['mean'], yy, xerr=_err(m['mean'], m.low, m.high), fmt='o', ms=4, color=colours[n], lw=1.2, capsize=2)
         if i == 0: continue
         d = cmp.deltas[cmp.deltas.system == n].set_index('metric').loc[list(METRICS)]
         yy = y + (i - k / 2) * 0.25
         sure = (d.low > 0) | (d.high < 0)
-        right.errorbar(d['diff'], yy, xerr=[d['diff'] - d.low, d.high - d['diff']], fmt='none', color=colours[n], lw=1.2, capsize=2)
+        right.errorbar(d['diff'], yy, xerr=_err(d['diff'], d.low, d.high), fmt='none', color=colours[n], lw=1.2, capsize=2)
         right.scatter(d['diff'], yy, s=24, color=[colours[n] if s else 'white' for s in sure], edgecolor=colours[n], zorder=3)
     right.axvline(0, color='grey', lw=.8)
 

@@ -45,7 +45,12 @@ def no_internet(monkeypatch):
         if host is not None and not ipaddress.ip_address(host).is_loopback:
             seen.append(addr); raise ConnectionRefusedError(f'test blocked a connection to {addr}')
         return real(self, addr)
+    def getaddrinfo(host, *a, **kw):
+        if host not in (None, 'localhost') and not str(host).startswith('127.'): seen.append(('name lookup', host))
+        return real_gai(host, *a, **kw)
+    real_gai = socket.getaddrinfo
     monkeypatch.setattr(socket.socket, 'connect', connect)
+    monkeypatch.setattr(socket, 'getaddrinfo', getaddrinfo)
     yield seen
     assert not seen, f'connections outside this machine were attempted: {seen}'
 
