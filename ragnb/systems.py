@@ -224,7 +224,7 @@ class SystemRun:
     def to_ragchecker(self) -> dict: return {'results': self.results}
     def timings(self) -> pd.DataFrame:
         "One row per question: seconds, attempts, and the failure kind (empty when answered)."
-        att = {r['query_id']: r['ragnb']['attempts'] for r in self.results} | {f.item_id: f.attempts for f in self.failures}
+        att = {r['query_id']: r.get('ragnb', {}).get('attempts') for r in self.results} | {f.item_id: f.attempts for f in self.failures}
         kind = {f.item_id: f.kind for f in self.failures}
         return pd.DataFrame([dict(query_id=q, seconds=s, attempts=att.get(q), failure=kind.get(q, '')) for q, s in self.seconds.items()])
 
@@ -259,7 +259,7 @@ def _run_html(self:SystemRun) -> str:
     head = (f"<p><b>{html.escape(self.name)}</b>: {len(self.results)} answered, {len(self.failures)} failed; "
             f"{self.wall:.2f} s at concurrency {self.concurrency}" + (f"; per question median {s.median():.3f} s, max {s.max():.3f} s" if len(s) else '') + "</p>")
     rows = pd.DataFrame([dict(query_id=r['query_id'], query=r['query'], response=r['response'][:160], contexts=len(r['retrieved_context']),
-                              seconds=round(r['ragnb']['seconds'], 3)) for r in self.results[:8]])
+                              seconds=r.get('ragnb', {}).get('seconds')) for r in self.results[:8]])
     fails = pd.DataFrame([dict(query_id=f.item_id, kind=f.kind, reason=f.message[:200], attempts=f.attempts) for f in self.failures[:8]])
     return head + rows.to_html(index=False, escape=True) + (f"<p>failures</p>{fails.to_html(index=False, escape=True)}" if len(fails) else '')
 
@@ -544,13 +544,13 @@ def claim_moves(cmp:Comparison, # From `compare`
                ) -> pd.DataFrame:
     "Ground-truth claims that `b`'s response entails and `a`'s does not (`gained`), and the reverse (`lost`), with the cause."
     a, b = a or cmp.names[0], b or cmp.names[1]
-    ra, rb, rows = cmp.results[a], cmp.results[b], []
+    ra, rb, rows, unmatched = cmp.results[a], cmp.results[b], [], 0
     for qid in [q for q in ra if q in rb]:
         x, y = ra[qid], rb[qid]
         if None in (x.gt_answer_claims, x.response2answer, x.retrieved2answer, y.gt_answer_claims, y.response2answer, y.retrieved2answer): continue
         other = {claim_text(c): (l, row) for c, l, row in zip(y.gt_answer_claims, y.response2answer, y.retrieved2answer)}
         for c, la, row_a in zip(x.gt_answer_claims, x.response2answer, x.retrieved2answer):
-            if (t := claim_text(c)) not in other: continue
+            if (t := claim_text(c)) not in other: unmatched += 1; continue
             lb, row_b = other[t]
             ea, eb, ka, kb = la == 'Entailment', lb == 'Entailment', _ent(row_a), _ent(row_b)
             move = 'gained' if eb > ea else 'lost' if ea > eb else 'same'
@@ -558,7 +558,7 @@ def claim_moves(cmp:Comparison, # From `compare`
             cause = '' if move == 'same' else 'retriever' if (kb > ka if move == 'gained' else ka > kb) else 'generator'
             rows.append(dict(query_id=qid, claim=t, move=move, cause=cause, label_a=la, label_b=lb, retrieved_a=ka, retrieved_b=kb))
     df = pd.DataFrame(rows, columns=['query_id', 'claim', 'move', 'cause', 'label_a', 'label_b', 'retrieved_a', 'retrieved_b'])
-    df.attrs.update(a=a, b=b)
+    df.attrs.update(a=a, b=b, unmatched=unmatched)  # claims of `a` that `b` has not (extracted differently): not compared
     return df
 
 Comparison.claim_moves = claim_moves
@@ -821,7 +821,7 @@ def _cli_run(args) -> int:
 
 def _cli_evaluate(args) -> int:
     from ragnb.llm import LLM
-    llm = LLM(model=args.model, concurrency=args.concurrency * 4, progress=sys.stderr.isatty())
+    llm = LLM(model=args.model, progress=sys.stderr.isatty())
     run, chk = evaluate_system(args.dataset, load_system(args.system, **_http_kw(args)), args.out, llm, args.name, args.claim_format,
                                concurrency=args.concurrency, timeout=args.timeout, retries=args.retries, limit=args.limit,
                                progress=sys.stderr.isatty())
@@ -840,7 +840,8 @@ def _cli_compare(args) -> int:
         mv = claim_moves(cmp, cmp.baseline, b)
         moves.append(mv.assign(a=cmp.baseline, b=b))
         c = mv.groupby(['move', 'cause']).size().to_dict()
-        print(f"\nground-truth claims, {cmp.baseline} -> {b}: " + (', '.join(f"{m} ({why}) {n}" for (m, why), n in c.items()) or 'none moved'))
+        print(f"\nground-truth claims, {cmp.baseline} -> {b}: " + (', '.join(f"{m} ({why}) {n}" for (m, why), n in c.items()) or 'none moved')
+              + (f"; {mv.attrs['unmatched']} claim(s) of {cmp.baseline} not found in {b} (other extraction): not compared" if mv.attrs['unmatched'] else ''))
         for m in mv.head(args.moves).itertuples(): print(f"  {m.move:6} {m.cause:9} {m.query_id}: {m.claim}")
     if args.out:
         out = Path(args.out); out.mkdir(parents=True, exist_ok=True)

@@ -550,3 +550,11 @@ def test_run_in_loop_refuses_to_block_its_own_loop():
         async def acall(self, q): return Nested()(q)   # a sync call from inside the loop would wait for itself
     run = run_system(QUESTIONS.head(1), Outer(), progress=False)
     assert run.failures[0].kind == 'other' and 'await its `acall` instead' in run.failures[0].message
+
+
+def test_claims_extracted_differently_are_counted_not_compared():
+    a = [_checked(f'q{i}', [1, 0], [1, 0]) for i in range(3)]
+    b = [_checked(f'q{i}', [1, 1], [1, 0]) for i in range(3)]
+    b[2]['gt_answer_claims'] = [['sky', 'is', 'blue'], ['the grass', 'is', 'green']]   # another extractor's wording
+    mv = claim_moves(compare(a, b))
+    assert mv.attrs['unmatched'] == 1 and mv.query_id.tolist() == ['q0', 'q1']
