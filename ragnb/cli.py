@@ -18,6 +18,9 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'retrieval': ('ragnb.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
     'check': ('ragnb.checker', "RAGChecker claim extraction and entailment checking of RAG results"),
     'metrics': ('ragnb.metrics', "RAGChecker's 11 metrics from a checked results file (no model call)"),
+    'run': ('ragnb.systems', 'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
+    'evaluate': ('ragnb.systems', 'run a RAG system on a test set, check it with RAGChecker, write metrics and figures'),
+    'compare': ('ragnb.systems', "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
     'meta-eval': ('ragnb.metaeval', 'correlate metric preferences with human pairwise preferences'),
     'scripted-server': ('ragnb.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),
 }

@@ -332,10 +332,11 @@ class Dataset:
         return cls(df)
 
     def to_ragas(self)->pd.DataFrame:
-        "The kept questions with ragas' column names: `user_input`, `reference`, `reference_contexts`."
+        "The kept questions with ragas' column names: `user_input`, `reference`, `reference_contexts` (as imported from ragas, else the passage)."
         k = self.kept.df
+        rc = k.reference_contexts if 'reference_contexts' in k else [None] * len(k)
         return pd.DataFrame({'user_input': k.question.tolist(), 'reference': k.answer.tolist(),
-                             'reference_contexts': [[c] for c in k.context]})
+                             'reference_contexts': [list(r) if isinstance(r, (list, tuple, np.ndarray)) else [c] for r, c in zip(rc, k.context)]})
 
     def to_ragchecker(self)->dict:
         "The kept questions as RAGChecker input (`query_id`, `query`, `gt_answer`); the RAG system adds `response` and `retrieved_context`."
