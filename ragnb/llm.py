@@ -109,10 +109,12 @@ class CallCache:
 # %% ../nbs/00_llm.ipynb #7ee9dbd3
 def md_escape(s, # Text, or an object shown by its `str`
              ) -> str:
-    "Text shown as markdown, literally: `$` (which would start LaTeX), HTML and markdown control characters escaped."
+    "Text shown as markdown, literally: HTML and markdown control characters escaped, and `$` kept from starting LaTeX."
     import html, re
-    s = html.escape(str(s), quote=False)
-    return re.sub(r'([\\`*_\[\]#|$~])', r'\\\1', s)
+    s = re.sub(r'([\\`*_\[\]#|~])', r'\\\1', html.escape(str(s), quote=False))
+    # `\$` is not enough: markdown turns it into a bare `$` that MathJax (JupyterLab, nbconvert) then reads as math;
+    # `\\$` reaches MathJax as `\$`, which it shows as a dollar sign
+    return s.replace('$', '\\\\$')
 
 @dataclass
 class Usage:

@@ -157,7 +157,10 @@ def page_html(p:PageView, width:int=460) -> str:
                      for n, t in p.tables.items())
     note = f'<div style="color:#a50"><i>{html.escape(p.note)}</i></div>' if p.note else ''
     right = f'<h4 style="margin:0">Page {p.page}</h4>{note}<pre style="{PRE_STYLE}">{html.escape(p.markdown)}</pre>{tables}'
-    return (f'{TABLE_CSS}<div style="display:flex;flex-wrap:wrap;gap:12px"><div style="flex:0 0 auto">{left}<div>{crops}</div></div>'
+    # side by side when the screen is wide enough, else the page (in a box of its own, at most 60% of the screen high)
+    # above the parse, so both fit on one screen
+    return (f'{TABLE_CSS}<div style="display:flex;flex-wrap:wrap;gap:12px">'
+            f'<div style="flex:0 0 auto;max-height:60vh;overflow:auto">{left}<div>{crops}</div></div>'
             f'<div style="flex:1 1 360px;min-width:300px;font-size:12px">{right}</div></div>')
 
 def _page_widths(path, pages) -> dict:
@@ -211,13 +214,15 @@ def highlight(context:str, evidence:str) -> str:
         return f'<div style="color:#a50"><i>evidence not found in the context</i></div>{html.escape(context)}'
     return _marked(context, span)
 
-def evidence_window(context:str, span:tuple|None, before:int=300, after:int=700) -> tuple[int, int]:
-    "Start and end of the part of `context` to show first: about `before`/`after` characters around `span`, cut at spaces."
+def evidence_window(context:str, span:tuple|None, before:int=300, after:int=700, max_lines:int=4) -> tuple[int, int]:
+    "Start and end of the part of `context` to show first: up to `before` characters (and `max_lines` lines) before `span`, `after` after, cut between words."
     a, b = span or (0, 0)
     lo, hi = max(0, a - before), min(len(context), b + after)
-    if lo > 0:
+    if lo > 0 and not context[lo-1].isspace():
         k = next((j for j in range(lo, a) if context[j].isspace()), a)  # start on a word
         lo = k + 1 if k < a else a
+    breaks = [j for j in range(lo, a) if context[j] == '\n']
+    if len(breaks) > max_lines: lo = breaks[-max_lines-1] + 1  # short lines (code, lists) would push the evidence down
     if hi < len(context):
         k = next((j for j in range(hi, b, -1) if context[j].isspace()), b)
         hi = k if k > b else b

@@ -214,6 +214,9 @@ def test_evidence_window_cuts_between_words_and_keeps_short_passages_whole():
     short = 'One. Two. Three.'
     assert evidence_window(short, find_evidence(short, 'Two.')) == (0, len(short))
     assert '<details>' not in passage_html(short, 'Two.')
+    code = 'x = 1\n' * 200 + 'The evidence after many short lines.'
+    lo, _ = evidence_window(code, find_evidence(code, 'The evidence after many short lines.'))
+    assert code[lo:].count('\n') == 4  # short lines above the evidence are limited too, not only characters
     missing = passage_html(ctx, 'nothing like this is anywhere in it at all, really')
     assert 'evidence not found' in missing and '<mark>' not in missing
 
