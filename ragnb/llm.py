@@ -14,8 +14,9 @@ from tqdm.auto import tqdm
 
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'default_cache_dir', 'env_model', 'text_part',
-           'image_part', 'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request',
-           'price_of', 'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'asdict_shallow']
+           'image_part', 'cache_key', 'CallCache', 'md_escape', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result',
+           'Request', 'price_of', 'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM',
+           'asdict_shallow']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -106,6 +107,15 @@ class CallCache:
     def __repr__(self): return f"CallCache({str(self.path)!r}, {len(self)} calls)"
 
 # %% ../nbs/00_llm.ipynb #7ee9dbd3
+def md_escape(s, # Text, or an object shown by its `str`
+             ) -> str:
+    "Text shown as markdown, literally: HTML and markdown control characters escaped, and `$` kept from starting LaTeX."
+    import html, re
+    s = re.sub(r'([\\`*_\[\]#|~])', r'\\\1', html.escape(str(s), quote=False))
+    # `\$` is not enough: markdown turns it into a bare `$` that MathJax (JupyterLab, nbconvert) then reads as math;
+    # `\\$` reaches MathJax as `\$`, which it shows as a dollar sign
+    return s.replace('$', '\\\\$')
+
 @dataclass
 class Usage:
     "Token and cost totals."
@@ -128,7 +138,7 @@ class Usage:
                 f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens; ${self.cost:.4f}"
                 + (f" ({self.unpriced} calls unpriced)" if self.unpriced else '')
                 + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens else ''))
-    def _repr_markdown_(self): return str(self)
+    def _repr_markdown_(self): return md_escape(self)  # '$0.0000 ... ($0.0000)' would render as LaTeX
 
 @dataclass
 class Failure:

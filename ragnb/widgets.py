@@ -13,12 +13,15 @@ import pandas as pd
 import ipywidgets as W
 from .pages import sanitize_html
 from .evidence import locate
-from .plots import plot_entailment_map, claim_text, relevant_chunks, chunk_labels
+from .plots import plot_entailment_map, relevant_chunks, chunk_labels, model_label
+from .checker import claim_text
+from .prompts import CRITERIA
 
 # %% auto #0
-__all__ = ['safe_table', 'TABLE_CSS', 'CRITERIA', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper', 'StepView', 'img_tag',
-           'PageView', 'page_html', 'ParsingViewer', 'find_evidence', 'highlight', 'ReviewState', 'review_html',
-           'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
+__all__ = ['ITEM_STYLE', 'safe_table', 'PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper',
+           'StepView', 'img_tag', 'PageView', 'page_html', 'ParsingViewer', 'evidence_span', 'highlight',
+           'evidence_window', 'passage_html', 'ReviewState', 'review_html', 'models_note', 'ReviewViewer',
+           'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
 
 # %% ../nbs/08a_widgets.ipynb #1f980712
 class Stepper:
@@ -29,8 +32,8 @@ class Stepper:
         self.goto(i)
 
     def goto(self, i:int):
-        "Go to item `i` (0-based)."
-        if not 0 <= i < self.n: raise IndexError(f"item {i} does not exist: there are {self.n} (0..{self.n-1})")
+        "Go to item `i` (0-based, like Python; people see it as item `i+1`)."
+        if not 0 <= i < self.n: raise IndexError(f"item {i} does not exist: there are {self.n} (goto takes 0..{self.n-1})")
         self.i = int(i)
         for f in self.listeners: f(self.i)
         return self
@@ -44,10 +47,18 @@ class Stepper:
     def __repr__(self): return f'Stepper({self.i+1}/{self.n})'
 
 # %% ../nbs/08a_widgets.ipynb #6ef53e25
+ITEM_STYLE = 'line-height:1.45;font-size:13px'  # ipywidgets' HTML sets a 28 px line height meant for one-line labels
+
 class StepView:
     "Previous/next buttons, a slider and an HTML body that shows `render(i)` for the stepper's position."
-    def __init__(self, stepper:Stepper, render:Callable[[int], str], title:str='', controls:list|None=None):
-        self.stepper, self.render = stepper, render
+    def __init__(self,
+                 stepper:Stepper,  # The position to show and move
+                 render:Callable[[int], str],  # Item position (0-based) -> HTML of the item
+                 title:str='',  # Shown above the controls
+                 controls:list|None=None,  # More widgets, in a row under the body
+                 subtitle:str='',  # Shown after the title (which model wrote what is shown, say)
+                ):
+        self.stepper, self.render, self.title, self.subtitle = stepper, render, title, subtitle
         self.prev = W.Button(description='\u25c0 previous', tooltip='Previous item', layout=W.Layout(width='110px'))
         self.next = W.Button(description='next \u25b6', tooltip='Next item', layout=W.Layout(width='110px'))
         self.slider = W.IntSlider(value=stepper.i+1, min=1, max=stepper.n, description='item', continuous_update=False,
@@ -58,11 +69,16 @@ class StepView:
         self.next.on_click(lambda _: stepper.next())
         self.slider.observe(lambda ch: ch['new']-1 != stepper.i and stepper.goto(ch['new']-1), names='value')
         stepper.listeners.append(lambda i: self.refresh())
-        head = [W.HTML(f'<b>{html.escape(title)}</b>')] if title else []
+        head = [W.HTML(self.head_html())] if title or subtitle else []
         nav = W.HBox([self.prev, self.next, self.slider, self.pos])
-        self.box = W.VBox(head + [nav, self.body] + ([W.HBox(controls)] if controls else []))
+        self.box = W.VBox(head + [nav, self.body] + ([W.HBox(controls, layout=W.Layout(width='100%'))] if controls else []))
         self.box.add_class('ragnb-stepview'); self.body.add_class('ragnb-body'); self.pos.add_class('ragnb-pos')
         self.refresh()
+
+    def head_html(self) -> str:
+        "The title and subtitle as HTML."
+        sub = f' <span style="color:#555">\u00b7 {html.escape(self.subtitle)}</span>' if self.subtitle else ''
+        return f'<b>{html.escape(self.title)}</b>{sub}'
 
     def refresh(self):
         "Redraw the body and the controls for the stepper's current position."
@@ -70,24 +86,40 @@ class StepView:
         self.slider.value = s.i+1
         self.prev.disabled, self.next.disabled = s.at_start, s.at_end
         self.pos.value = f'{s.i+1} / {s.n}'
-        self.body.value = self.render(s.i)
+        self.body.value = f'<div class="ragnb-item" style="{ITEM_STYLE}">{self.render(s.i)}</div>'
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.box)
+    def snapshot(self) -> str:
+        "The title, the position and the current item as static HTML: what a saved or exported notebook shows."
+        s = self.stepper
+        return (f'<div class="ragnb-snapshot" style="border:1px solid #ccc;padding:6px">{self.head_html()}'
+                f'<div style="color:#555">item {s.i+1} of {s.n} \u00b7 a snapshot: run the cell to step through the items</div>'
+                f'{self.body.value}</div>')
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        s = self.stepper
+        data = self.box._repr_mimebundle_()  # the live widget, for front ends that can run it
+        data['text/html'] = self.snapshot()   # everything else: saved, untrusted or exported notebooks
+        sub = f' \u00b7 {self.subtitle}' if self.subtitle else ''
+        data['text/plain'] = f'{self.title}{sub}: item {s.i+1} of {s.n}'
+        return data
 
 # %% ../nbs/08a_widgets.ipynb #9a47a8bf
 safe_table = sanitize_html  # the same nh3 allow-list that page parsing applies before storing a table
 
-def img_tag(src, width:int=420, alt:str='') -> str:
+def img_tag(src,  # A path, PNG bytes or a matplotlib figure
+            width:int|None=420,  # Largest width in pixels; None: the image's own size (never wider than its box)
+            alt:str='',
+            exact:bool=False,  # Show at exactly `width` pixels, scaling a smaller image up
+           ) -> str:
     "An <img> embedding a PNG from a path, bytes or a matplotlib figure, as a data URL."
     if hasattr(src, 'savefig'):
-        buf = io.BytesIO(); src.savefig(buf, format='png', dpi=100); src = buf.getvalue()
+        buf = io.BytesIO(); src.savefig(buf, format='png', dpi=100, bbox_inches='tight'); src = buf.getvalue()
     elif not isinstance(src, (bytes, bytearray)):
         if not Path(src).is_file(): return f'<i>image not found: {html.escape(str(src))}</i>'
         src = Path(src).read_bytes()
     b64 = base64.b64encode(src).decode()
-    return f'<img src="data:image/png;base64,{b64}" alt="{html.escape(alt)}" style="max-width:{width}px;border:1px solid #ccc">'
+    size = 'max-width:100%' if width is None else f'width:{width}px;max-width:none' if exact else f'max-width:{width}px'
+    return f'<img src="data:image/png;base64,{b64}" alt="{html.escape(alt)}" style="{size};border:1px solid #ccc">'
 
 # %% ../nbs/08a_widgets.ipynb #2a812d43
 @dataclass
@@ -99,6 +131,7 @@ class PageView:
     markdown:str=''  # the page as markdown
     tables:dict=field(default_factory=dict)  # table name -> HTML as the parser wrote it (sanitised on display)
     note:str=''  # e.g. "offline: PyMuPDF text, no model", or why the page failed
+    page_width:float|None=None  # the page's width in PDF points, to show the image at `PT_PX` pixels a point
 
     @classmethod
     def from_parsed(cls, p) -> PageView:
@@ -110,50 +143,107 @@ class PageView:
         return cls(p.page, p.image, dict(getattr(p, 'images', {})), p.markdown.replace(OFFLINE_MARK, '').strip(),
                    dict(p.tables), ' · '.join(notes))
 
-TABLE_CSS = ('<style>.ragnb-table table{border-collapse:collapse;font-size:11px}'
+PT_PX = 1.3  # screen pixels per PDF point for the page image: 8 pt region labels show at about 10 px
+TABLE_CSS = ('<style>.ragnb-table table{border-collapse:collapse;font-size:12px}'
              '.ragnb-table td,.ragnb-table th{border:1px solid #ccc;padding:1px 4px}</style>')
+PRE_STYLE = 'white-space:pre-wrap;word-break:normal;overflow-wrap:break-word;max-height:600px;overflow:auto;font-size:12px'
 
 def page_html(p:PageView, width:int=460) -> str:
     "A parsed page as HTML: image and crops on the left, escaped markdown and sanitised tables on the right."
-    left = img_tag(p.image, width, f'page {p.page}') if p.image is not None else '<i>no page image</i>'
+    if p.image is None: left = '<i>no page image</i>'
+    elif p.page_width: left = img_tag(p.image, round(p.page_width * PT_PX), f'page {p.page}', exact=True)
+    else: left = img_tag(p.image, width, f'page {p.page}')
     crops = ''.join(f'<figure style="display:inline-block;margin:4px">{img_tag(c, 140, n)}'
-                    f'<figcaption style="font-size:10px">{html.escape(n)}</figcaption></figure>' for n, c in p.crops.items())
+                    f'<figcaption style="font-size:11px">{html.escape(n)}</figcaption></figure>' for n, c in p.crops.items())
     tables = ''.join(f'<div class="ragnb-table" style="margin-top:6px"><b>{html.escape(n)}</b>{safe_table(t)}</div>'
                      for n, t in p.tables.items())
     note = f'<div style="color:#a50"><i>{html.escape(p.note)}</i></div>' if p.note else ''
-    right = (f'<h4 style="margin:0">Page {p.page}</h4>{note}<pre style="white-space:pre-wrap;max-height:500px;overflow:auto">'
-             f'{html.escape(p.markdown)}</pre>{tables}')
-    return (f'{TABLE_CSS}<div style="display:flex;gap:12px"><div style="flex:1">{left}<div>{crops}</div></div>'
-            f'<div style="flex:1;font-size:12px">{right}</div></div>')
+    right = f'<h4 style="margin:0">Page {p.page}</h4>{note}<pre style="{PRE_STYLE}">{html.escape(p.markdown)}</pre>{tables}'
+    # side by side when the screen is wide enough, else the page (in a box of its own, at most 60% of the screen high)
+    # above the parse, so both fit on one screen
+    return (f'{TABLE_CSS}<div style="display:flex;flex-wrap:wrap;gap:12px">'
+            f'<div style="flex:0 0 auto;max-height:60vh;overflow:auto">{left}<div>{crops}</div></div>'
+            f'<div style="flex:1 1 360px;min-width:300px;font-size:12px">{right}</div></div>')
+
+def _page_widths(path, pages) -> dict:
+    "Width in points of each page number of the PDF at `path` ({} when it cannot be read)."
+    try:
+        import pymupdf
+        with pymupdf.open(path) as d: return {n: d[n-1].rect.width for n in pages if 0 < n <= len(d)}
+    except Exception: return {}
 
 class ParsingViewer:
     "Page by page: the marked page and its crops beside the parsed markdown and tables."
-    def __init__(self, pages, width:int=460):  # a `ragnb.pdf.ParsedDoc`, its pages, or `PageView`s
+    def __init__(self,
+                 pages,  # A `ragnb.pdf.ParsedDoc`, its pages, or `PageView`s
+                 width:int=460,  # Largest width of a page image whose page size is unknown
+                 model=None,  # The vision model that parsed the pages; default: the `ParsedDoc`'s
+                ):
         doc, pages = pages, getattr(pages, 'pages', pages)
         self.pages = [p if isinstance(p, PageView) else PageView.from_parsed(p) for p in pages]
         if getattr(doc, 'out_dir', None):  # a ParsedDoc: show every region's crop, not only those the markdown cites
             for v in self.pages:
                 v.crops = {f.name: str(f) for f in sorted(Path(doc.out_dir).glob(f'{doc.doc}_{v.page}_*.png'))} or v.crops
+        if getattr(doc, 'path', None):
+            widths = _page_widths(doc.path, [v.page for v in self.pages])
+            for v in self.pages: v.page_width = v.page_width or widths.get(v.page)
+        if getattr(doc, 'mode', None) == 'offline': who = 'no model: offline PyMuPDF parse'
+        else: who = f"model: {model_label(model or getattr(doc, 'model', None)) or 'not recorded'}"
+        name = Path(doc.path).name if getattr(doc, 'path', None) else ''
         self.stepper = Stepper(len(self.pages))
-        self.view = StepView(self.stepper, lambda i: page_html(self.pages[i], width), title='Parsed pages')
-    def _ipython_display_(self): self.view._ipython_display_()
+        self.view = StepView(self.stepper, lambda i: page_html(self.pages[i], width), title='Parsed pages',
+                             subtitle=' \u00b7 '.join(x for x in (name, who) if x))
+    def _repr_mimebundle_(self, include=None, exclude=None): return self.view._repr_mimebundle_(include, exclude)
 
 # %% ../nbs/08a_widgets.ipynb #34e7cd33
-def find_evidence(context:str, evidence:str, min_score:float=85) -> tuple[int, int]|None:
-    "Start and end of `evidence` in `context` (`ragnb.generate.locate`: exact, normalised, fuzzy), or None."
-    m = locate(evidence, context, threshold=min_score)
+def evidence_span(evidence:str, context:str, threshold:float=85) -> tuple[int, int]|None:
+    "Start and end of `evidence` in `context` for highlighting (`ragnb.evidence.locate`: exact, normalised, fuzzy), or None."
+    m = locate(evidence, context, threshold=threshold)
     return (m.start, m.end) if m else None
+
+def _marked(context:str, span:tuple|None, lo:int=0, hi:int|None=None) -> str:
+    "`context[lo:hi]` as escaped HTML with the part inside `span` in <mark>."
+    hi = len(context) if hi is None else hi
+    if span is None: return html.escape(context[lo:hi])
+    a, b = max(span[0], lo), min(span[1], hi)
+    if a >= b: return html.escape(context[lo:hi])
+    return f'{html.escape(context[lo:a])}<mark>{html.escape(context[a:b])}</mark>{html.escape(context[b:hi])}'
 
 def highlight(context:str, evidence:str) -> str:
     "The context as escaped HTML with the evidence in <mark>."
-    span = find_evidence(context, evidence)
+    span = evidence_span(evidence, context)
     if span is None:
         return f'<div style="color:#a50"><i>evidence not found in the context</i></div>{html.escape(context)}'
-    a, b = span
-    return f'{html.escape(context[:a])}<mark>{html.escape(context[a:b])}</mark>{html.escape(context[b:])}'
+    return _marked(context, span)
+
+def evidence_window(context:str, span:tuple|None, before:int=300, after:int=700, max_lines:int=4) -> tuple[int, int]:
+    "Start and end of the part of `context` to show first: up to `before` characters (and `max_lines` lines) before `span`, `after` after, cut between words."
+    a, b = span or (0, 0)
+    lo, hi = max(0, a - before), min(len(context), b + after)
+    if lo > 0 and not context[lo-1].isspace():
+        k = next((j for j in range(lo, a) if context[j].isspace()), a)  # start on a word
+        lo = k + 1 if k < a else a
+    breaks = [j for j in range(lo, a) if context[j] == '\n']
+    if len(breaks) > max_lines: lo = breaks[-max_lines-1] + 1  # short lines (code, lists) would push the evidence down
+    if hi < len(context):
+        k = next((j for j in range(hi, b, -1) if context[j].isspace()), b)
+        hi = k if k > b else b
+    return lo, hi
+
+def passage_html(context:str, evidence:str, before:int=300, after:int=700) -> str:
+    "The passage around the highlighted evidence, what is left out said in words, and the whole passage one click away."
+    span = evidence_span(evidence, context)
+    lo, hi = evidence_window(context, span, before, after)
+    cut = lambda n, where: f'<div style="color:#777;font-style:italic">[{n:,} characters {where}]</div>'
+    out = '' if span else '<div style="color:#a50"><i>evidence not found in the context</i></div>'
+    out += (cut(lo, 'before') if lo else '') + f'<div style="white-space:pre-wrap">{_marked(context, span, lo, hi)}</div>'
+    out += cut(len(context) - hi, 'after') if hi < len(context) else ''
+    if lo or hi < len(context):
+        out += (f'<details><summary>the whole passage ({len(context):,} characters)</summary>'
+                f'<div style="white-space:pre-wrap">{_marked(context, span)}</div></details>')
+    return out
 
 # %% ../nbs/08a_widgets.ipynb #21792488
-CRITERIA = ('groundedness', 'relevance', 'standalone')
 REVIEW_COLUMNS = ('review', 'review_question', 'review_answer')
 
 class ReviewState:
@@ -175,7 +265,7 @@ class ReviewState:
         if decision not in ('accept', 'reject', 'edit'): raise ValueError(f"decision must be accept, reject or edit, not {decision!r}")
         i = self.stepper.i
         if decision == 'edit':
-            if not (question or answer): raise ValueError(f"row {i}: an edit needs a new question or answer")
+            if not (question or answer): raise ValueError(f"row {i+1}: an edit needs a new question or answer")
             self.df.at[i, 'review_question'] = question or self.df.at[i, 'question']
             self.df.at[i, 'review_answer'] = answer or self.df.at[i, 'answer']
         self.df.at[i, 'review'] = decision
@@ -215,7 +305,7 @@ def _score_html(row) -> str:
     return '<table style="font-size:12px">' + ''.join(cells) + '</table>'
 
 def review_html(row:pd.Series, i:int) -> str:
-    "One dataset row as HTML: context with evidence, question, answer, scores with rationales, verdict and review."
+    "One dataset row (`i` from 0, shown from 1) as HTML: evidence in its passage, question, answer, scores, verdict, review."
     kept = row.get('kept')
     verdict = '' if kept is None else f"critique: <b>{'kept' if kept else 'dropped'}</b>"
     rev = row.get('review')
@@ -226,40 +316,60 @@ def review_html(row:pd.Series, i:int) -> str:
                   f"{html.escape(str(row['review_answer']))}</div>")
     src = row.get('source_doc')
     src = f' &middot; {html.escape(str(src))}' if isinstance(src, str) and src else ''
-    return (f'<div style="display:flex;gap:12px;font-size:13px"><div style="flex:1">'
-            f'<div style="color:#555">row {i}{src}</div>'
-            f'<div style="white-space:pre-wrap;max-height:380px;overflow:auto;border:1px solid #ddd;padding:6px">'
-            f'{highlight(str(row["context"]), str(row.get("evidence") or ""))}</div></div>'
-            f'<div style="flex:1"><p><b>Q:</b> {html.escape(str(row["question"]))}</p>'
+    return (f'<div style="display:flex;flex-wrap:wrap;gap:12px"><div style="flex:1 1 420px;min-width:320px">'
+            f'<div style="color:#555">row {i+1}{src}</div>'
+            f'<div class="ragnb-passage" style="max-height:420px;overflow:auto;border:1px solid #ddd;padding:6px">'
+            f'{passage_html(str(row["context"]), str(row.get("evidence") or ""))}</div></div>'
+            f'<div style="flex:1 1 320px"><p><b>Q:</b> {html.escape(str(row["question"]))}</p>'
             f'<p><b>A:</b> {html.escape(str(row["answer"]))}</p>{edited}{_score_html(row)}'
             f'<p>{verdict}{rev}</p></div></div>')
 
+def models_note(df:pd.DataFrame, model=None) -> str:
+    "Which model wrote a dataset: `model` if given, else its `generator_model` and `critic_model` columns."
+    if model is not None: return f'model: {model_label(model)}'
+    found = {}
+    for col, what in (('generator_model', 'generator'), ('critic_model', 'critic')):
+        if col in df.columns and df[col].notna().any():
+            found[what] = ', '.join(sorted({model_label(m) for m in df[col].dropna()}))
+    if len(set(found.values())) == 1 and len(found) == 2: return f"model: {found['generator']}"
+    return ' \u00b7 '.join(f'{k}: {v}' for k, v in found.items()) or 'model not recorded'
+
 class ReviewViewer:
     "Question by question: evidence in context, scores and rationales; accept, reject or edit."
-    def __init__(self, df:pd.DataFrame, advance:bool=True):
+    def __init__(self,
+                 df:pd.DataFrame,  # The dataset (or a `ragnb.generate.Dataset`)
+                 advance:bool=True,  # Move to the next question after a decision
+                 model=None,  # The model that wrote the questions; default: the dataset's model columns
+                ):
         self.state = st = ReviewState(df)
         self.accept, self.reject = W.Button(description='accept', button_style='success'), W.Button(description='reject', button_style='danger')
-        self.q, self.a = W.Text(description='question'), W.Text(description='answer')
-        self.save_edit = W.Button(description='save edit')
+        field_ = lambda d: W.Textarea(description=d, rows=2, layout=W.Layout(width='100%'), style={'description_width': '70px'})
+        self.q, self.a = field_('question'), field_('answer')
+        self.save_edit = W.Button(description='save edit', tooltip='Record the question and answer above as an edit')
         self.accept.on_click(lambda _: self._decide('accept'))
         self.reject.on_click(lambda _: self._decide('reject'))
         self.save_edit.on_click(lambda _: self._decide('edit', self.q.value, self.a.value))
+        edit = W.VBox([W.HBox([self.accept, self.reject, self.save_edit]), self.q, self.a], layout=W.Layout(width='100%'))
+        edit.add_class('ragnb-edit')
         self.view = StepView(st.stepper, lambda i: review_html(st.df.iloc[i], i), title='Synthetic questions',
-                             controls=[self.accept, self.reject, self.q, self.a, self.save_edit])
+                             controls=[edit], subtitle=models_note(st.df, model))
         self.advance = advance
         st.stepper.listeners.append(lambda i: self._fill())
         self._fill()
 
     def _fill(self):
+        "Put the row's question and answer in the edit fields: the reviewer's edit if there is one."
         r = self.state.row
-        self.q.value, self.a.value = str(r['question']), str(r['answer'])
+        q, a = r.get('review_question'), r.get('review_answer')
+        self.q.value = q if isinstance(q, str) else str(r['question'])
+        self.a.value = a if isinstance(a, str) else str(r['answer'])
 
     def _decide(self, d, q=None, a=None):
         self.state.decide(d, q, a, advance=False)
         if self.advance and not self.state.stepper.at_end: self.state.stepper.next()
         else: self.view.refresh()
 
-    def _ipython_display_(self): self.view._ipython_display_()
+    def _repr_mimebundle_(self, include=None, exclude=None): return self.view._repr_mimebundle_(include, exclude)
 
 # %% ../nbs/08a_widgets.ipynb #bca7f2fd
 def _ent(x): return x == 'Entailment'
@@ -288,7 +398,7 @@ def metric_sets(result:dict) -> dict:
     "For each metric, the ids it counts (numerator) out of the ids it is taken over (denominator)."
     r, g = response_claim_roles(result), gt_claim_roles(result)
     rel = relevant_chunks(result)
-    chunks = [f'chunk {c}' for c in chunk_labels(result)]
+    chunks = chunk_labels(result)  # c1, c2, ... as in the map and the claim tables
     R, G = list(r.id), list(g.id)
     ids = lambda df, m: list(df.id[m])
     covered = g.vs_response.map(_ent)
@@ -318,45 +428,51 @@ DESCRIBE = {
     'hallucination': 'wrong response claims entailed by no chunk', 'self_knowledge': 'correct response claims entailed by no chunk',
     'faithfulness': 'response claims entailed by some chunk'}
 
-def _claims_table(df:pd.DataFrame, label_col:str, extra:str|None=None) -> str:
+def _claims_table(df:pd.DataFrame, label_col:str, names:list, extra:str|None=None) -> str:
+    "Claims with their label and the chunks (by their names, `c1`..) that entail them."
     head = ''.join(f'<th>{h}</th>' for h in ['id', 'claim', label_col.replace('_', ' '), 'chunks'] + ([extra] if extra else []))
     body = ''.join(
         f'<tr><td>{r.id}</td><td style="text-align:left">{html.escape(r.claim)}</td>'
         f'<td style="background:{LABEL_BG.get(getattr(r, label_col), "#fff")}">{html.escape(str(getattr(r, label_col)))}</td>'
-        f'<td>{", ".join(map(str, r.chunks)) or "&ndash;"}</td>' + (f'<td>{html.escape(getattr(r, extra))}</td>' if extra else '') + '</tr>'
+        f'<td>{", ".join(names[j] for j in r.chunks) or "&ndash;"}</td>' + (f'<td>{html.escape(getattr(r, extra))}</td>' if extra else '') + '</tr>'
         for r in df.itertuples())
     return f'<table style="font-size:12px"><tr>{head}</tr>{body}</table>'
 
-def result_html(result:dict, metrics:dict, map_width:int=380) -> str:
+def result_html(result:dict, metrics:dict, model=None) -> str:
     "One result: query, entailment map, claims with labels and roles, and each metric with the claims it counts."
-    sets = metric_sets(result)
+    sets, names = metric_sets(result), chunk_labels(result)
     rows = ''.join(
         f'<tr><td style="text-align:left">{m.replace("_", " ")}</td><td><b>{metrics[m]*100:.1f}</b></td>'
         f'<td>{"" if m == "f1" else f"{len(num)} of {len(den)}"}</td><td style="text-align:left">{DESCRIBE[m]}'
         f'{": " + html.escape(", ".join(num)) if num else ""}</td></tr>'
         for m, (num, den) in sets.items())
-    fig = plot_entailment_map(result, key=True, show_key=False)  # the claim tables below spell out the ids
-    return (f'<h4 style="margin:2px 0">{html.escape(str(result.get("query_id", "")))}: {html.escape(result["query"])}</h4>'
-            f'<div style="display:flex;gap:12px"><div>{img_tag(fig, map_width, "entailment map")}</div>'
-            f'<div style="font-size:12px"><table style="font-size:12px"><tr><th>metric</th><th>%</th><th>count</th><th>which</th></tr>'
+    fig = plot_entailment_map(result, key=True, show_key=False, model=model)  # the claim tables below spell out the ids
+    qid = html.escape(str(result.get('query_id', '')))
+    return (f'<h4 style="margin:2px 0">{html.escape(result["query"])}</h4><div style="color:#555">query_id {qid}</div>'
+            f'<div style="display:flex;flex-wrap:wrap;gap:12px"><div>{img_tag(fig, None, "entailment map")}</div>'
+            f'<div style="flex:1 1 420px;font-size:12px"><table style="font-size:12px"><tr><th>metric</th><th>%</th><th>count</th><th>which</th></tr>'
             f'{rows}</table></div></div>'
-            f'<details open><summary>response claims</summary>{_claims_table(response_claim_roles(result), "vs_answer", "role")}</details>'
-            f'<details><summary>ground-truth claims</summary>{_claims_table(gt_claim_roles(result), "vs_response")}</details>')
+            f'<details open><summary>response claims</summary>{_claims_table(response_claim_roles(result), "vs_answer", names, "role")}</details>'
+            f'<details><summary>ground-truth claims</summary>{_claims_table(gt_claim_roles(result), "vs_response", names)}</details>')
 
 class MetricsViewer:
     "Result by result: the entailment map, the claims with labels, and which claims each metric counts."
-    def __init__(self, results):  # RAGChecker result dicts or `RAGResult`s, a RAGChecker JSON dict, or a `CheckRun`
+    def __init__(self,
+                 results,  # RAGChecker result dicts or `RAGResult`s, a RAGChecker JSON dict, or a `CheckRun`
+                 model=None,  # The model that extracted and checked the claims (a name or an `LLM`), shown in the title
+                ):
         from ragnb.metrics import score
         import dataclasses
         if isinstance(results, dict): results = results['results']
         results = getattr(results, 'results', results)
         self.results = [r if isinstance(r, dict) else dataclasses.asdict(r) for r in results]
-        self.scores = score(self.results)
+        self.scores, self.model = score(self.results), model
         self.stepper, self._html = Stepper(len(self.results)), {}
-        self.view = StepView(self.stepper, self.render, title='RAGChecker results')
+        self.view = StepView(self.stepper, self.render, title='RAGChecker results',
+                             subtitle=f"model: {model_label(model) or 'not recorded'}")
 
     def render(self, i:int) -> str:
-        "The i-th result, or why it could not be scored (drawn once, then kept)."
+        "The i-th result (from 0), or why it could not be scored (drawn once, then kept)."
         if i not in self._html: self._html[i] = self._render(i)
         return self._html[i]
 
@@ -364,7 +480,8 @@ class MetricsViewer:
         r, per = self.results[i], self.scores.per_result
         qid = str(r.get('query_id', i))
         if qid in per.index.astype(str):
-            return result_html(r, per.loc[per.index.astype(str) == qid].iloc[0].to_dict())
+            return result_html(r, per.loc[per.index.astype(str) == qid].iloc[0].to_dict(), self.model)
         why = '; '.join(str(e) for e in self.scores.errors if str(e.result) == qid) or 'not scored'
-        return f'<h4>{html.escape(qid)}: {html.escape(str(r.get("query", "")))}</h4><p style="color:#a50">{html.escape(why)}</p>'
-    def _ipython_display_(self): self.view._ipython_display_()
+        return (f'<h4>{html.escape(str(r.get("query", "")))}</h4><div style="color:#555">query_id {html.escape(qid)}</div>'
+                f'<p style="color:#a50">{html.escape(why)}</p>')
+    def _repr_mimebundle_(self, include=None, exclude=None): return self.view._repr_mimebundle_(include, exclude)

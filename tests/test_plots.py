@@ -11,7 +11,7 @@ from matplotlib.patches import Rectangle
 
 from ragnb.plots import (save_figure, plot_entailment_map, plot_metrics, plot_systems, plot_claim_shares, claim_shares,
                          plot_critique_scores, plot_hit_rate, plot_page_regions, relevant_chunks, flat_metrics,
-                         short_label, LABEL_COLOURS)
+                         short_label, LABEL_COLOURS, chunk_labels, min_text_px, MIN_FONT_PX, model_label)
 from ragnb.samples import sample_path
 
 DATA = sample_path()
@@ -161,3 +161,68 @@ def test_page_regions_scaled_to_image():
     assert (r.get_x(), r.get_y(), r.get_width(), r.get_height()) == (20, 40, 40, 80)
     with pytest.raises(ValueError, match="region 0 has no 4-number 'bbox'"):
         plot_page_regions(img, [{'box': [1, 2, 3, 4]}])
+
+
+def _all_figures(rc, model=None):
+    "One figure of every kind that shows a model's output, drawn from RAGChecker's example file."
+    from ragnb.metrics import score
+    crit = pd.DataFrame({'groundedness_score': [5, 2], 'relevance_score': [4, 4], 'standalone_score': [3, 5], 'kept': [True, False]})
+    return {'map': plot_entailment_map(rc['results'][0], model=model),
+            'map_key': plot_entailment_map(rc['results'][1], key=True, model=model),
+            'map_widget': plot_entailment_map(rc['results'][1], key=True, show_key=False, model=model),
+            'metrics': plot_metrics(score(rc['results']), model=model),
+            'shares': plot_claim_shares({r['query_id']: r['metrics'] for r in rc['results']}, model=model),
+            'systems': plot_systems(pd.DataFrame({'precision': [50., 60.], 'f1': [44., 51.]}, index=['bm25', 'e5']), model=model),
+            'critique': plot_critique_scores(crit, model=model),
+            'hit_rate': plot_hit_rate(pd.DataFrame({'k': [1, 3], 'hit_rate': [.5, .7], 'recall': [.5, .7]}), model=model)}
+
+
+def test_figures_draw_themselves_as_png_without_the_inline_backend(rc):
+    "Under Agg no inline formatter is registered: the figure itself must give IPython a PNG, not '<Figure size ...>'."
+    from IPython.core.formatters import DisplayFormatter
+    fmt = DisplayFormatter()  # a fresh formatter: no matplotlib printer registered, as in a kernel with MPLBACKEND=Agg
+    assert matplotlib.get_backend().lower() == 'agg'
+    for name, fig in _all_figures(rc).items():
+        data, _ = fmt.format(fig)
+        assert data.get('image/png', b'')[:4] == b'\x89PNG', name
+
+
+def test_no_text_under_ten_pixels(rc):
+    for name, fig in _all_figures(rc).items():
+        assert min_text_px(fig) >= MIN_FONT_PX >= 10, (name, min_text_px(fig))
+
+
+def test_the_model_is_named_in_every_title(rc):
+    for name, fig in _all_figures(rc, model='scripted-test-model').items():
+        titles = ' '.join(' '.join(t.get_text() for t in fig.findobj(matplotlib.text.Text)).split())
+        assert 'scripted (scripted-test-model)' in titles, name
+    assert model_label(None) is None and model_label('gpt-4o') == 'gpt-4o'
+    # a generated dataset names its critic: the figure finds it without being told
+    df = pd.DataFrame({'groundedness_score': [5], 'relevance_score': [4], 'standalone_score': [3], 'kept': [True],
+                       'critic_model': ['gpt-4o-mini']})
+    assert 'model: gpt-4o-mini' in plot_critique_scores(df)._suptitle.get_text()
+
+
+def test_equal_lines_stay_distinguishable():
+    t = pd.DataFrame({'k': [1, 3, 5], 'hit_rate': [.2, .5, .7], 'recall': [.2, .5, .7], 'mrr': [.2, .3, .35]})
+    hit, recall, mrr = plot_hit_rate(t).axes[0].get_lines()
+    assert list(recall.get_ydata()) == list(hit.get_ydata())  # the data are not moved
+    assert recall.get_label() == 'recall (= hit rate)' and recall.get_linestyle() == '--'
+    assert recall.get_markerfacecolor() == 'none' and recall.get_markersize() > hit.get_markersize()
+    assert mrr.get_label() == 'mrr' and mrr.get_linestyle() == '-'
+
+
+def test_chunks_are_numbered_from_one_with_their_ids_in_a_key(rc):
+    r = rc['results'][0]
+    assert chunk_labels(r) == ['c1', 'c2', 'c3', 'c4']
+    fig = plot_entailment_map(r)
+    assert [t.get_text().split()[0] for t in fig.axes[0].get_xticklabels()] == ['c1', 'c2', 'c3', 'c4']
+    assert any('c1\u00a0=\u00a0000' in t.get_text() for t in fig.texts)
+
+
+def test_svg_and_pdf_keep_text_as_text(rc, tmp_path):
+    import pymupdf
+    fig = plot_metrics(rc['metrics'])
+    svg = save_figure(fig, tmp_path / 'm.svg').read_text()
+    assert '<text' in svg and 'faithfulness' in svg
+    assert 'faithfulness' in pymupdf.open(save_figure(fig, tmp_path / 'm.pdf'))[0].get_text()
