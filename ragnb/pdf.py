@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_pdf.ipynb #48aa9a95
 from __future__ import annotations
-import argparse, base64, hashlib, json, re, sys, unicodedata
+import argparse, base64, hashlib, json, re, sys
 from dataclasses import dataclass, field, asdict
 from html import escape
 from pathlib import Path
@@ -326,6 +326,8 @@ def offline_page(
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
 
 # %% ../nbs/05_pdf.ipynb #a0cc66f7
+import unicodedata
+
 _ODD = {'Co', 'Cn', 'Cs', 'Cc'}  # private use, unassigned, surrogates, controls
 
 def text_quality(
