@@ -15,9 +15,9 @@ from typing import Callable
 
 import pandas as pd
 
-from .llm import LLM, Request, ParseError
+from .llm import LLM, Request, ParseError, add_call_options, call_options, check_output
 from .prompts import get_prompt
-from .metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics
+from .metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics, check_unique_ids
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
 def json_reply(text:str):
@@ -278,6 +278,7 @@ def run_checks(results, llm:LLM|None=None, claim_format:str='triplet', extractor
                checker_model:str|None=None, checker:Checker|None=None, out=None) -> CheckRun:
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
+    check_unique_ids(results)   # before any call: results are matched by id when they are scored and saved
     llm = llm or LLM()
     for r in results: r.ragnb.pop('failures', None)   # this run's failures replace the last run's
     extract_claims(results, llm, claim_format, extractor_model)
@@ -289,16 +290,22 @@ def run_checks(results, llm:LLM|None=None, claim_format:str='triplet', extractor
 
 # %% ../nbs/06_checker.ipynb #73d9bf37
 def _cli_check(args) -> int:
-    out = Path(args.out)
-    src = out if out.exists() and not args.restart else Path(args.input)
-    results = load_results(src)
-    print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if src == out else ''), file=sys.stderr)
-    llm = LLM(concurrency=args.concurrency)
+    out = check_output(args.out)   # before any call: a missing folder fails now, not after the run
+    resume = out.exists() and not args.restart
+    src = out if resume else Path(args.input)
+    try: results = load_results(src)
+    except ValueError as e:
+        if resume: raise ValueError(f"cannot resume from {out} ({e}); pass --restart to start again from {args.input}") from None
+        raise
+    check_unique_ids(results, f"{src}: ")
+    print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
+    llm = LLM(concurrency=args.concurrency, **call_options(args))
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out)
     with pd.option_context('display.width', 200): print(run.usage.to_string())
     print(json.dumps(run.scores.overall, indent=2))
     fails = [(r.query_id, f) for r in run.results for f in r.ragnb.get('failures', [])]
     for q, f in fails: print(f"ragnb check: result {q!r}, field {f['field']!r}: {f['reason']}", file=sys.stderr)
+    print(f"ragnb check: metrics: {run.scores.coverage_line()}", file=sys.stderr)
     print(f"ragnb check: wrote {out}; {llm.usage}", file=sys.stderr)
     return 1 if fails else 0
 
@@ -312,4 +319,5 @@ def add_cli(sub):
     p.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
     p.add_argument('--concurrency', type=int, default=16)
     p.add_argument('--restart', action='store_true', help='ignore an existing OUTPUT and start from INPUT')
+    add_call_options(p)
     p.set_defaults(func=_cli_check)

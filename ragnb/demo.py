@@ -6,7 +6,7 @@
 from __future__ import annotations
 import json, os, time
 from pathlib import Path
-from .llm import LLM
+from .llm import LLM, add_call_options, call_options
 from .scripted import ScriptedServer
 
 # %% auto #0
@@ -18,13 +18,13 @@ def sample_docs() -> Path:
     import ragnb
     return Path(ragnb.__file__).parent/'data'/'cookbook'
 
-def demo_llm(out:Path, concurrency:int=16) -> tuple[LLM, ScriptedServer|None]:
+def demo_llm(out:Path, concurrency:int=16, **kw) -> tuple[LLM, ScriptedServer|None]:
     "The environment's endpoint if one is configured, else ragnb's scripted test server (returned so it can be stopped)."
     if os.environ.get('OPENAI_BASE_URL') or os.environ.get('OPENAI_API_KEY') or os.environ.get('AZURE_OPENAI_ENDPOINT'):
-        return LLM(concurrency=concurrency), None
+        return LLM(concurrency=concurrency, **kw), None
     srv = ScriptedServer().start()
     return LLM(base_url=srv.base_url, api_key='scripted', model='scripted-test-model', embed_model='scripted-embedding',
-               cache_path=Path(out)/'calls.sqlite', concurrency=concurrency), srv
+               cache_path=Path(out)/'calls.sqlite', concurrency=concurrency, **kw), srv
 
 # %% ../nbs/11_demo.ipynb #1c915466
 def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files, figures and summary
@@ -34,17 +34,18 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
              k:int=5, # Chunks retrieved per question
              concurrency:int=16,
              llm:LLM|None=None, # Default: `demo_llm`
+             llm_kw:dict|None=None, # More options of the default `LLM` (e.g. timeout, max_retries)
              log=print) -> dict:
     "Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures."
     from ragnb.documents import load_documents, split_documents
-    from ragnb.generate import generate_dataset
+    from ragnb.generate import generate_dataset, all_calls_failed
     from ragnb.retrieval import BM25Retriever, evaluate
     from ragnb.rag import rag_pipeline
     from ragnb.checker import run_checks
     from ragnb import plots
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     srv = None
-    if llm is None: llm, srv = demo_llm(out, concurrency)
+    if llm is None: llm, srv = demo_llm(out, concurrency, **(llm_kw or {}))
     t0 = time.perf_counter()
     try:
         log(f"model: {llm.model} at {llm.base_url}" + (" (ragnb's scripted test server: offline demo)" if srv else ''))
@@ -53,6 +54,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         ds = generate_dataset(docs, llm, max_chunks=max_chunks)
         ds.save(out/'dataset.jsonl')
         log(f"2. questions: {ds.report()}")
+        if msg := all_calls_failed(ds): raise ValueError(msg)
         kept = ds.kept.df
         if kept.empty: raise ValueError("no question survived the critique; nothing to evaluate")
         chunks = split_documents(docs, chunk_size=chunk_size, chunk_overlap=chunk_size // 10)
@@ -89,4 +91,6 @@ def add_cli(sub):
     p.add_argument('--chunk-size', type=int, default=800, help='chunk size of the RAG system under test')
     p.add_argument('-k', type=int, default=5, help='chunks retrieved per question')
     p.add_argument('--concurrency', type=int, default=16)
-    p.set_defaults(func=lambda a: (run_demo(a.out, a.src or None, a.max_chunks, a.chunk_size, a.k, a.concurrency), 0)[1])
+    add_call_options(p)
+    p.set_defaults(func=lambda a: (run_demo(a.out, a.src or None, a.max_chunks, a.chunk_size, a.k, a.concurrency,
+                                            llm_kw=call_options(a)), 0)[1])

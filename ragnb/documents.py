@@ -4,31 +4,24 @@
 
 # %% ../nbs/03_documents.ipynb #13eefaaa
 from __future__ import annotations
-import fnmatch, hashlib, os, subprocess, tempfile
+import fnmatch, hashlib, os, re, stat, subprocess, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from html import escape
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from .llm import default_cache_dir
+from .display import md_escape, fenced
 
 # %% auto #0
-__all__ = ['DEFAULT_GLOB', 'SEPARATORS', 'Document', 'LoadIssue', 'LoadError', 'read_text', 'Documents', 'load_folder', 'clone',
-           'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk', 'split_document', 'split_documents']
+__all__ = ['DEFAULT_GLOB', 'SEPARATORS', 'DATA_URI', 'Document', 'LoadIssue', 'LoadError', 'front_matter_end', 'read_text',
+           'Documents', 'load_folder', 'clone', 'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk',
+           'data_free_spans', 'split_document', 'split_documents']
 
 # %% ../nbs/03_documents.ipynb #39b44a47
-def _fence(text:str)->str:
-    "A backtick fence longer than any run of backticks in `text`."
-    run, best = 0, 0
-    for c in text:
-        run = run+1 if c == '`' else 0
-        best = max(best, run)
-    return '`' * max(3, best+1)
-
 def _preview(text:str, n:int=600)->str:
     "The first `n` characters of `text` in a fenced block."
     t = text if len(text) <= n else text[:n] + ' …'
-    f = _fence(t)
-    return f"{f}text\n{t}\n{f}"
+    return fenced(t)
 
 # %% ../nbs/03_documents.ipynb #a6c428a1
 @dataclass
@@ -56,22 +49,39 @@ class LoadIssue:
     "A file or source that was skipped, and why."
     path:str     # The file, folder or URL
     reason:str   # What was wrong with it
-    def _repr_markdown_(self): return f"⚠️ `{self.path}`: {self.reason}"
+    def _repr_markdown_(self): return f"⚠️ {md_escape(self.path)}: {md_escape(self.reason)}"
 
 # %% ../nbs/03_documents.ipynb #24e5dfc9
 class LoadError(Exception):
     "A file that cannot be loaded as text."
+
+_KINDS = {stat.S_IFIFO: 'a FIFO', stat.S_IFSOCK: 'a socket', stat.S_IFCHR: 'a character device', stat.S_IFBLK: 'a block device'}
+_FRONT_MATTER = re.compile(r'\A\ufeff?---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*$', re.S | re.M)
+
+def front_matter_end(
+    text:str,  # A markdown text
+)->int:
+    "Where the text after a YAML front matter block (`---` ... `---` at the very start) begins; 0 when there is none."
+    m = _FRONT_MATTER.match(text)
+    return m.end() if m else 0
 
 def read_text(
     path:Path,             # The file to read
     encoding:str='utf-8',  # Text encoding; a UTF-8 byte-order mark is always dropped
 )->str:
     "Decode `path` as text, or raise `LoadError` saying why not."
-    data = Path(path).read_bytes()
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))  # a FIFO opens at once instead of waiting for a writer
+    with os.fdopen(fd, 'rb') as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode): raise LoadError(f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'not a file')})")
+        data = f.read()
     if b'\x00' in data[:8192]: raise LoadError('binary content (NUL bytes) in a text file')
     try: text = data.decode('utf-8-sig' if encoding.lower().replace('_','-') in ('utf-8','utf8') else encoding)
-    except UnicodeDecodeError as e: raise LoadError(f'not valid {encoding}: byte {e.start} is {data[e.start:e.start+1]!r}') from None
+    except UnicodeDecodeError as e:
+        raise LoadError(f'not valid {encoding}: byte {e.start} is {data[e.start:e.start+1]!r} '
+                        f'(give its encoding, e.g. --encoding latin-1)') from None
     if not text.strip(): raise LoadError('empty file')
+    if not text[front_matter_end(text):].strip(): raise LoadError('nothing but front matter')
     return text
 
 # %% ../nbs/03_documents.ipynb #e20cfc03
@@ -85,10 +95,10 @@ class Documents(list):
     def _repr_markdown_(self):
         types = {}
         for d in self: types[d.file_type] = types.get(d.file_type, 0) + 1
-        kinds = ', '.join(f"{n} {t}" for t,n in sorted(types.items()))
+        kinds = ', '.join(f"{n} {md_escape(t)}" for t,n in sorted(types.items()))
         out = [f"**{len(self)} document{'s'*(len(self)!=1)}**, {self.chars:,} characters" + (f" ({kinds})" if kinds else '')]
         if self: out += ['', '| id | type | chars |', '|---|---|---:|']
-        out += [f"| `{d.id}` | {d.file_type} | {len(d.text):,} |" for d in self[:10]]
+        out += [f"| {md_escape(d.id)} | {md_escape(d.file_type)} | {len(d.text):,} |" for d in self[:10]]
         if len(self) > 10: out.append(f"| … {len(self)-10} more | | |")
         if self.issues: out += ['', f"**{len(self.issues)} skipped:**"] + [f"- {i._repr_markdown_()}" for i in self.issues]
         return '\n'.join(out)
@@ -196,7 +206,7 @@ def load_documents(
         s, p = str(src), Path(src)
         if _is_url(s) or (branch and p.is_dir() and (p/'.git').exists()): got = load_git(s, branch, glob, encoding=encoding)
         elif p.is_dir(): got = load_folder(p, glob, encoding=encoding)
-        elif p.is_file() or p.is_symlink():
+        elif p.exists() or p.is_symlink():  # a FIFO or device given by name is refused by `read_text`, with its reason
             try: got = Documents([_doc(p, p.parent, s, encoding)])
             except (LoadError, OSError) as e: got = Documents(issues=[LoadIssue(s, str(e))])
         else: got = Documents(issues=[LoadIssue(s, 'no such file or folder')])
@@ -252,7 +262,19 @@ class Chunk:
     def end_index(self)->int: return self.start_index + len(self.text)
     def __len__(self): return len(self.text)
     def _repr_markdown_(self):
-        return f"**{self.id}** [{self.start_index:,}:{self.end_index:,}]\n\n" + _preview(self.text)
+        return f"**{md_escape(self.id)}** [{self.start_index:,}:{self.end_index:,}]\n\n" + _preview(self.text)
+
+# %% ../nbs/03_documents.ipynb #27eea357
+DATA_URI = re.compile(r'data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+(?:=[\w.+-]+)?)*;base64,([A-Za-z0-9+/=_-]{64,})')
+
+def data_free_spans(
+    text:str,  # A document text
+)->list[tuple[int, int]]:
+    "(start, end) of the stretches of `text` outside inline base64 payloads (`data:<type>;base64,<payload>`)."
+    spans, pos = [], 0
+    for m in DATA_URI.finditer(text):
+        spans.append((pos, m.start(1))); pos = m.end(1)
+    return spans + [(pos, len(text))]
 
 # %% ../nbs/03_documents.ipynb #ae5333f5
 def split_document(
@@ -262,10 +284,16 @@ def split_document(
     separators:list=SEPARATORS,  # Tried in order
     keep_separator='end',    # Where a separator goes
 )->list[Chunk]:
-    "Split `doc` into chunks whose `start_index` is checked against the text."
-    pieces = splitter(chunk_size, chunk_overlap, separators, keep_separator).split_text(doc.text)
+    "Split `doc` into chunks whose `start_index` is checked against the text; inline base64 payloads are left out."
+    sp, spans = splitter(chunk_size, chunk_overlap, separators, keep_separator), data_free_spans(doc.text)
+    pieces, starts = [], []
+    for a, b in spans:
+        part = doc.text[a:b]
+        ps = sp.split_text(part)
+        for c, s in zip(ps, chunk_offsets(part, ps, chunk_overlap)):
+            if len(spans) == 1 or any(ch.isalnum() for ch in c): pieces.append(c); starts.append(a + s)  # no ')'-only scraps
     meta = dict(source=doc.source, file_path=doc.file_path, file_name=doc.file_name, file_type=doc.file_type, **doc.metadata)
-    return [Chunk(c, doc.id, i, s, dict(meta)) for i,(c,s) in enumerate(zip(pieces, chunk_offsets(doc.text, pieces, chunk_overlap)))]
+    return [Chunk(c, doc.id, i, s, dict(meta)) for i,(c,s) in enumerate(zip(pieces, starts))]
 
 def split_documents(
     docs:list[Document],     # Documents to split

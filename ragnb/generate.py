@@ -11,23 +11,19 @@ import pandas as pd, nh3
 import numpy as np
 from rapidfuzz import fuzz, process, utils
 from .evidence import ground
-from .llm import LLM, Request, Result, Usage, ParseError
+from .llm import LLM, Request, Result, Usage, ParseError, add_call_options, call_options, check_output
 from .prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
 from .documents import Document, Chunk, load_documents, split_documents
+from .display import md_escape
 
 # %% auto #0
 __all__ = ['DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'generate_questions', 'critique',
-           'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'add_cli']
+           'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'all_calls_failed', 'add_cli']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
 _QA_INLINE = re.compile(r'(?i)(?:\*\*|__)?\b(factoid[ \t]+question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
 _QA_RE = re.compile(r'(?im)^' + _LABEL + r'(factoid[ \t]+question|question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
-
-def _md_escape(s:str|None)->str:
-    "Model text shown as plain markdown: HTML tags and markdown control characters escaped."
-    s = html.escape(s or '', quote=False)
-    return re.sub(r'([\\`*_\[\]#|])', r'\\\1', s)
 
 def _clean_field(s:str, oneline:bool=True)->str:
     "Strip whitespace, markdown emphasis and surrounding quotes from a parsed field."
@@ -67,7 +63,7 @@ class Critique:
     "One critique agent's verdict."
     score:int        # 1-5
     evaluation:str   # The rationale
-    def _repr_markdown_(self): return f"**{self.score}/5** {_md_escape(self.evaluation)}"
+    def _repr_markdown_(self): return f"**{self.score}/5** {md_escape(self.evaluation)}"
 
 _RATING_RE = re.compile(r'(?i)total[ \t]*rating[ \t]*(?:\*\*|__)?[ \t]*[:：=]?[ \t]*(?:\*\*|__)?[ \t]*\(?[ \t]*(-?\d+(?:[.,]\d+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(\d+))?')
 _EVAL_RE = re.compile(r'(?is)evaluation[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?(.*?)(?=^[ \t>#*_\-]*total[ \t]*rating|\Z)', re.M)
@@ -121,14 +117,15 @@ class QA:
     generator_prompt:str|None=None
     critique_prompts:str|None=None
     failures:list=field(default_factory=list)  # {stage, kind, message, raw}
+    doc_source:str|None=None       # Where the document was loaded from: an absolute folder or file path, or a clone URL
 
-    def _repr_markdown_(self):
-        if not self.question: return f"**{self.id}**: no question; " + '; '.join(f"{f['stage']} {f['kind']}: {f['message']}" for f in self.failures)
+    def _repr_markdown_(self):  # ids come from file names, the rest from the model: all escaped
+        if not self.question: return f"**{md_escape(self.id)}**: no question; " + md_escape('; '.join(f"{f['stage']} {f['kind']}: {f['message']}" for f in self.failures))
         ev = (f"found ({self.evidence_match}) at [{self.evidence_start}:{self.evidence_end}]" if self.evidence_found else 'not found')
         crit = ' · '.join(f"{c} **{getattr(self, c+'_score')}**" for c in CRITERIA if getattr(self, c+'_score') is not None)
-        verdict = 'kept' if self.kept else f"dropped: {self.drop_reason}" if self.drop_reason else 'not selected yet'
-        return (f"**{self.id}** ({verdict})\n\n**Q:** {_md_escape(self.question)}  \n**A:** {_md_escape(self.answer)}  \n"
-                f"**Evidence** {ev}: {_md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
+        verdict = 'kept' if self.kept else f"dropped: {md_escape(self.drop_reason)}" if self.drop_reason else 'not selected yet'
+        return (f"**{md_escape(self.id)}** ({verdict})\n\n**Q:** {md_escape(self.question)}  \n**A:** {md_escape(self.answer)}  \n"
+                f"**Evidence** {ev}: {md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
 
 
 def _tally(stats:dict|None, rs:list[Result], t0:float):
@@ -136,6 +133,10 @@ def _tally(stats:dict|None, rs:list[Result], t0:float):
     if stats is None: return
     for k, v in dict(calls=len(rs), failed_calls=sum(not r.ok for r in rs), model_seconds=time.perf_counter() - t0).items():
         stats[k] = stats.get(k, 0) + v
+
+def _where(source:str|None)->str|None:
+    "A document's source as the next command can find it: a local path made absolute, a URL as it is."
+    return str(Path(source).resolve()) if source and Path(source).exists() else source
 
 def _failure(stage:str, r:Result)->dict:
     return dict(stage=stage, kind=r.failure.kind, message=r.failure.message, raw=(r.text or '')[:500] or None)
@@ -171,7 +172,7 @@ def generate_questions(
         still = []
         for c, r in zip(alive, rs):
             q = QA(r.id, c.doc_id, c.metadata.get('file_path', c.doc_id), c.id, c.start_index, c.text,
-                   language=language, generator_model=r.model, generator_prompt=r.prompt)
+                   language=language, generator_model=r.model, generator_prompt=r.prompt, doc_source=_where(c.metadata.get('source')))
             if r.ok:
                 q.question, q.answer, q.evidence = r.value['question'], r.value['answer'], r.value['evidence']
                 if m := ground(q.evidence, c, byid.get(c.doc_id), threshold):
@@ -392,6 +393,15 @@ def generate_dataset(
                  seconds=round(time.perf_counter() - t0, 3))
     return Dataset.from_records(qas, stats)
 
+def all_calls_failed(
+    ds:Dataset,  # A dataset just generated
+)->str|None:
+    "'all N calls failed: <the most common reason>' when no model call of the run succeeded (no network, a wrong key), else None."
+    n, bad = ds.stats.get('calls', 0), ds.stats.get('failed_calls', 0)
+    if not n or bad < n: return None
+    msgs = [f['message'] for fs in ds.df.failures for f in fs]
+    return f"all {n} calls failed: " + (max(set(msgs), key=msgs.count) if msgs else 'no reason recorded')
+
 # %% ../nbs/04_generate.ipynb #b27605e9
 def add_cli(sub):
     "Add `ragnb generate` to the command line."
@@ -410,16 +420,20 @@ def add_cli(sub):
     p.add_argument('--language', default='English', help='language of questions and answers')
     p.add_argument('--glob', action='append', default=None, help="file pattern (repeatable; default '*.md' and '*.mdx')")
     p.add_argument('--branch', default=None, help='branch of git sources')
+    p.add_argument('--encoding', default='utf-8', help='text encoding of the files, e.g. latin-1 (default: utf-8)')
     p.add_argument('--keep-all', action='store_true', help='also write dropped and failed rows (with kept and drop_reason)')
+    add_call_options(p)
     p.set_defaults(func=_cli_generate)
 
 def _cli_generate(args)->int:
-    docs = load_documents(*args.src, branch=args.branch, **({'glob': tuple(args.glob)} if args.glob else {}))
+    check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
+    docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding, **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
-    llm = LLM(model=args.model, concurrency=args.concurrency, progress=sys.stderr.isatty())
+    llm = LLM(model=args.model, concurrency=args.concurrency, **call_options(args))
     ds = generate_dataset(docs, llm, args.audience, args.questions_per_chunk, args.language, args.chunk_size,
                           args.chunk_overlap, args.max_chunks, args.seed, args.min_score)
+    if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)
     path = (ds if args.keep_all else ds.kept).save(args.out)

@@ -4,19 +4,20 @@
 
 # %% ../nbs/00_llm.ipynb #e9e4efd3
 from __future__ import annotations
-import asyncio, base64, hashlib, json, math, mimetypes, os, random, sqlite3, threading, time
+import asyncio, base64, hashlib, html, json, math, mimetypes, os, random, re, sqlite3, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 import openai
 from tqdm.auto import tqdm
+from .display import md_escape, fenced
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'default_cache_dir', 'env_model', 'text_part',
-           'image_part', 'cache_key', 'CallCache', 'md_escape', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result',
-           'Request', 'price_of', 'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM',
-           'asdict_shallow']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'default_cache_dir', 'env_model', 'env_number',
+           'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part', 'cache_key',
+           'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
+           'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'asdict_shallow']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -32,6 +33,43 @@ def env_model(vision=False) -> str:
     "The model named by the environment (`RAGNB_VISION_MODEL` for pages), else the default."
     if vision and (m := os.environ.get('RAGNB_VISION_MODEL')): return m
     return os.environ.get('RAGNB_MODEL') or DEFAULT_MODEL
+
+def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
+               default:float, # Used when the variable is unset or empty
+               kind:type=float # `float` or `int`
+              ):
+    "The number in environment variable `name`, else `default`; a value that is not a number raises `ValueError` naming it."
+    v = os.environ.get(name, '').strip()
+    if not v: return default
+    try: return kind(v)
+    except ValueError: raise ValueError(f"{name}={v!r} is not a{' whole' if kind is int else ''} number") from None
+
+def show_progress() -> bool:
+    "Progress bars belong on a terminal or in a Jupyter kernel, never in a log file or a pipe."
+    return sys.stderr.isatty() or 'ipykernel' in sys.modules
+
+def add_call_options(p):
+    "Add `--timeout` and `--max-retries` to an argparse (sub)parser of a command that calls a model."
+    p.add_argument('--timeout', type=float, default=None, help='seconds per attempt of a model call, headers and body '
+                   'together (default: RAGNB_TIMEOUT, else 60)')
+    p.add_argument('--max-retries', type=int, default=None, help='retries of a model call on 429/5xx/timeouts/connection '
+                   'errors (default: RAGNB_MAX_RETRIES, else 4)')
+
+def call_options(args) -> dict:
+    "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line)."
+    return {k: v for k in ('timeout', 'max_retries') if (v := getattr(args, k, None)) is not None}
+
+def check_output(path:str|Path, # Where a command will write its result
+                 make_parents:bool=False # The command creates missing folders itself
+                ) -> Path:
+    "`path`, or a `ValueError` before any model call when it cannot be written: a folder, a missing or read-only folder."
+    p = Path(path)
+    if p.is_dir(): raise ValueError(f"--out {p} is a folder; give a file name")
+    d = p.parent
+    if not make_parents and not d.is_dir(): raise ValueError(f"--out {p}: the folder {d} does not exist")
+    while not d.exists(): d = d.parent
+    if not os.access(d, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)): raise ValueError(f"--out {p}: not writable")
+    return p
 
 # %% ../nbs/00_llm.ipynb #ee5f19b2
 def text_part(text:str) -> dict:
@@ -107,15 +145,6 @@ class CallCache:
     def __repr__(self): return f"CallCache({str(self.path)!r}, {len(self)} calls)"
 
 # %% ../nbs/00_llm.ipynb #7ee9dbd3
-def md_escape(s, # Text, or an object shown by its `str`
-             ) -> str:
-    "Text shown as markdown, literally: HTML and markdown control characters escaped, and `$` kept from starting LaTeX."
-    import html, re
-    s = re.sub(r'([\\`*_\[\]#|~])', r'\\\1', html.escape(str(s), quote=False))
-    # `\$` is not enough: markdown turns it into a bare `$` that MathJax (JupyterLab, nbconvert) then reads as math;
-    # `\\$` reaches MathJax as `\$`, which it shows as a dollar sign
-    return s.replace('$', '\\\\$')
-
 @dataclass
 class Usage:
     "Token and cost totals."
@@ -144,7 +173,7 @@ class Usage:
 class Failure:
     "Why a model call produced no usable value."
     item_id:Any
-    kind:str  # rate_limit, server_error, timeout, connection, bad_request, auth, empty, parse, replay_miss, other
+    kind:str  # rate_limit, server_error, timeout, connection, bad_request, auth, empty, truncated, parse, replay_miss, other
     message:str
     attempts:int=0
     def __str__(self): return f"{self.item_id}: {self.kind} after {self.attempts} attempt(s): {self.message}"
@@ -177,10 +206,10 @@ class Result:
         if self.failure: raise LLMError(str(self.failure))
         return self.value
 
-    def _repr_markdown_(self):
-        head = f"**{self.id}** · {self.model} · {self.prompt or 'no prompt'} · " + ('cached' if self.cached else f"{self.attempts} attempt(s)")
-        if self.failure: return head + f"\n\n**failed** ({self.failure.kind}): {self.failure.message}"
-        return head + f"\n\n```text\n{self.text}\n```"
+    def _repr_markdown_(self):  # ids, model names, replies and error messages all come from outside: escaped
+        head = f"**{md_escape(self.id)}** · {md_escape(self.model)} · {md_escape(self.prompt or 'no prompt')} · " + ('cached' if self.cached else f"{self.attempts} attempt(s)")
+        if self.failure: return head + f"\n\n**failed** ({md_escape(self.failure.kind)}): {md_escape(self.failure.message)}"
+        return head + "\n\n" + fenced(self.text or '')
 
 @dataclass
 class Request:
@@ -273,14 +302,15 @@ class LLM:
                  cache_path:str|Path|None=None,  # SQLite file (or folder); default `RAGNB_CACHE_DIR`/calls.sqlite
                  replay:bool=False,  # Answer only from the cache; a miss is a `replay_miss` failure naming the call
                  concurrency:int=16,  # Calls in flight at once in a batch
-                 max_retries:int=4,  # Retries per call on 429/5xx/timeouts/connection errors
-                 timeout:float=60.0,  # Seconds per attempt
+                 max_retries:int|None=None,  # Retries per call on 429/5xx/timeouts/connection errors; default `RAGNB_MAX_RETRIES` or 4
+                 timeout:float|None=None,  # Seconds per attempt, headers and body together; default `RAGNB_TIMEOUT` or 60
                  temperature:float=0.0,
                  backoff:float=0.5,  # First backoff delay in seconds (doubles each retry, with jitter)
                  max_backoff:float=30.0,
                  vision_model:str|None=None,  # Default `RAGNB_VISION_MODEL`, else `model`
                  embed_model:str|None=None,  # Default `RAGNB_EMBED_MODEL` or text-embedding-3-small
-                 progress:bool=True,  # Show a tqdm progress bar for batches
+                 progress:bool|None=None,  # Show a tqdm progress bar for batches; default: only on a terminal or in Jupyter
+                 retry_truncated:float=2.0,  # A reply cut off at the caller's `max_tokens` is retried once with this many times the limit (0: never)
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
                  cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
@@ -293,8 +323,11 @@ class LLM:
         self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
         self.cache_endpoint = (cache_endpoint or self.base_url).rstrip('/')
         self._api_key = api_key or os.environ.get('OPENAI_API_KEY') or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None)
-        self.replay, self.concurrency, self.max_retries, self.timeout = replay, concurrency, max_retries, timeout
-        self.temperature, self.backoff, self.max_backoff, self.progress = temperature, backoff, max_backoff, progress
+        self.max_retries = env_number('RAGNB_MAX_RETRIES', 4, int) if max_retries is None else max_retries
+        self.timeout = env_number('RAGNB_TIMEOUT', 60.0) if timeout is None else timeout
+        self.replay, self.concurrency, self.retry_truncated = replay, concurrency, retry_truncated
+        self.temperature, self.backoff, self.max_backoff = temperature, backoff, max_backoff
+        self.progress = show_progress() if progress is None else progress
         self._client_kw = client_kw
         self.cache = None
         if cache or replay:
@@ -322,6 +355,23 @@ class LLM:
 def _params(self:LLM, params:dict) -> dict:
     return {'temperature':self.temperature, **params}
 
+def _grown(params:dict, factor:float) -> dict|None:
+    "`params` with `factor` times the caller's token limit, for one retry of a truncated reply; None when there is no limit to raise."
+    k = next((k for k in ('max_completion_tokens', 'max_tokens') if params.get(k)), None)
+    return {**params, k: int(params[k] * factor)} if k and factor and factor > 1 else None
+
+def _cut(completion_tokens:int, text:str|None) -> str:
+    "The message of a `truncated` failure."
+    return (f"the reply was cut off at the token limit (finish_reason=length, {completion_tokens} completion tokens); "
+            f"it ends {(text or '')[-60:]!r}")
+
+def _describe(self:LLM, e:Exception, kind:str) -> str:
+    "A failure message that names the deadline or the endpoint when that is what went wrong."
+    if isinstance(e, asyncio.TimeoutError):
+        return f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= or RAGNB_TIMEOUT)"
+    if kind in ('connection', 'timeout'): return f"{type(e).__name__} at {self.base_url}: {e}"
+    return f"{type(e).__name__}: {e}"
+
 async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
     model = model or self.model
     params, pid = _params(self, params), _prompt_id(prompt)
@@ -336,42 +386,57 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
         self.usage.failed += 1
         return res
     if rec is not None:
-        res.cached, res.text = True, rec['text']
+        res.cached, res.text, res.model = True, rec['text'], rec.get('model') or model
         u = rec.get('usage') or {}
         pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
-        res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(rec.get('model') or model, pt, ct) or 0.0)
+        res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
         self.usage.add(res.usage)
+        if rec.get('finish_reason') == 'length':  # recorded before cut-off replies became failures
+            res.failure = Failure(item_id, 'truncated', _cut(ct, res.text), 0)
+            self.usage.failed += 1
+            return res
     else:
         headers = {'X-Ragnb-Prompt': pid} if pid else {}
-        attempt = 0
+        attempt, errors, call, grown, spent, r, text = 0, 0, params, False, Usage(), None, None
         while True:
             attempt += 1
-            try:
-                r = await self._client().chat.completions.create(model=model, messages=messages, extra_headers=headers, **params)
-                text = r.choices[0].message.content if r.choices else None
-                if text is None: raise _Empty(f"the reply has no message content (finish_reason={r.choices[0].finish_reason if r.choices else None})")
+            try:  # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
+                r = await asyncio.wait_for(self._client().chat.completions.create(
+                        model=model, messages=messages, extra_headers=headers, **call), self.timeout)
+                u = r.usage
+                pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
+                spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost_of(r.model or model, pt, ct) or 0.0))
+                choice = r.choices[0] if r.choices else None
+                text = choice.message.content if choice else None
+                if choice is not None and choice.finish_reason == 'length':
+                    if not grown and (bigger := _grown(call, self.retry_truncated)):
+                        call, grown = bigger, True; continue
+                    raise _Truncated(_cut(ct, text))
+                if text is None: raise _Empty(f"the reply has no message content (finish_reason={choice.finish_reason if choice else None})")
                 break
             except _Empty as e:
                 res.failure = Failure(item_id, 'empty', str(e), attempt); break
+            except _Truncated as e:  # the raw text stays on the result for inspection; it is never parsed or cached
+                res.text, res.failure = text, Failure(item_id, 'truncated', str(e), attempt); break
             except Exception as e:
                 kind = error_kind(e)
-                if kind in RETRYABLE and attempt <= self.max_retries:
-                    await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
+                errors += 1
+                if kind in RETRYABLE and errors <= self.max_retries:
+                    await asyncio.sleep(backoff_delay(errors, self.backoff, self.max_backoff, retry_after(e)))
                     continue
-                res.failure = Failure(item_id, kind, f"{type(e).__name__}: {e}", attempt); break
-        res.attempts = attempt
+                res.failure = Failure(item_id, kind, _describe(self, e, kind), attempt); break
+        res.attempts, res.usage = attempt, spent
         if res.failure:
-            self.usage.failed += 1
+            self.usage.add(spent); self.usage.failed += 1
             return res
-        u = r.usage
-        pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
-        c = cost_of(r.model or model, pt, ct)
-        res.usage = Usage(calls=1, prompt_tokens=pt, completion_tokens=ct, cost=c or 0.0, unpriced=int(c is None))
-        self.usage.add(res.usage)
+        res.model = r.model or model  # the model that answered, as the server names it
+        spent.calls, spent.unpriced = 1, int(price_of(res.model) is None)
+        self.usage.add(spent)
         res.text = text
         if self.cache is not None:
-            self.cache.put(key, {'text':text, 'model':r.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
-                                 'finish_reason':r.choices[0].finish_reason}, 'chat', model, pid)
+            self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':spent.prompt_tokens,
+                                 'completion_tokens':spent.completion_tokens}, 'finish_reason':r.choices[0].finish_reason},
+                           'chat', model, pid)
     try: res.value = parse(res.text) if parse else res.text
     except Exception as e:
         res.failure = Failure(item_id, 'parse', f"{type(e).__name__}: {e}", res.attempts)
@@ -379,6 +444,7 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
     return res
 
 class _Empty(Exception): pass
+class _Truncated(Exception): pass
 
 LLM.acall = _acall
 
@@ -463,11 +529,11 @@ async def _aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int
         idx = todo[s:s+batch_size]
         for attempt in range(1, self.max_retries + 2):
             try:
-                r = await client.embeddings.create(model=model, input=[texts[i] for i in idx]); break
+                r = await asyncio.wait_for(client.embeddings.create(model=model, input=[texts[i] for i in idx]), self.timeout); break
             except Exception as e:
                 kind = error_kind(e)
                 if kind not in RETRYABLE or attempt > self.max_retries:
-                    raise LLMError(f"embedding texts {idx[0]}..{idx[-1]} failed ({kind}) after {attempt} attempt(s): {e}") from e
+                    raise LLMError(f"embedding texts {idx[0]}..{idx[-1]} failed ({kind}) after {attempt} attempt(s): {_describe(self, e, kind)}") from e
                 await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
         pt = r.usage.prompt_tokens if r.usage else 0
         self.usage.add(Usage(calls=1, prompt_tokens=pt, cost=cost_of(model, pt) or 0.0))

@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'METRIC_GROUPS', 'METRICS', 'EXTRAS', 'LABEL_FIELDS',
            'TEXT_FIELDS', 'CLAIM_FIELDS', 'ResultError', 'CheckingDataError', 'LabelBatch', 'claim_metrics', 'overall',
-           'Scores', 'score', 'compare', 'RAGResult', 'load_results', 'results_frame', 'attach_metrics', 'save_results',
-           'add_cli']
+           'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'compare', 'RAGResult', 'load_results',
+           'results_frame', 'attach_metrics', 'save_results', 'add_cli']
 
 # %% ../nbs/06a_metrics.ipynb #6ff863f1
-import json, sys
+import html, json, re, sys
 from itertools import chain
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
+from .display import md_escape
 
 # %% ../nbs/06a_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -226,13 +227,29 @@ class Scores:
         return {'contradiction_rate': float(np.round(pr.contradiction_rate.mean() * 100, 1)) if len(pr) else None,
                 'results_with_zero_from_empty': int(pr.zero_from_empty.map(bool).sum())}
 
+    @property
+    def coverage(self) -> dict:
+        "Over how many results every figure is a mean, how many were left out and why, and the zeros forced by empty lists."
+        pr, why = self.per_result, {}
+        for e in self.errors: why[f"{e.field}: {e.reason}"] = why.get(f"{e.field}: {e.reason}", 0) + 1
+        zeros = {m: int(pr.zero_from_empty.map(lambda z, m=m: m in z).sum()) for m in METRICS} if len(pr) else {}
+        return {'results': len(pr) + len(self.errors), 'scored': len(pr), 'left_out': len(self.errors), 'left_out_why': why,
+                'zero_from_empty': {m: n for m, n in zeros.items() if n}}
+
+    def coverage_line(self) -> str:
+        "`coverage` in one sentence, for a console."
+        c = self.coverage
+        out = f"each figure is a mean over {c['scored']} of {c['results']} result(s)"
+        if c['left_out']: out += f"; {c['left_out']} left out: " + '; '.join(f"{n} x {w}" for w, n in c['left_out_why'].items())
+        if c['zero_from_empty']: out += "; zeros forced by an empty list: " + ', '.join(f"{m} {n}" for m, n in c['zero_from_empty'].items())
+        return out
+
     def table(self) -> pd.DataFrame:
         "The overall metrics as a (group, metric) table."
         return pd.DataFrame([(g, k, v) for g, ks in self.overall.items() for k, v in ks.items()],
                             columns=['group', 'metric', self.name]).set_index(['group', 'metric'])
 
     def _repr_html_(self):
-        import html
         n, e = len(self.per_result), len(self.errors)
         err = f"<br>{e} result(s) not scored: " + html.escape('; '.join(str(x) for x in self.errors[:5])) if e else ''
         ex = ', '.join(f"{k} {v}" for k, v in self.extras.items())
@@ -240,9 +257,25 @@ class Scores:
                 + self.table().to_html())
 
 # %% ../nbs/06a_metrics.ipynb #f1f6f794
+def duplicate_ids(results) -> list[str]:
+    "The `query_id`s that occur more than once in `results` (dicts or objects; a result without one counts by position)."
+    seen, dup = set(), {}
+    for pos, r in enumerate(results):
+        q = str(_get(r, 'query_id', pos))
+        if q in seen: dup[q] = None
+        seen.add(q)
+    return list(dup)
+
+def check_unique_ids(results, where:str='') -> None:
+    "Raise `ValueError` naming the repeated `query_id`s, if any: results are matched by id, so each must be unique."
+    if d := duplicate_ids(results):
+        raise ValueError(f"{where}{len(d)} query_id(s) occur more than once: {', '.join(map(repr, d[:10]))}"
+                         + (f" and {len(d) - 10} more" if len(d) > 10 else '') + "; every result needs its own query_id")
+
 def score(results, name:str='system', strict:bool=False) -> Scores:
     "Score RAGChecker results (dicts, objects, a DataFrame or a `LabelBatch`) from their label matrices."
     if isinstance(results, pd.DataFrame): results = results.to_dict('records')
+    check_unique_ids(results.ids if isinstance(results, LabelBatch) else results)
     b = results if isinstance(results, LabelBatch) else LabelBatch.from_results(results, strict=strict)
     m = claim_metrics(b)
     df = pd.DataFrame({k: m[k] for k in METRICS + ('contradiction_rate',)}, index=pd.Index(b.ids, name='query_id'))
@@ -317,10 +350,10 @@ class RAGResult:
         if not d['ragnb']: del d['ragnb']
         return d
 
-    def _repr_markdown_(self):
+    def _repr_markdown_(self):  # the id and the query come from a file: escaped
         n = lambda v: '-' if v is None else len(v)
         m = ', '.join(f"{k} {v:.2f}" for k, v in self.metrics.items()) or 'not computed'
-        return (f"**{self.query_id}** {self.query}\n\n{len(self.retrieved_context)} chunks; "
+        return (f"**{md_escape(self.query_id)}** {md_escape(self.query)}\n\n{len(self.retrieved_context)} chunks; "
                 f"{n(self.response_claims)} response claims, {n(self.gt_answer_claims)} ground-truth claims; metrics: {m}")
 
 # %% ../nbs/06a_metrics.ipynb #fdbe620a
@@ -362,7 +395,7 @@ def save_results(results, path, scores:Scores|None=None) -> Scores:
     results = load_results(results)
     s = scores or score(results)
     attach_metrics(results, s)
-    doc = {'results': [r.to_dict() for r in results], 'metrics': s.overall}
+    doc = {'results': [r.to_dict() for r in results], 'metrics': s.overall, 'metrics_coverage': s.coverage}
     path = Path(path); tmp = path.with_name(path.name + '.tmp')
     tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False)); tmp.replace(path)
     return s
@@ -373,9 +406,12 @@ def _cli_metrics(args) -> int:
     except (OSError, json.JSONDecodeError) as e: print(f"ragnb metrics: cannot read {args.file}: {e}", file=sys.stderr); return 2
     if not isinstance(d, dict) or not isinstance(d.get('results'), list):
         print(f"ragnb metrics: {args.file}: expected an object with a 'results' list", file=sys.stderr); return 2
+    if dup := duplicate_ids(d['results']):
+        print(f"ragnb metrics: {args.file}: query_id(s) occur more than once: {', '.join(map(repr, dup[:10]))}", file=sys.stderr); return 2
     s = score(d['results'])
     print(json.dumps(s.overall, indent=2))
     for e in s.errors: print(f"ragnb metrics: {args.file}: {e}", file=sys.stderr)
+    print(f"ragnb metrics: {args.file}: {s.coverage_line()}", file=sys.stderr)
     return 1 if s.errors else 0
 
 def add_cli(sub):

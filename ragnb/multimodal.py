@@ -9,12 +9,12 @@ from dataclasses import dataclass, field, asdict
 from html import escape, unescape
 from pathlib import Path
 import pandas as pd
-from .llm import LLM, Request, ParseError, Usage, text_part, image_part
+from .llm import LLM, Request, ParseError, Usage, text_part, image_part, add_call_options, call_options
 from .prompts import get_prompt, DEFAULT_AUDIENCE
 from .pages import Segment, ParsedDoc, sanitize_html
 from .pdf import parse_pdf
-from .office import parse_office
-from .pages import DocumentError
+from .office import parse_office, MAX_IMAGE_BYTES, MAX_PART_BYTES
+from .pages import DocumentError, page_list
 import sys
 from .generate import QA, Dataset, parse_factoid, critique, select
 from .evidence import locate
@@ -171,23 +171,28 @@ def parse_document(
     llm:LLM|None=None,  # vision model for PDF pages (None: the environment's, or offline)
     offline:bool=False,  # PDF pages without a model (PyMuPDF text and table finder)
     pages:list[int]|None=None,  # PDF pages to parse, from 1 (default: all)
+    max_image_bytes:int=MAX_IMAGE_BYTES,  # DOCX/PPTX: a larger picture (uncompressed) is not read, its segment fails
+    max_part_bytes:int=MAX_PART_BYTES,  # DOCX/PPTX: a larger other part makes the file unreadable
 )->ParsedDoc:
     "Parse `path` into a `ParsedDoc`: PDFs page by page, Word and PowerPoint files natively."
-    if Path(path).suffix.lower() in ('.docx', '.pptx'): return parse_office(path, out_dir)
+    if Path(path).suffix.lower() in ('.docx', '.pptx'): return parse_office(path, out_dir, max_image_bytes, max_part_bytes)
     return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages)
 
 # %% ../nbs/05b_multimodal.ipynb #34f6fba7
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
-    pages = [int(p) for p in args.pages.split(',')] if args.pages else None
+    office = Path(args.file).suffix.lower() in ('.docx', '.pptx')
     try:
-        llm = None if args.offline else LLM(vision_model=args.model) if args.model else None
-        res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=pages)
+        llm = None if args.offline or office else LLM(vision_model=args.model, **call_options(args))
+        res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=args.pages,
+                             max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6))
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
     ok = len(res.pages) - len(res.failures)
     print(f"{args.file}: {ok}/{len(res.pages)} pages parsed ({res.mode}) into {args.out}")
+    for w in res.warnings: print(f"  warning: {w}", file=sys.stderr)  # a damaged file, a scanned page: said here, not only in the manifest
     for p in res.pages:
+        for w in p.warnings: print(f"  page {p.page}: warning: {w}", file=sys.stderr)
         if p.failure is not None: print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
     return 1 if res.failures else 0
 
@@ -198,6 +203,11 @@ def add_cli(sub):
     p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
     p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
     p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')
-    p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all PDF pages)')
+    p.add_argument('--pages', type=page_list, help='comma-separated page numbers, from 1 (default: all PDF pages)')
+    p.add_argument('--max-image-mb', type=float, default=MAX_IMAGE_BYTES / 1e6,
+                   help='DOCX/PPTX: pictures larger than this, uncompressed, are not read (default: %(default)g)')
+    p.add_argument('--max-part-mb', type=float, default=MAX_PART_BYTES / 1e6,
+                   help='DOCX/PPTX: any other part larger than this, uncompressed, makes the file unreadable (default: %(default)g)')
+    add_call_options(p)
     p.set_defaults(func=_cli_parse)
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_office.ipynb #372a36a6
 from __future__ import annotations
-import json, tempfile, zipfile
+import io, json, tempfile, zipfile
 from html import escape
 from pathlib import Path
 import docx, pptx
@@ -15,32 +15,56 @@ from pptx.enum.shapes import PP_PLACEHOLDER
 from .pages import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id, grid_html, expand
 
 # %% auto #0
-__all__ = ['TITLES', 'open_docx', 'open_pptx', 'docx_cells', 'docling_grids', 'docx_tables', 'pptx_cells', 'docx_segments',
-           'pptx_segments', 'segments_page', 'parse_office']
+__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'TITLES', 'open_docx', 'open_pptx', 'docx_cells', 'docling_grids', 'docx_tables',
+           'pptx_cells', 'image_type', 'docx_segments', 'pptx_segments', 'segments_page', 'parse_office']
 
 # %% ../nbs/05a_office.ipynb #ea1a5808
-def _open_package(path:str|Path, kind:str):
-    "Open `path` as a Word ('docx') or PowerPoint ('pptx') package, or raise `DocumentError` naming the file."
+MAX_IMAGE_BYTES = 50_000_000   # a picture or embedded object larger than this, uncompressed, is not read (its segment fails)
+MAX_PART_BYTES = 200_000_000   # any other part larger than this, uncompressed, makes the file unreadable
+_DROPPABLE = ('/media/', '/embeddings/')  # parts a document can be read without
+
+def _oversized(path:Path, z:zipfile.ZipFile, max_image_bytes:int, max_part_bytes:int)->dict:
+    "{part: why} for the pictures and objects over their cap (by declared size, which zipfile enforces); raise for other parts."
+    big = {}
+    for i in z.infolist():
+        media = any(d in '/' + i.filename for d in _DROPPABLE)
+        cap = max_image_bytes if media else max_part_bytes
+        if i.file_size <= cap: continue
+        why = f"{i.file_size:,} bytes uncompressed ({i.compress_size:,} in the file), over the {cap:,}-byte cap"
+        if not media: raise DocumentError(f"{path}: part {i.filename} is {why} (max_part_bytes): not read, a decompression bomb?")
+        big[i.filename] = why + " (max_image_bytes)"
+    return big
+
+def _without(path:Path, big:dict)->io.BytesIO:
+    "A copy of the package with the parts in `big` emptied, so it opens without inflating them and its links still resolve."
+    buf = io.BytesIO()
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(buf, 'w', zipfile.ZIP_DEFLATED, compresslevel=1) as zout:
+        for i in zin.infolist(): zout.writestr(i.filename, b'' if i.filename in big else zin.read(i))
+    buf.seek(0)
+    return buf
+
+def _open_package(path:str|Path, kind:str, max_image_bytes:int=MAX_IMAGE_BYTES, max_part_bytes:int=MAX_PART_BYTES)->tuple:
+    "Open `path` as a Word ('docx') or PowerPoint ('pptx') package, or raise `DocumentError` naming the file; also {oversized part: why}."
     path = Path(path)
     if not path.is_file(): raise DocumentError(f"{path}: no such file")
     if path.stat().st_size == 0: raise DocumentError(f"{path}: the file is empty (0 bytes)")
     if not zipfile.is_zipfile(path): raise DocumentError(f"{path}: not a {kind.upper()} file (not a zip package)")
     main = {'docx': 'word/document.xml', 'pptx': 'ppt/presentation.xml'}[kind]
-    with zipfile.ZipFile(path) as z: names = z.namelist()
+    with zipfile.ZipFile(path) as z: names, big = z.namelist(), _oversized(path, z, max_image_bytes, max_part_bytes)
     if main not in names:
         what = 'a PowerPoint file' if 'ppt/presentation.xml' in names else 'a Word file' if 'word/document.xml' in names else \
                f"a zip of {', '.join(sorted(names)[:3])}{' ...' if len(names) > 3 else ''}"
         raise DocumentError(f"{path}: not a {kind.upper()} file: it is {what}")
-    try: return (docx.Document if kind == 'docx' else pptx.Presentation)(str(path))
+    try: return (docx.Document if kind == 'docx' else pptx.Presentation)(_without(path, big) if big else str(path)), big
     except Exception as e: raise DocumentError(f"{path}: cannot read the {kind.upper()} package ({e})") from e
 
 def open_docx(path:str|Path)->docx.document.Document:
     "Open a Word file, or raise `DocumentError` naming it."
-    return _open_package(path, 'docx')
+    return _open_package(path, 'docx')[0]
 
 def open_pptx(path:str|Path)->pptx.presentation.Presentation:
     "Open a PowerPoint file, or raise `DocumentError` naming it."
-    return _open_package(path, 'pptx')
+    return _open_package(path, 'pptx')[0]
 
 # %% ../nbs/05a_office.ipynb #b57b5b69
 def _para_text(p)->str:
@@ -103,12 +127,39 @@ def _heading_level(style:str)->int:
     if style.startswith('Heading') and style[7:].strip().isdigit(): return int(style[7:])
     return 0
 
+_IMAGE_MAGIC = {'png': (b'\x89PNG\r\n\x1a\n',), 'jpg': (b'\xff\xd8\xff',), 'gif': (b'GIF87a', b'GIF89a'), 'bmp': (b'BM',),
+                'tif': (b'II*\x00', b'MM\x00*'), 'wmf': (b'\xd7\xcd\xc6\x9a',)}
+_SAME = {'jpeg': 'jpg', 'jpe': 'jpg', 'tiff': 'tif'}
+
+def image_type(
+    data:bytes,  # a file's content
+)->str|None:
+    "The image format `data` starts with ('png', 'jpg', 'gif', 'bmp', 'tif', 'webp', 'emf', 'wmf', 'svg'), whatever its name says; None if none."
+    for k, heads in _IMAGE_MAGIC.items():
+        if data.startswith(heads): return k
+    if data[:4] == b'RIFF' and data[8:12] == b'WEBP': return 'webp'
+    if data[40:44] == b' EMF': return 'emf'
+    if data[:256].lstrip(b'\xef\xbb\xbf \t\r\n').startswith((b'<?xml', b'<svg')) and b'<svg' in data[:4096]: return 'svg'
+    return None
+
+def _picture_segment(name:str, blob:bytes, big:dict, out:Path, stem:str, page:int)->Segment:
+    "An image segment for package part `name`, written with the extension its bytes show; or a failed one saying why not."
+    if name in big: return Segment('image', '', stem, page, failure=f"picture {name} not read: {big[name]}")
+    kind = image_type(blob)
+    if kind is None: return Segment('image', '', stem, page, failure=f"picture {name} not read: its {len(blob):,} bytes are not an image")
+    ext = Path(name).suffix.lstrip('.').lower()
+    f = out/f"{stem}.{ext if _SAME.get(ext, ext) == kind else kind}"
+    out.mkdir(parents=True, exist_ok=True); f.write_bytes(blob)
+    return Segment('image', str(f), f.name, page)
+
 def docx_segments(
     path:str|Path,  # Word file
     out_dir:str|Path|None=None,  # where pictures are written (default: a new temporary folder)
+    max_image_bytes:int=MAX_IMAGE_BYTES,  # a larger picture (uncompressed) is not read: its segment fails
+    max_part_bytes:int=MAX_PART_BYTES,  # a larger other part makes the file unreadable
 )->list[Segment]:
     "The document's text, tables (HTML) and pictures as segments in reading order."
-    d, did = open_docx(path), doc_id(path)
+    (d, big), did = _open_package(path, 'docx', max_image_bytes, max_part_bytes), doc_id(path)
     out = Path(out_dir or tempfile.mkdtemp())
     segs, text, n_img = [], [], 0
     def flush():
@@ -119,9 +170,7 @@ def docx_segments(
         part = d.part.related_parts.get(blip.get(qn('r:embed')))
         if part is None: return  # a linked picture: nothing embedded
         flush(); n_img += 1
-        f = out/f"{did}_1_{n_img}{Path(str(part.partname)).suffix}"
-        out.mkdir(parents=True, exist_ok=True); f.write_bytes(part.blob)
-        segs.append(Segment('image', str(f), f.name, 1))
+        segs.append(_picture_segment(str(part.partname).lstrip('/'), part.blob, big, out, f"{did}_1_{n_img}", 1))
     for el in d.element.body.iterchildren():
         if el.tag == qn('w:tbl'):
             flush()
@@ -152,10 +201,10 @@ def _chart_cells(chart)->list[dict]:
 TITLES = {PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE}
 
 def _picture(sh):
-    "The embedded image of a picture shape (or picture placeholder); None for other shapes and linked pictures."
-    if not isinstance(sh, Picture): return None
-    try: return sh.image
-    except (ValueError, KeyError): return None  # a linked picture: nothing embedded to read
+    "The embedded image part of a picture shape (or picture placeholder); None for other shapes and linked pictures."
+    if not isinstance(sh, Picture) or not (rid := sh._element.blip_rId): return None  # a linked picture: nothing embedded
+    try: return sh.part.related_part(rid)
+    except (ValueError, KeyError): return None
 
 def _shapes(shapes):
     "Shapes in reading order (top, then left), groups read through."
@@ -166,9 +215,11 @@ def _shapes(shapes):
 def pptx_segments(
     path:str|Path,  # PowerPoint file
     out_dir:str|Path|None=None,  # where pictures are written (default: a new temporary folder)
+    max_image_bytes:int=MAX_IMAGE_BYTES,  # a larger picture (uncompressed) is not read: its segment fails
+    max_part_bytes:int=MAX_PART_BYTES,  # a larger other part makes the file unreadable
 )->list[Segment]:
     "Every slide's text, tables and charts (HTML) and pictures as segments, slide by slide."
-    prs, did = open_pptx(path), doc_id(path)
+    (prs, big), did = _open_package(path, 'pptx', max_image_bytes, max_part_bytes), doc_id(path)
     out = Path(out_dir or tempfile.mkdtemp())
     segs, n_tab = [], 0
     for sno, slide in enumerate(prs.slides, 1):
@@ -185,11 +236,9 @@ def pptx_segments(
                 flush(); n_tab += 1
                 cells = pptx_cells(sh.table) if sh.has_table else _chart_cells(sh.chart)
                 segs.append(Segment('table', grid_html(cells), f"table_{n_tab}", sno))
-            elif (img := _picture(sh)) is not None:
+            elif (part := _picture(sh)) is not None:
                 flush(); n_img += 1
-                f = out/f"{did}_{sno}_{n_img}.{img.ext}"
-                out.mkdir(parents=True, exist_ok=True); f.write_bytes(img.blob)
-                segs.append(Segment('image', str(f), f.name, sno))
+                segs.append(_picture_segment(str(part.partname).lstrip('/'), part.blob, big, out, f"{did}_{sno}_{n_img}", sno))
         flush()
     return segs
 
@@ -198,23 +247,26 @@ def segments_page(
     segs:list[Segment],  # segments of one page or slide
     page:int,  # its number, from 1
 )->ParsedPage:
-    "A `ParsedPage` whose markdown cites the tables and images of `segs`."
-    parts, tables, images = [], {}, {}
+    "A `ParsedPage` whose markdown cites the tables and images of `segs`; a failed segment becomes a warning."
+    parts, tables, images, warnings = [], {}, {}, []
     for s in segs:
-        if s.kind == 'text': parts.append(s.content)
+        if s.failure: warnings.append(s.failure)
+        elif s.kind == 'text': parts.append(s.content)
         elif s.kind == 'table': tables[s.name] = s.content; parts.append(f"[{s.name}]({s.name}.html)")
         else: images[s.name] = s.content; parts.append(f"![]({s.name})")
-    return ParsedPage(page, '\n\n'.join(parts), tables, images, mode='native')
+    return ParsedPage(page, '\n\n'.join(parts), tables, images, mode='native', warnings=warnings)
 
 def parse_office(
     path:str|Path,  # DOCX or PPTX file
     out_dir:str|Path,  # output folder (pictures, pages, tables, manifest)
+    max_image_bytes:int=MAX_IMAGE_BYTES,  # a larger picture (uncompressed) is not read: its segment fails
+    max_part_bytes:int=MAX_PART_BYTES,  # a larger other part makes the file unreadable
 )->ParsedDoc:
     "Read a DOCX or PPTX natively into `out_dir`, like `parse_pdf` does for PDFs."
     path, out = Path(path), Path(out_dir)
     kind = path.suffix.lower()
     if kind not in ('.docx', '.pptx'): raise DocumentError(f"{path}: not a .docx or .pptx file")
-    segs = (docx_segments if kind == '.docx' else pptx_segments)(path, out)
+    segs = (docx_segments if kind == '.docx' else pptx_segments)(path, out, max_image_bytes, max_part_bytes)
     pages = sorted({s.page for s in segs}) or [1]
     res = ParsedDoc(str(path), doc_id(path), 'native', [segments_page([s for s in segs if s.page == p], p) for p in pages], out_dir=str(out))
     res.save(out)

@@ -4,16 +4,17 @@
 
 # %% ../nbs/03b_pages.ipynb #453cc021
 from __future__ import annotations
-import base64, hashlib, json, re
+import argparse, base64, hashlib, json, re
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 import nh3, pymupdf
+from .display import md_escape
 
 # %% auto #0
 __all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'FENCED_TABLE', 'BARE_TABLE', 'IMAGE_REF', 'TABLE_REF', 'OFFLINE_MARK', 'DocumentError',
            'doc_id', 'png_html', 'sanitize_html', 'grid_html', 'expand', 'row_cells', 'cells_html', 'Segment',
-           'ParsedPage', 'ParsedDoc', 'claim_folder']
+           'ParsedPage', 'ParsedDoc', 'claim_folder', 'page_list']
 
 # %% ../nbs/03b_pages.ipynb #62e619e6
 class DocumentError(ValueError):
@@ -95,8 +96,10 @@ class Segment:
     content:str  # markdown text, table HTML, or the image's path
     name:str|None = None  # 'table_3' for tables, the file name for images
     page:int|None = None  # page or slide it comes from, from 1
+    failure:str|None = None  # why it could not be read (e.g. an image over the size cap); its content is then ''
     def _repr_html_(self)->str:
         head = f"<small>{self.kind}{' '+escape(self.name) if self.name else ''}{f' · page {self.page}' if self.page else ''}</small><br>"
+        if self.failure: return head + f"<i>not read: {escape(self.failure)}</i>"
         if self.kind == 'table': return head + sanitize_html(self.content)
         if self.kind == 'image': return head + (png_html(self.content, 300) if Path(self.content).suffix == '.png' and Path(self.content).exists() else escape(self.content))
         return head + f"<pre style='white-space:pre-wrap'>{escape(self.content)}</pre>"
@@ -133,12 +136,12 @@ class ParsedPage:
         if t := md[pos:].strip(): out.append(Segment('text', t, page=self.page))
         return out
     def _repr_markdown_(self)->str:
-        head = f"**page {self.page}** · {self.mode} · {len(self.tables)} table(s) · {len(self.images)} image(s)"
-        if self.failure is not None: return head + f"\n\n**failed**: {escape(str(self.failure))}"
-        body = escape(self.markdown.replace(OFFLINE_MARK, '').strip(), quote=False)
+        head = f"**page {self.page}** · {md_escape(self.mode)} · {len(self.tables)} table(s) · {len(self.images)} image(s)"
+        if self.failure is not None: return head + f"\n\n**failed**: {md_escape(self.failure)}"
+        body = escape(self.markdown.replace(OFFLINE_MARK, '').strip(), quote=False).replace('$', '\\$')  # no math from a page
         body = TABLE_REF.sub(lambda m: f"\n\n*{m.group(1)}*\n\n{sanitize_html(self.tables.get(m.group(1), ''))}\n\n", body)
         body = IMAGE_REF.sub(lambda m: f"*(image {m.group(2)})*", body)
-        return head + ''.join(f"\n\n> warning: {escape(w)}" for w in self.warnings) + "\n\n---\n\n" + body
+        return head + ''.join(f"\n\n> warning: {md_escape(w)}" for w in self.warnings) + "\n\n---\n\n" + body
 
 # %% ../nbs/03b_pages.ipynb #16b282d7
 @dataclass
@@ -151,6 +154,7 @@ class ParsedDoc:
     model:str|None = None
     prompt:str|None = None
     out_dir:str|None = None
+    warnings:list = field(default_factory=list)  # about the whole document, e.g. a damaged file that had to be repaired
     @property
     def failures(self)->list: return [p.failure for p in self.pages if p.failure is not None]
     def segments(self)->list[Segment]:
@@ -173,13 +177,14 @@ class ParsedDoc:
                               failure=None if p.failure is None else dict(kind=p.failure.kind, message=p.failure.message)))
         manifest = dict(file=str(self.path), doc=self.doc, mode=self.mode, model=self.model, prompt=self.prompt,
                         note='offline: PyMuPDF text and table finder, no model' if self.mode == 'offline' else None,
-                        pages=pages, failures=[dict(page=q['page'], **q['failure']) for q in pages if q['failure']])
+                        warnings=self.warnings, pages=pages, failures=[dict(page=q['page'], **q['failure']) for q in pages if q['failure']])
         (out/'manifest.json').write_text(json.dumps(manifest, indent=1))
         return out/'manifest.json'
     def _repr_markdown_(self)->str:
-        rows = '\n'.join(f"| {p.page} | {'failed: '+p.failure.kind if p.failure is not None else 'ok'} | {len(p.tables)} | {len(p.images)} | {len(p.markdown)} |" for p in self.pages)
-        return (f"**{Path(self.path).name}** · {self.mode}{' · '+self.model if self.model else ''} · {len(self.pages)} pages, "
-                f"{len(self.failures)} failed\n\n| page | status | tables | images | characters |\n|---|---|---|---|---|\n{rows}")
+        rows = '\n'.join(f"| {p.page} | {'failed: '+md_escape(p.failure.kind) if p.failure is not None else 'ok'} | {len(p.tables)} | {len(p.images)} | {len(p.markdown)} |" for p in self.pages)
+        warn = ''.join(f"\n\n> warning: {md_escape(w)}" for w in self.warnings)
+        return (f"**{md_escape(Path(self.path).name)}** · {self.mode}{' · '+md_escape(self.model) if self.model else ''} · {len(self.pages)} pages, "
+                f"{len(self.failures)} failed{warn}\n\n| page | status | tables | images | characters |\n|---|---|---|---|---|\n{rows}")
 def claim_folder(
     out:Path,  # the output folder
     parsed     # the `ParsedDoc` about to be written there
@@ -190,3 +195,15 @@ def claim_folder(
         other = json.loads(m.read_text()).get('doc')
         if other and other != parsed.doc:
             raise DocumentError(f"{out}: already holds the parse of another document ({other}); choose another folder")
+
+# %% ../nbs/03b_pages.ipynb #0dc77e7a
+def page_list(
+    s:str,  # comma-separated page numbers, e.g. '1,3,5'
+)->list[int]:
+    "Page numbers from 1 (an argparse `type`); anything else raises `argparse.ArgumentTypeError` naming it."
+    out = []
+    for item in s.split(','):
+        if not item.strip().isdigit() or int(item) < 1:
+            raise argparse.ArgumentTypeError(f"{item.strip()!r} is not a page number (whole numbers from 1, comma-separated: 1,3,5)")
+        out.append(int(item))
+    return out

@@ -17,7 +17,7 @@ from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, 
 # %% auto #0
 __all__ = ['open_pdf', 'drawing_rects', 'image_rects', 'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables',
            'iou', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'read_page_reply', 'reading_order',
-           'offline_page', 'page_messages', 'parse_pdf', 'add_cli']
+           'offline_page', 'text_quality', 'page_messages', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -325,13 +325,32 @@ def offline_page(
     warnings = [] if page.get_text().strip() else ['no text layer (a scanned page): only vision parsing can read its text']
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
 
+# %% ../nbs/05_pdf.ipynb #a0cc66f7
+import unicodedata
+
+_ODD = {'Co', 'Cn', 'Cs', 'Cc'}  # private use, unassigned, surrogates, controls
+
+def text_quality(
+    text:str,  # a page's text layer
+    max_share:float=0.02,  # more than this share of odd characters (of the non-space ones) is a warning ...
+    min_count:int=5,  # ... when there are at least this many
+)->str|None:
+    "A warning when `text` is full of replacement, private-use, unassigned or control characters; None when it looks like text."
+    chars = [c for c in text if not c.isspace()]
+    odd = sum(c == '\ufffd' or unicodedata.category(c) in _ODD for c in chars)
+    if odd < min_count or odd <= max_share * len(chars): return None
+    return (f"{odd} of {len(chars)} characters ({odd / len(chars):.0%}) of the text layer are replacement, private-use, "
+            f"unassigned or control characters (a damaged file, or a font without a Unicode map): its text is probably garbage")
+
 # %% ../nbs/05_pdf.ipynb #02a46096
 from .llm import LLM, Request, ParseError, text_part, image_part
 from .prompts import get_prompt, Prompt
 
 def _nonempty(text:str)->str:
-    "The reply, unless it is empty."
+    "The reply, unless it is empty or ends inside a table it opened (a reply cut short)."
     if not (text or '').strip(): raise ParseError("the model returned an empty page")
+    opened, closed = len(re.findall(r'<table\b', text, re.I)), len(re.findall(r'</table\s*>', text, re.I))
+    if opened > closed: raise ParseError(f"the reply ends inside an unclosed table ({opened} <table>, {closed} </table>): it was cut short")
     return text
 
 def page_messages(
@@ -386,6 +405,10 @@ def parse_pdf(
             parsed.append(ParsedPage(pno, md, tables, {c: crops[c] for c in cited}, 'vision', marked[pno], warnings=warnings))
             n += len(tables)
         res = ParsedDoc(str(path), did, 'vision', parsed, model=model, prompt=p.id, out_dir=str(out))
+    if doc.is_repaired: res.warnings.append(f"{path.name} is damaged: MuPDF had to repair it to open it, so its text and "
+                                            "pages may be incomplete or garbage")
+    for pp in res.pages:
+        if w := text_quality(doc[pp.page-1].get_text()): pp.warnings.append(w)
     res.save(out)
     return res
 

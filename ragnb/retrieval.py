@@ -22,6 +22,7 @@ from .evidence import locate  # exact, then normalised, then fuzzy
 from .llm import LLM, Request
 from .prompts import get_prompt
 from .plots import OKABE_ITO
+from .display import md_escape
 
 # %% auto #0
 __all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
@@ -43,11 +44,11 @@ class Relevance:
     how:str=''                  # 'offsets', 'search', 'table', 'image' or '' when unlabelled
     reason:str=''               # Why the question has no ground truth
     def __bool__(self): return bool(self.gold)
-    def _repr_markdown_(self):
-        if not self.gold: return f"**{self.query_id}**: no ground truth ({self.reason})"
+    def _repr_markdown_(self):  # ids come from files: escaped
+        if not self.gold: return f"**{md_escape(self.query_id)}**: no ground truth ({md_escape(self.reason)})"
         kind = 'any one of' if self.alternatives else 'all of'
-        spans = ', '.join(f"`{g}` [{self.spans[g][0]:,}:{self.spans[g][1]:,}]" for g in self.gold)
-        return f"**{self.query_id}** ({self.how}): {kind} {spans}"
+        spans = ', '.join(f"{md_escape(g)} [{self.spans[g][0]:,}:{self.spans[g][1]:,}]" for g in self.gold)
+        return f"**{md_escape(self.query_id)}** ({self.how}): {kind} {spans}"
 
 def _missing(v)->bool: return v is None or (isinstance(v, float) and math.isnan(v))
 
@@ -343,7 +344,7 @@ class RetrievalReport:
         return float(self.summary.query('metric == @metric and k == @k')['mean'].iloc[0])
     def _repr_html_(self):
         n, ci = len(self.per_question), int(round(self.confidence * 100))
-        note = f"<p><b>{self.name}</b>: {n} questions scored, means with {ci}% bootstrap intervals"
+        note = f"<p><b>{md_escape(self.name)}</b>: {n} questions scored, means with {ci}% bootstrap intervals"
         if self.skipped: note += f"; {len(self.skipped)} without ground truth (see <code>.skipped</code>)"
         return note + '</p>' + self.table().to_html()
     def __repr__(self): return f"RetrievalReport({self.name!r}, {len(self.per_question)} questions, ks={self.ks}, {len(self.skipped)} skipped)"
@@ -513,19 +514,36 @@ def plot(self:Sweep,
     return plot_sweep(self, metric)
 
 # %% ../nbs/07_retrieval.ipynb #c0c187de
-def _docs_for(df, docs_path, glob, base:Path) -> list:
-    "Documents from `--docs`, or else the files that `source_doc` names (relative to the dataset or the cwd)."
+from .documents import read_text, clone, LoadError
+from .llm import add_call_options, call_options
+
+def _root(doc_source) -> Path|None:
+    "The local folder a dataset's `doc_source` names: that folder, a file's folder, or the cached clone of a URL."
+    if not isinstance(doc_source, str) or not doc_source: return None
+    if '://' in doc_source or doc_source.startswith('git@'):
+        try: return clone(doc_source)
+        except LoadError: return None
+    p = Path(doc_source)
+    return p if p.is_dir() else p.parent if p.is_file() else None
+
+def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8') -> list:
+    "Documents from `--docs`, else the files `source_doc` names: under the dataset's `doc_source`, the dataset's folder or the cwd."
     if docs_path:
         p = Path(docs_path)
         if not p.exists(): raise FileNotFoundError(f"--docs {p} does not exist")
-        docs = load_folder(p, glob) if p.is_dir() else load_folder(p.parent, p.name)
+        docs = load_folder(p, glob, encoding=encoding) if p.is_dir() else load_folder(p.parent, p.name, encoding=encoding)
         if not docs: raise ValueError(f"no documents matching {glob} under {p}")
         return docs
+    roots = {}
+    for s, d in zip(df.source_doc, df['doc_source'] if 'doc_source' in df else [None] * len(df)):
+        if s not in roots or roots[s] is None: roots[s] = _root(d)
     out = []
-    for n, src in enumerate(dict.fromkeys(df.source_doc)):
-        path = next((b/src for b in (base, Path.cwd()) if (b/src).is_file()), None)
+    for src in dict.fromkeys(df.source_doc):
+        path = next((b/src for b in (roots.get(src), base, Path.cwd()) if b is not None and (b/src).is_file()), None)
         if path is None: raise FileNotFoundError(f"source_doc {src!r} of the dataset is not a file here; pass --docs DIR")
-        out.append(Document(path.read_text(encoding='utf-8'), str(base), src, path.name, path.suffix, id=src))
+        try: text = read_text(path, encoding)
+        except LoadError as e: raise ValueError(f"{path}: {e}") from None
+        out.append(Document(text, str(path.parent), src, path.name, path.suffix, id=src))
     return out
 
 def _make_retriever(args):
@@ -533,13 +551,13 @@ def _make_retriever(args):
     if args.retriever == 'local':
         embed = local_embedder()
         return lambda: DenseRetriever(embed, name='minilm-local')
-    llm = LLM(embed_model=args.embed_model)
+    llm = LLM(embed_model=args.embed_model, **call_options(args))
     return lambda: DenseRetriever(llm, name=f'dense ({llm.embed_model})')
 
 def _cli_retrieval(args) -> int:
     df = read_dataset(args.dataset)
     check_columns(df, ['question', 'source_doc'])
-    docs = _docs_for(df, args.docs, args.glob, Path(args.dataset).parent)
+    docs = _docs_for(df, args.docs, args.glob, Path(args.dataset).parent, args.encoding)
     ks = [int(k) for k in str(args.k).split(',') if k.strip()]
     factory = _make_retriever(args)
     if len(args.chunk_size) * len(args.chunk_overlap) == 1:
@@ -572,4 +590,6 @@ def add_cli(
                    help='characters, or a fraction of the chunk size if below 1; several values sweep')
     p.add_argument('--embed-model', help='embedding model for --retriever dense (default: env RAGNB_EMBED_MODEL)')
     p.add_argument('--out', help='write per-question scores (or the sweep) as JSONL here')
+    p.add_argument('--encoding', default='utf-8', help='text encoding of the documents, e.g. latin-1 (default: utf-8)')
+    add_call_options(p)
     p.set_defaults(func=_cli_retrieval)

@@ -68,10 +68,14 @@ class ScriptedServer:
                  seed:int=0,
                  hang:float=5.0, # How long a 'timeout' fault sleeps before answering
                  retry_after:float=0.01, # Seconds sent in Retry-After on a 429
-                 rules:dict|None=None # Extra or overriding rules, {prompt name: f(messages, rng) -> str}
+                 rules:dict|None=None, # Extra or overriding rules, {prompt name: f(messages, rng) -> str}
+                 truncate:float=0.0, # Share of replies cut off halfway, with finish_reason "length"
+                 trickle:float=0.0, # Seconds between the bytes of every reply body (a server that sends one byte at a time)
+                 model:str|None='scripted-test-model' # The model name replies carry (None: the one asked for)
                 ):
         self.port, self.latency, self.faults, self.malformed = port, latency, faults or {}, malformed
         self.hang, self.retry_after, self.rules = hang, retry_after, {**RULES, **(rules or {})}
+        self.truncate, self.trickle, self.model = truncate, trickle, model
         self.rng, self.lock, self.requests, self.httpd = random.Random(seed), threading.Lock(), [], None
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
 
@@ -84,7 +88,8 @@ class ScriptedServer:
             for k, p in self.faults.items():
                 if x < p: fault = k; break
                 x -= p
-            return fault, self.rng.random() < self.malformed, self.rng.random(), self.rng.randrange(2**31)
+            out = fault, self.rng.random() < self.malformed, self.rng.random(), self.rng.randrange(2**31)
+            return out + (bool(self.truncate) and self.rng.random() < self.truncate,)  # no draw unless asked: seeds keep their faults
 
     def _delay(self, u):
         lat = self.latency
@@ -106,7 +111,10 @@ class ScriptedServer:
                     self.send_response(code)
                     self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
                     for k, v in (headers or {}).items(): self.send_header(k, v)
-                    self.end_headers(); self.wfile.write(body)
+                    self.end_headers()
+                    if not srv.trickle: return self.wfile.write(body)
+                    for i in range(len(body)):
+                        self.wfile.write(body[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
                 except (BrokenPipeError, ConnectionResetError): pass
             def do_GET(self):
                 if self.path.rstrip('/').endswith('/models'):
@@ -115,15 +123,15 @@ class ScriptedServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
                 prompt = self.headers.get('X-Ragnb-Prompt')
-                fault, garble, u, seed = srv._draw()
+                fault, garble, u, seed, cut = srv._draw()
                 entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault, 'time':time.time(),
                          'body':body, 'headers':dict(self.headers)}
                 with srv.lock:
                     srv.requests.append(entry); srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
-                try: self._answer(srv, body, prompt, fault, garble, u, seed)
+                try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
                 finally:
                     with srv.lock: srv.inflight -= 1
-            def _answer(self, srv, body, prompt, fault, garble, u, seed):
+            def _answer(self, srv, body, prompt, fault, garble, u, seed, cut):
                 srv._delay(u)
                 if fault == '429':
                     return self._send(429, {'error':{'message':'Rate limit reached, please retry', 'type':'rate_limit_error'}},
@@ -146,9 +154,13 @@ class ScriptedServer:
                     return self._send(500, {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
                                                      'type':'server_error'}})
                 if garble: text = _garble(text, random.Random(seed))
+                limit = body.get('max_completion_tokens') or body.get('max_tokens')
+                if cut or (limit and approx_tokens(text) > limit):  # cut off mid-word, as at a token limit
+                    text, finish = text[:min(len(text) // 2 if cut else len(text), 4 * limit if limit else len(text))], 'length'
+                else: finish = 'stop'
                 pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
                 self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),
-                                 'model':body['model'], 'choices':[{'index':0, 'finish_reason':'stop',
+                                 'model':srv.model or body['model'], 'choices':[{'index':0, 'finish_reason':finish,
                                  'message':{'role':'assistant', 'content':text}}],
                                  'usage':{'prompt_tokens':pt, 'completion_tokens':approx_tokens(text),
                                           'total_tokens':pt + approx_tokens(text)}})

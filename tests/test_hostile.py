@@ -1,0 +1,445 @@
+"Hostile input and faulty endpoints (issue 12): nothing silently wrong, nothing hangs, nothing unbounded."
+import base64, io, json, os, re, socket, subprocess, sys, textwrap, threading, time, tracemalloc, zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import mistune
+import pandas as pd
+import pymupdf
+import pytest
+
+from ragnb.cli import main
+from ragnb.demo import sample_docs
+from ragnb.documents import Chunk, Document, Documents, LoadIssue, load_documents, load_folder, split_documents
+from ragnb.generate import QA, Critique, Dataset, generate_dataset
+from ragnb.llm import LLM, Failure, Result, cache_key
+from ragnb.metrics import RAGResult, ResultError, load_results, score
+from ragnb.office import MAX_IMAGE_BYTES, docx_segments, parse_office, pptx_segments
+from ragnb.pages import DocumentError, ParsedDoc, ParsedPage, Segment
+from ragnb.pdf import parse_pdf
+from ragnb.retrieval import RETRIEVAL_METRICS, Relevance, RetrievalReport
+from ragnb.scripted import ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT.parent/'shared'/'data'/'documents'
+RAGCHECKER = ROOT.parent/'shared'/'data'/'ragchecker'/'examples'
+GUIDE = sample_docs()/'what_makes_documentation_good.md'
+needs_docs = pytest.mark.skipif(not DOCS.exists(), reason='shared documents not present')
+
+
+def msg(t): return [{'role': 'user', 'content': t}]
+
+def make_llm(srv, tmp_path, **kw):
+    return LLM(base_url=srv.base_url, api_key='sk-test', **{'model': 'scripted-test-model', 'cache_path': tmp_path/'c.sqlite',
+               'progress': False, 'backoff': 0.01, **kw})
+
+def use_endpoint(monkeypatch, url):
+    "The environment of a user running ragnb's commands against `url`."
+    monkeypatch.setenv('OPENAI_BASE_URL', url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+
+def closed_port() -> int:
+    "A local port nothing listens on: connecting is refused at once."
+    s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()
+    return port
+
+def png_bytes(w=40, h=30) -> bytes:
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, w, h), False); pix.clear_with(180)
+    return pix.tobytes('png')
+
+def repack(src:Path, dst:Path, media:bytes) -> Path:
+    "Copy the zip package `src` to `dst` with every picture's bytes replaced by `media` (deflated)."
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w', zipfile.ZIP_DEFLATED) as zout:
+        for i in zin.infolist(): zout.writestr(i.filename, media if '/media/' in i.filename else zin.read(i))
+    return dst
+
+def docx_with_picture(path:Path) -> Path:
+    import docx
+    d = docx.Document(); d.add_heading('Report', 1); d.add_paragraph('The revenue grew by four per cent in 2023.')
+    d.add_picture(io.BytesIO(png_bytes())); d.add_paragraph('The end.'); d.save(path)
+    return path
+
+def pptx_with_picture(path:Path) -> Path:
+    import pptx
+    prs = pptx.Presentation(); s = prs.slides.add_slide(prs.slide_layouts[5]); s.shapes.title.text = 'Revenue'
+    s.shapes.add_picture(io.BytesIO(png_bytes()), 0, 0); prs.save(path)
+    return path
+
+
+# --- 1. Cut-off replies are failures, never rows ---
+
+def test_truncated_replies_make_no_rows(tmp_path):
+    with ScriptedServer(truncate=1.0) as srv:
+        ds = generate_dataset(load_documents(GUIDE), make_llm(srv, tmp_path), max_chunks=3)
+    assert len(ds) == 3 and ds.counts()['kept'] == 0 and ds.counts()['questions'] == 0
+    kinds = [f['kind'] for fs in ds.df.failures for f in fs]
+    assert kinds == ['truncated'] * 3
+    assert all('finish_reason=length' in f['message'] and f['raw'] for fs in ds.df.failures for f in fs)  # raw text kept
+
+def test_truncated_reply_retried_once_with_larger_max_tokens(tmp_path):
+    with ScriptedServer() as srv:  # the server honours max_tokens: 'Hello! How can I help you today?' is 8 tokens
+        llm = make_llm(srv, tmp_path)
+        r = llm.call(msg('hello'), max_tokens=5)
+        assert r.ok and r.text == 'Hello! How can I help you today?' and r.attempts == 2
+        assert [q['body']['max_tokens'] for q in srv.requests] == [5, 10]
+        assert llm.call(msg('hello'), max_tokens=5).cached   # the whole reply is cached under the call the caller made
+        no = make_llm(srv, tmp_path, retry_truncated=0, cache=False).call(msg('hello'), max_tokens=5)
+    assert (no.ok, no.failure.kind, no.attempts, no.value) == (False, 'truncated', 1, None)
+
+def test_cached_truncated_reply_is_not_a_value(tmp_path):
+    with ScriptedServer() as srv:
+        llm = make_llm(srv, tmp_path)
+        key = cache_key(llm.cache_endpoint, llm.model, msg('hi'), {'temperature': 0.0}, None)
+        llm.cache.put(key, {'text': 'Evidence: runnable examples and r', 'model': 'm', 'finish_reason': 'length',
+                            'usage': {'prompt_tokens': 5, 'completion_tokens': 9}})
+        r = llm.call(msg('hi'))
+    assert r.cached and r.failure.kind == 'truncated' and srv.requests == []
+
+@needs_docs
+def test_page_reply_ending_in_an_unclosed_table_is_a_failed_page(tmp_path, monkeypatch, capsys):
+    pdf = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf'
+    cut = lambda messages, rng: '## Trade\n\nValues in millions.\n\n<table><tr><th></th><th>2019</th></tr><tr><td>Germany</td><td>41'
+    with ScriptedServer(rules={'pdf_page': cut}) as srv:
+        res = parse_pdf(pdf, tmp_path/'a', llm=make_llm(srv, tmp_path), pages=[2])
+    assert res.pages[0].failure.kind == 'parse' and 'unclosed table' in res.pages[0].failure.message
+    with ScriptedServer(truncate=1.0) as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['parse', str(pdf), '--out', str(tmp_path/'b'), '--pages', '2,3']) == 1
+    out, err = capsys.readouterr()
+    assert '0/2 pages parsed' in out and 'page 2 failed: truncated' in err
+
+
+# --- 2. A total deadline per attempt ---
+
+class TrickleServer:
+    "A raw HTTP server that sends a valid chat reply, status line and all, one byte every `delay` seconds."
+    def __init__(self, delay=1.0):
+        self.delay, self.sock = delay, socket.socket()
+        self.sock.bind(('127.0.0.1', 0)); self.sock.listen(16)
+        self.base_url = f'http://127.0.0.1:{self.sock.getsockname()[1]}/v1'
+        threading.Thread(target=self._serve, daemon=True).start()
+    def _serve(self):
+        while True:
+            try: conn, _ = self.sock.accept()
+            except OSError: return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+    def _answer(self, conn):
+        body = json.dumps({'id': 'x', 'object': 'chat.completion', 'created': 0, 'model': 'slow', 'choices': [
+            {'index': 0, 'finish_reason': 'stop', 'message': {'role': 'assistant', 'content': 'Hello there, eventually.'}}]}).encode()
+        reply = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n' % len(body) + body
+        try:
+            conn.recv(65536)
+            for i in range(len(reply)): conn.sendall(reply[i:i+1]); time.sleep(self.delay)
+        except OSError: pass
+        finally: conn.close()
+    def close(self): self.sock.close()
+
+def test_a_trickling_server_cannot_hold_a_call(tmp_path):
+    srv = TrickleServer(delay=1.0)   # the whole reply would take about 4 minutes
+    try:
+        llm = LLM(base_url=srv.base_url, api_key='sk-test', model='m', cache=False, timeout=2, max_retries=1, backoff=0.01, progress=False)
+        t0 = time.perf_counter()
+        r = llm.call(msg('hello'))
+        took = time.perf_counter() - t0
+    finally: srv.close()
+    assert r.failure.kind == 'timeout' and r.attempts == 2 and took < 7, (r.failure, took)
+    assert 'no complete reply within 2 s' in r.failure.message and srv.base_url in r.failure.message
+
+def test_timeout_and_retries_from_the_environment(monkeypatch):
+    monkeypatch.setenv('RAGNB_TIMEOUT', '1.5'); monkeypatch.setenv('RAGNB_MAX_RETRIES', '0')
+    llm = LLM(cache=False)
+    assert (llm.timeout, llm.max_retries) == (1.5, 0)
+    assert (LLM(cache=False, timeout=9, max_retries=2).timeout, LLM(cache=False, max_retries=2).max_retries) == (9, 2)
+    monkeypatch.setenv('RAGNB_TIMEOUT', 'soon')
+    with pytest.raises(ValueError, match="RAGNB_TIMEOUT='soon'"): LLM(cache=False)
+
+@pytest.mark.skipif(not RAGCHECKER.exists(), reason='shared data not present')
+def test_check_with_timeout_on_a_trickling_server_ends(tmp_path, monkeypatch, capsys):
+    with ScriptedServer(trickle=1.0) as srv:   # each reply body, one byte a second
+        use_endpoint(monkeypatch, srv.base_url)
+        t0 = time.perf_counter()
+        code = main(['check', str(RAGCHECKER/'checking_inputs.json'), '--out', str(tmp_path/'o.json'), '--timeout', '1',
+                     '--max-retries', '0'])
+        took = time.perf_counter() - t0
+    err = capsys.readouterr().err
+    assert code == 1 and took < 15, took
+    assert 'no complete reply within 1 s' in err
+
+
+# --- 3. Damaged PDFs say so ---
+
+@needs_docs
+def test_damaged_pdf_warns_on_the_console_and_in_the_manifest(tmp_path, capsys):
+    whole = (DOCS/'docling/tests/data/pdf/sources/normal_4pages.pdf').read_bytes()
+    (tmp_path/'half.pdf').write_bytes(whole[:len(whole) // 2])
+    assert main(['parse', str(tmp_path/'half.pdf'), '--out', str(tmp_path/'out'), '--offline']) == 0
+    out, err = capsys.readouterr()
+    assert '4/4 pages parsed' in out
+    assert 'warning: half.pdf is damaged' in err and re.search(r'page 1: warning: \d+ of \d+ characters .* garbage', err)
+    assert 'page 2: warning' not in err
+    m = json.loads((tmp_path/'out'/'manifest.json').read_text())
+    assert 'damaged' in m['warnings'][0] and 'garbage' in m['pages'][0]['warnings'][0] and m['pages'][1]['warnings'] == []
+
+def test_scanned_page_warning_is_printed(tmp_path, capsys):
+    doc = pymupdf.open(); page = doc.new_page()
+    page.insert_image(pymupdf.Rect(50, 50, 450, 350), stream=png_bytes(400, 300))
+    doc.save(tmp_path/'scan.pdf')
+    assert main(['parse', str(tmp_path/'scan.pdf'), '--out', str(tmp_path/'out'), '--offline']) == 0
+    assert 'page 1: warning: no text layer' in capsys.readouterr().err
+
+
+# --- 4. DOCX/PPTX decompression bombs ---
+
+def test_docx_picture_bomb_is_never_inflated(tmp_path, capsys):
+    bomb = repack(docx_with_picture(tmp_path/'ok.docx'), tmp_path/'bomb.docx', bytes(100_000_000))  # 100 MB of zeros
+    assert bomb.stat().st_size < 500_000
+    tracemalloc.start()
+    try:
+        res = parse_office(bomb, tmp_path/'out')
+        peak = tracemalloc.get_traced_memory()[1]
+    finally: tracemalloc.stop()
+    assert peak < 30_000_000, peak
+    page = res.pages[0]
+    assert page.images == {} and 'revenue grew' in page.markdown
+    assert 'word/media/image1.png not read: 100,000,000 bytes uncompressed' in page.warnings[0]
+    assert f'over the {MAX_IMAGE_BYTES:,}-byte cap' in page.warnings[0]
+    assert not any(p.suffix == '.png' for p in (tmp_path/'out').iterdir())
+    assert json.loads((tmp_path/'out'/'manifest.json').read_text())['pages'][0]['warnings'] == page.warnings
+    assert main(['parse', str(bomb), '--out', str(tmp_path/'cli'), '--max-image-mb', '200']) == 0  # a larger cap reads it...
+    assert 'not an image' in capsys.readouterr().err   # ... and finds zeros, not a picture
+
+def test_office_pictures_are_checked_by_their_bytes(tmp_path):
+    fake = repack(docx_with_picture(tmp_path/'ok.docx'), tmp_path/'fake.docx', b'MZ\x90\x00 not a picture at all')
+    segs = docx_segments(fake, tmp_path/'out')
+    bad = [s for s in segs if s.failure]
+    assert len(bad) == 1 and bad[0].kind == 'image' and 'are not an image' in bad[0].failure and bad[0].content == ''
+    good = [s for s in docx_segments(tmp_path/'ok.docx', tmp_path/'out2') if s.kind == 'image']
+    assert len(good) == 1 and Path(good[0].content).read_bytes().startswith(b'\x89PNG')
+    slides = repack(pptx_with_picture(tmp_path/'ok.pptx'), tmp_path/'bomb.pptx', bytes(2_000_000))
+    pic = [s for s in pptx_segments(slides, tmp_path/'out3', max_image_bytes=1_000_000) if s.kind == 'image']
+    assert len(pic) == 1 and 'over the 1,000,000-byte cap' in pic[0].failure
+
+def test_office_xml_part_over_its_cap_names_the_file(tmp_path, capsys):
+    big = docx_with_picture(tmp_path/'big.docx')
+    with pytest.raises(DocumentError, match=r"big.docx: part \S+ is [\d,]+ bytes uncompressed .* over the 1,000-byte cap \(max_part_bytes\)"):
+        docx_segments(big, max_part_bytes=1000)
+    assert main(['parse', str(big), '--out', str(tmp_path/'o'), '--max-part-mb', '0.001']) == 2
+    assert 'max_part_bytes' in capsys.readouterr().err
+
+
+# --- 5. Memory stays proportional to the largest document ---
+
+def test_grounding_memory_does_not_grow_with_the_number_of_documents():
+    from ragnb.evidence import ground
+    docs = [Document(f"Intro {i}.\n\n" + ''.join(f"Fact {i}-{k} is written down here.\n\n" for k in range(150_000)),
+                     'mem', f'd{i}.md', f'd{i}.md', '.md') for i in range(3)]
+    def peak(ds):
+        tracemalloc.start()
+        try:
+            for d in ds:
+                first = Chunk(d.text[:8], d.id, 0, 0)   # 'Intro 0.': the evidence is elsewhere
+                assert ground(f"FACT {d.id[1]}-149000 IS WRITTEN DOWN HERE.", first, d).method == 'normalised'
+            return tracemalloc.get_traced_memory()[1]
+        finally: tracemalloc.stop()
+    one, three = peak(docs[:1]), peak(docs)
+    assert three < 1.5 * one, (one, three)
+
+
+# --- 6. Duplicate query_ids ---
+
+def dup_input(tmp_path) -> Path:
+    r = dict(query_id='q-7', query='Where does the Nile flow?', gt_answer='Into the Mediterranean.',
+             response='It flows into the Mediterranean Sea.', retrieved_context=[{'doc_id': 'a', 'text': 'The Nile flows north.'}])
+    f = tmp_path/'dup.json'
+    f.write_text(json.dumps({'results': [r, dict(r, query_id='q-8'), dict(r), dict(r, query_id='q-8')]}))
+    return f
+
+def test_check_rejects_duplicate_query_ids_before_any_call(tmp_path, monkeypatch, capsys):
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['check', str(dup_input(tmp_path)), '--out', str(tmp_path/'o.json')]) == 1
+        assert srv.requests == [] and not (tmp_path/'o.json').exists()
+    assert "2 query_id(s) occur more than once: 'q-7', 'q-8'" in capsys.readouterr().err
+
+def test_metrics_rejects_duplicate_query_ids(tmp_path, capsys):
+    labelled = [dict(r, answer2response=['Entailment'], response2answer=['Entailment'], retrieved2response=[['Neutral']],
+                     retrieved2answer=[['Neutral']]) for r in json.loads(dup_input(tmp_path).read_text())['results']]
+    (tmp_path/'m.json').write_text(json.dumps({'results': labelled}))
+    assert main(['metrics', str(tmp_path/'m.json')]) == 2
+    assert "occur more than once: 'q-7', 'q-8'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match='occur more than once'): score(labelled)
+
+
+# --- 7. Reprs escape what came from files and models ---
+
+HOSTILE = "x` <img src=x onerror=alert(1)> `\n```\n<img src=y onerror=alert(2)>\n```\n$x$ [a](javascript:alert(3)) <script>alert(4)</script>"
+
+class _Tags(HTMLParser):
+    def __init__(self): super().__init__(); self.tags = []
+    def handle_starttag(self, tag, attrs): self.tags.append((tag, dict(attrs)))
+    handle_startendtag = handle_starttag
+
+def assert_inert_html(html:str):
+    p = _Tags(); p.feed(html)
+    live = [(t, a) for t, a in p.tags if t in ('img', 'script', 'iframe', 'svg', 'object', 'style')
+            or any(k.startswith('on') for k in a) or 'javascript:' in str(a.get('href', ''))]
+    assert not live, (live, html)
+
+def assert_inert_markdown(md:str):
+    assert_inert_html(mistune.create_markdown(escape=False)(md))   # as Jupyter renders it: raw HTML passes through
+    prose = re.sub(r'(?ms)^(`{3,})[^\n]*\n.*?^\1[ \t]*$', '', md)   # fenced blocks, then code spans, hold no math
+    prose = re.sub(r'(`+)(?!`).*?(?<!`)\1(?!`)', '', prose, flags=re.S)
+    assert not re.search(r'(?<!\\)\$', prose), md
+
+def test_every_repr_escapes_hostile_text():
+    failed = Failure(HOSTILE, 'parse', HOSTILE, 1)
+    qa = QA(HOSTILE, 'd', 'd.md', 'd#0', 0, HOSTILE, question=HOSTILE, answer=HOSTILE, evidence=HOSTILE, drop_reason=HOSTILE,
+            groundedness_score=3)
+    docs = Documents([Document('text', 'src', HOSTILE + '.md', 'x.md', '.md')], [LoadIssue(HOSTILE + '.md', HOSTILE)])
+    page = ParsedPage(1, HOSTILE, warnings=[HOSTILE])
+    markdown = [Result(HOSTILE, text=HOSTILE, model=HOSTILE, prompt=HOSTILE), Result(HOSTILE, failure=failed, model='m'),
+                qa, QA(HOSTILE, 'd', 'd.md', 'd#0', 0, 'ctx', failures=[dict(stage='generate', kind='parse', message=HOSTILE)]),
+                Critique(2, HOSTILE), docs, LoadIssue(HOSTILE, HOSTILE), Chunk(HOSTILE, HOSTILE, 0, 0),
+                RAGResult(HOSTILE, HOSTILE, 'g', 'r', []), Relevance(HOSTILE, [HOSTILE], {HOSTILE: (0, 1)}, 1),
+                Relevance(HOSTILE, [], {}, 0, reason=HOSTILE), page, ParsedPage(2, failure=failed),
+                ParsedDoc(HOSTILE + '.pdf', 'd', 'offline', [page], model=HOSTILE, warnings=[HOSTILE])]
+    for o in markdown: assert_inert_markdown(o._repr_markdown_())
+    s = score([]); s.name, s.errors = HOSTILE, [ResultError(HOSTILE, HOSTILE, HOSTILE)]
+    summary = pd.DataFrame([dict(k=1, metric=m, mean=.5, low=.4, high=.6, n=1) for m in RETRIEVAL_METRICS])
+    html = [Segment('image', '', HOSTILE, 1, failure=HOSTILE), Segment('text', HOSTILE), Segment('table', HOSTILE),
+            Dataset.from_records([qa]), s, RetrievalReport(HOSTILE, [1], pd.DataFrame(), summary)]
+    for o in html: assert_inert_html(o._repr_html_())
+
+def test_the_checks_catch_a_live_tag():   # the helpers above can fail
+    with pytest.raises(AssertionError): assert_inert_markdown('**x** <img src=x onerror=alert(1)>')
+    with pytest.raises(AssertionError): assert_inert_markdown('```text\n' + HOSTILE + '\n```')
+    with pytest.raises(AssertionError): assert_inert_markdown('costs $x$')
+
+
+# --- 8. Only regular files are read ---
+
+def test_a_fifo_named_md_is_skipped_not_read(tmp_path):
+    os.mkfifo(tmp_path/'pipe.md'); (tmp_path/'good.md').write_text('# Good\n\nThis file is fine.\n')
+    code = textwrap.dedent(f'''
+        from ragnb.documents import load_documents
+        d = load_documents({str(tmp_path)!r})
+        print([x.id for x in d], [(i.path, i.reason) for i in d.issues])
+        d = load_documents({str(tmp_path/'pipe.md')!r})
+        print(len(d), [i.reason for i in d.issues])''')
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)  # before: blocked forever
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["['good.md'] [('pipe.md', 'not a regular file (a FIFO)')]", "0 ['not a regular file (a FIFO)']"]
+
+
+# --- 9. Errors that say what went wrong, early ---
+
+def test_all_calls_failed_says_what_and_exits_nonzero(tmp_path, monkeypatch, capsys):
+    url = f'http://127.0.0.1:{closed_port()}/v1'
+    use_endpoint(monkeypatch, url)
+    assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '2', '--max-retries', '0']) == 1
+    err = capsys.readouterr().err
+    assert f'ragnb generate: all 2 calls failed: APIConnectionError at {url}' in err and not (tmp_path/'qa.jsonl').exists()
+    assert main(['demo', '--out', str(tmp_path/'demo'), '--max-chunks', '2', '--max-retries', '0']) == 1
+    err = capsys.readouterr().err
+    assert f'ragnb demo: error: all 2 calls failed: APIConnectionError at {url}' in err and 'survived' not in err
+
+def test_rows_name_the_model_that_answered(tmp_path, monkeypatch, capsys):
+    with ScriptedServer() as srv:   # asked for gpt-4o-mini (the default), answered by scripted-test-model
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '2', '--keep-all']) == 0
+        assert {q['model'] for q in srv.requests} == {'gpt-4o-mini'}
+    df = Dataset.load(tmp_path/'qa.jsonl').df
+    assert set(df.generator_model) == {'scripted-test-model'} and set(df.critic_model.dropna()) == {'scripted-test-model'}
+    llm = LLM(cache=False)
+    with ScriptedServer() as srv:
+        llm.base_url = srv.base_url
+        r = llm.call(msg('hello'))
+    assert (llm.model, r.model, r.usage.cost, llm.usage.cost) == ('gpt-4o-mini', 'scripted-test-model', 0.0, 0.0)
+
+def test_outputs_are_checked_before_any_call(tmp_path, monkeypatch, capsys):
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['check', str(dup_input(tmp_path)), '--out', str(tmp_path/'nodir'/'x.json')]) == 1
+        assert main(['generate', str(GUIDE), '--out', str(tmp_path)]) == 1
+        assert srv.requests == []
+    err = capsys.readouterr().err
+    assert 'the folder' in err and 'nodir does not exist' in err and 'is a folder; give a file name' in err
+
+@pytest.mark.skipif(not RAGCHECKER.exists(), reason='shared data not present')
+def test_a_corrupt_output_suggests_restart(tmp_path, monkeypatch, capsys):
+    (tmp_path/'o.json').write_text('{"results": [{"query_id": "0", "query": ')
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['check', str(RAGCHECKER/'checking_inputs.json'), '--out', str(tmp_path/'o.json')]) == 1
+        assert srv.requests == []
+    assert 'pass --restart to start again from' in capsys.readouterr().err
+
+def test_page_list_is_validated_by_argparse(capsys):
+    with pytest.raises(SystemExit) as e: main(['parse', 'x.pdf', '--out', 'o', '--pages', '1,abc'])
+    assert e.value.code == 2 and "argument --pages: 'abc' is not a page number" in capsys.readouterr().err
+
+@pytest.mark.skipif(not RAGCHECKER.exists(), reason='shared data not present')
+def test_metrics_say_over_how_many_results(tmp_path, monkeypatch, capsys):
+    outputs = json.loads((RAGCHECKER/'checking_outputs.json').read_text())
+    half = dict(outputs, results=[dict(outputs['results'][0], retrieved2answer=None), outputs['results'][1]])
+    (tmp_path/'half.json').write_text(json.dumps(half))
+    assert main(['metrics', str(tmp_path/'half.json')]) == 1
+    err = capsys.readouterr().err
+    assert 'each figure is a mean over 1 of 2 result(s); 1 left out: 1 x retrieved2answer: missing (None)' in err
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url); monkeypatch.setenv('RAGNB_MODEL', 'scripted-test-model')
+        assert main(['check', str(RAGCHECKER/'checking_inputs.json'), '--out', str(tmp_path/'o.json')]) == 0
+    assert 'metrics: each figure is a mean over 2 of 2 result(s)' in capsys.readouterr().err
+    cov = json.loads((tmp_path/'o.json').read_text())['metrics_coverage']
+    assert (cov['results'], cov['scored'], cov['left_out']) == (2, 2, 0)
+
+def test_no_progress_bars_in_logs(tmp_path):
+    with ScriptedServer() as srv:
+        env = {**os.environ, 'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}
+        r = subprocess.run([sys.executable, '-c', 'import sys; from ragnb.cli import main; sys.exit(main())', 'generate',
+                            str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '3'],   # as the `ragnb` script does
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert 'it/s' not in r.stderr and '\r' not in r.stderr and '%|' not in r.stderr, r.stderr
+
+def test_retrieval_finds_the_documents_generate_used(tmp_path, monkeypatch, capsys):
+    src = tmp_path/'docs'; src.mkdir(); (src/'guide.md').write_text(GUIDE.read_text())
+    monkeypatch.chdir(tmp_path)
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['generate', 'docs', '--out', str(tmp_path/'out'/'qa.jsonl'), '--max-chunks', '3']) == 0
+    assert set(Dataset.load(tmp_path/'out'/'qa.jsonl').df.doc_source) == {str(src.resolve())}
+    (tmp_path/'elsewhere').mkdir(); monkeypatch.chdir(tmp_path/'elsewhere')
+    capsys.readouterr()
+    assert main(['retrieval', str(tmp_path/'out'/'qa.jsonl'), '--k', '1,3']) == 0
+    assert '1 documents' in capsys.readouterr().out
+
+
+# --- 10. Junk input ---
+
+def test_inline_base64_images_never_reach_the_model(tmp_path):
+    payload = base64.b64encode(os.urandom(300_000)).decode()
+    (tmp_path/'inline.md').write_text(GUIDE.read_text()[:2500] + f"\n\n![diagram](data:image/png;base64,{payload})\n\nThe end of the guide.\n")
+    docs = load_documents(tmp_path/'inline.md')
+    chunks = split_documents(docs)
+    assert len(chunks) <= 3, len(chunks)   # before: the payload was split into ~140 passages
+    for c in chunks: assert docs[0].text[c.start_index:c.end_index] == c.text and payload[:200] not in c.text
+    with ScriptedServer() as srv:
+        generate_dataset(docs, make_llm(srv, tmp_path))
+        assert len(srv.calls('factoid_qa')) == len(chunks)
+        assert not any(payload[:200] in json.dumps(q['body']) for q in srv.requests)
+
+def test_front_matter_only_files_are_skipped(tmp_path):
+    (tmp_path/'tags.md').write_text('---\ntitle: Tags\nlayout: index\n---\n\n\n')
+    (tmp_path/'post.md').write_text('---\ntitle: Post\n---\nThe post has a body.\n')
+    d = load_folder(tmp_path)
+    assert [x.id for x in d] == ['post.md'] and [(i.path, i.reason) for i in d.issues] == [('tags.md', 'nothing but front matter')]
+
+def test_latin1_files_load_with_encoding(tmp_path, monkeypatch, capsys):
+    (tmp_path/'docs').mkdir()
+    (tmp_path/'docs'/'cafe.md').write_bytes(('# Café\n\n' + GUIDE.read_text()[:2000]).encode('latin-1', 'replace'))
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['generate', str(tmp_path/'docs'), '--out', str(tmp_path/'a.jsonl')]) == 1
+        assert 'skipped cafe.md: not valid utf-8: byte 5' in capsys.readouterr().err and srv.requests == []
+        assert main(['generate', str(tmp_path/'docs'), '--out', str(tmp_path/'b.jsonl'), '--encoding', 'latin-1']) == 0
+    assert 'documents: 1' in capsys.readouterr().out
