@@ -438,7 +438,7 @@ def _batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM 
 
 LLM.abatch, LLM.batch = _abatch, _batch
 
-# %% ../nbs/00_llm.ipynb #2b475e8b
+# %% ../nbs/00_llm.ipynb #3f9f5b49
 def _image_ref(part:dict) -> dict:
     "An `image_url` part as a reference: the SHA-256, MIME type and size of a data URL's bytes (other URLs kept)."
     url = (part.get('image_url') or {}).get('url', '')
@@ -457,7 +457,7 @@ def message_refs(messages:list) -> list:
         out.append(m)
     return out
 
-# %% ../nbs/00_llm.ipynb #f3916471
+# %% ../nbs/00_llm.ipynb #2c315571
 def _jsonable(v):
     "A parse result as JSON data (dataclasses as dicts, other objects as text)."
     return json.loads(json.dumps(v, ensure_ascii=False, default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
@@ -524,7 +524,7 @@ class Exchange:
                 f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
                 + (f"<ul>{errs}</ul>" if errs else '') + fail + parsed)
 
-# %% ../nbs/00_llm.ipynb #92c4d234
+# %% ../nbs/00_llm.ipynb #b2b43f7c
 def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Exchange:
     "Build the `Exchange` of a finished call; keep it in memory and, unless replaying, in the call cache."
     params = _params(self, params)
@@ -564,12 +564,12 @@ async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=Non
 
 LLM.tracing, LLM._record, LLM.acall = True, _record, _traced_acall
 
-# %% ../nbs/00_llm.ipynb #66b283a8
+# %% ../nbs/00_llm.ipynb #d986d56b
 import zlib
 
 _TRACE_TABLES = ('CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, body BLOB NOT NULL)',
                  'CREATE TABLE IF NOT EXISTS traces (item TEXT NOT NULL, key TEXT NOT NULL, run TEXT, time REAL, '
-                 'record TEXT NOT NULL, PRIMARY KEY (item, key))')
+                 'record TEXT NOT NULL, PRIMARY KEY (item, key)) WITHOUT ROWID')
 
 def _put_trace(self:CallCache, ex:Exchange):
     "Store an exchange: its request once per cache key (compressed), and its trace row under (item, key)."
@@ -581,7 +581,7 @@ def _put_trace(self:CallCache, ex:Exchange):
         body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages, 'params':ex.params}
         c.execute('INSERT OR IGNORE INTO requests VALUES (?,?)', (ex.key, zlib.compress(_canon(body).encode(), 6)))
     rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
-           'failure':ex.failure, 'model':ex.model, 'prompt':ex.prompt}
+           'failure':ex.failure}
     if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
         rec['reply'] = ex.reply  # a reply the cache did not keep
     rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
@@ -590,7 +590,7 @@ def _put_trace(self:CallCache, ex:Exchange):
 
 CallCache.put_trace = _put_trace
 
-# %% ../nbs/00_llm.ipynb #e8cd7313
+# %% ../nbs/00_llm.ipynb #37a9289f
 def select_traces(exchanges:list, # `Exchange`s, any order
                   prompts:Iterable|str|None=None, # Prompt names to keep (`factoid_qa`, ...); None keeps all
                   contains:str|None=None # Text the request's messages must contain
@@ -617,7 +617,7 @@ def _cache_traces(self:CallCache, item_id=None, prefix:str|None=None, prompts=No
     for item, key, run, t, rec, body, call in rows:
         rec, req, call = json.loads(rec), json.loads(zlib.decompress(body)) if body else {}, json.loads(call) if call else {}
         u = call.get('usage') or {}
-        out.append(Exchange(item, key, req.get('prompt', rec.get('prompt')), req.get('model', rec.get('model')), req.get('messages', []),
+        out.append(Exchange(item, key, req.get('prompt'), req.get('model'), req.get('messages', []),
                             req.get('params', {}), rec.get('source', '?'), call.get('text', rec.get('reply')),
                             call.get('finish_reason'), u.get('prompt_tokens'), u.get('completion_tokens'), rec.get('latency', 0.0),
                             rec.get('attempts', 0), rec.get('errors', []), rec.get('parsed'), rec.get('failure'),
@@ -626,7 +626,7 @@ def _cache_traces(self:CallCache, item_id=None, prefix:str|None=None, prompts=No
 
 CallCache.traces = _cache_traces
 
-# %% ../nbs/00_llm.ipynb #480fb20b
+# %% ../nbs/00_llm.ipynb #06104f4b
 def _llm_traces(self:LLM, item_id=None, prefix:str|None=None, prompts=None, contains=None) -> list[Exchange]:
     "Exchanges of item `item_id` (or of all items whose id starts with `prefix`): this object's, then the cache's."
     mem = self.__dict__.get('_traces', {})
