@@ -30,6 +30,7 @@ class Step:
     note:str=''  # One line shown beside the title
     fields:dict=field(default_factory=dict)  # Name -> value, shown as escaped lines
     text:str|None=None  # A body of plain text; shortened in the terminal unless asked in full
+    short:str|None=None  # The terminal's shorter version of `text` (a prompt without the passage shown above it)
     html:str=''  # The notebook's body instead of `text`, built here from escaped or sanitised parts
     steps:list=field(default_factory=list)  # Sub-steps
     open:bool=False  # Expanded when first shown
@@ -41,7 +42,7 @@ def chain_exchanges(steps:list) -> list[Exchange]:
 
 # %% ../nbs/08b_trace.ipynb #48cff038
 def shorten(text:str, # The text to cut
-            n:int=600 # About how many characters to keep
+            n:int=1200 # About how many characters to keep
            ) -> str:
     "`text` cut in the middle to about `n` characters, saying how many were left out."
     if len(text) <= n: return text
@@ -58,7 +59,7 @@ def step_text(s:Step, # The step
         v = str(v) if full else shorten(str(v), 300)
         out.append(f"{indent}   {k}: " + v.replace('\n', '\n' + indent + '      '))
     if s.text is not None:
-        out += [f"{indent}   | {l}" for l in (s.text if full else shorten(s.text)).splitlines() or ['']]
+        out += [f"{indent}   | {l}" for l in (s.text if full else shorten(s.text if s.short is None else s.short)).splitlines() or ['']]
     return '\n'.join(out + [step_text(c, full, indent + '   ') for c in s.steps])
 
 def chain_text(steps:list, # The chain
@@ -96,12 +97,16 @@ def model_name(m:str|None) -> str:
 
 def exchange_steps(ex:Exchange|None, # The exchange, or None when none was found
                    what:str, # What the call was for: 'factoid', 'groundedness', 'page', ...
-                   reply:str='reply' # What to call the reply: 'raw reply', 'raw markdown', ...
+                   reply:str='reply', # What to call the reply: 'raw reply', 'raw markdown', ...
+                   shown:dict|None=None # {name: text} shown elsewhere in the chain, left out of the terminal's prompt
                   ) -> list[Step]:
     "The prompt as sent and the raw reply of one exchange; a single step saying so when there is no trace."
     if ex is None: return [Step(f"{what} call", 'no trace of this call in the cache')]
+    text = short = ex.request_text()
+    for name, t in (shown or {}).items():
+        if t and len(t) > 80: short = short.replace(t, f"[{name}, {len(t):,} characters, as shown above]")
     sent = Step(f"{what} prompt", f"{ex.prompt or 'no prompt id'} · {model_name(ex.model)}",
-                {'parameters': json.dumps(ex.params, sort_keys=True), 'endpoint': ex.endpoint or '?'}, ex.request_text(), exchange=ex)
+                {'parameters': json.dumps(ex.params, sort_keys=True), 'endpoint': ex.endpoint or '?'}, text, short, exchange=ex)
     tok = f"{ex.prompt_tokens:,} prompt + {ex.completion_tokens or 0:,} completion" if ex.prompt_tokens is not None else '–'
     f = {'source': ex.source + (f", {ex.attempts} attempt(s)" if ex.attempts else ''), 'finish reason': ex.finish_reason or '–',
          'tokens': tok, 'latency': f"{ex.latency * 1000:,.0f} ms"}
@@ -142,7 +147,7 @@ def parsed_step(row) -> Step:
              if _get(row, 'evidence_found') else 'not found in the passage or the document')
     box = f"<div style='{_PRE};border:1px solid #ddd'>{highlight(ctx, ev)}</div>"
     return Step('parsed', 'question, answer and evidence', {'question': q, 'answer': _get(row, 'answer', ''), 'evidence': ev,
-                'evidence located': where}, None, box, open=True)
+                'evidence located': where}, html=box, open=True)
 
 # %% ../nbs/08b_trace.ipynb #d2d8b664
 def critique_step(row, # The dataset row
@@ -158,7 +163,8 @@ def critique_step(row, # The dataset row
                   {'rating': f"{int(s)}/5" if s is not None else '–', 'rationale': why or '–'}
                   | ({'failure': f"{fail['kind']}: {fail['message']}"} if fail else {}), open=True)
     note = f"{int(s)}/5" if s is not None else f"failed ({fail['kind']})" if fail else 'no rating'
-    return Step(f"critique: {criterion}", note, steps=exchange_steps(exs[-1] if exs else None, criterion, 'raw reply') + [rating])
+    sub = exchange_steps(exs[-1] if exs else None, criterion, 'raw reply', {'the passage': _get(row, 'context')})
+    return Step(f"critique: {criterion}", note, steps=sub + [rating])
 
 # %% ../nbs/08b_trace.ipynb #273b9e42
 def explain_drop(reason:str|None) -> list[str]:
@@ -186,7 +192,7 @@ def generation_steps(row, # A dataset row (dict, Series or `QA`)
     "Passage -> factoid prompt -> raw reply -> parsed fields -> each critique -> decision, for one dataset row."
     traces = tracer(source)
     gen = traces(_get(row, 'id'), prompts=FACTOID_PROMPTS, contains=_get(row, 'context') or None)
-    return ([passage_step(row)] + exchange_steps(gen[-1] if gen else None, 'factoid', 'raw reply') + [parsed_step(row)]
+    return ([passage_step(row)] + exchange_steps(gen[-1] if gen else None, 'factoid', 'raw reply', {'the passage': _get(row, 'context')}) + [parsed_step(row)]
             + [critique_step(row, c, traces) for c in CRITERIA] + [decision_step(row)])
 
 # %% ../nbs/08b_trace.ipynb #b8679fe4
@@ -341,7 +347,9 @@ def claims_step(result:dict, # A RAGChecker result
     "One claim extraction: its prompt and reply (and the repair turn, if any), then the claims."
     whose = 'response' if fld == 'response_claims' else 'ground truth'
     exs = traces(f"{result['query_id']}/{fld}", prompts=EXTRACT_PROMPTS, contains=result['query'])
-    sub = [s for k, e in enumerate(exs) for s in exchange_steps(e, 'extraction' if k == 0 else 'repair')] or exchange_steps(None, 'extraction')
+    text = result['response'] if whose == 'response' else result['gt_answer']
+    sub = [s for k, e in enumerate(exs) for s in exchange_steps(e, 'extraction' if k == 0 else 'repair', shown={f'the {whose}': text})] \
+          or exchange_steps(None, 'extraction')
     claims = result.get(fld)
     out = Step('claims', f"{len(claims)} claim(s)" if claims is not None else 'none',
                {f"{'R' if whose == 'response' else 'G'}{k+1}": _claim(c) for k, c in enumerate(claims or [])}, open=True)
@@ -372,9 +380,10 @@ def check_steps(result:dict, # A RAGChecker result
         mine = sorted((e for e in exs if re.fullmatch(re.escape(f"{qid}/{t}") + r'#\d+', str(e.item_id))), key=lambda e: str(e.item_id))
         labels = _label_sets(result, t)
         counts = pd.Series([l for *_, l in labels if l]).value_counts().to_dict()
-        sub = [s for e in mine for s in exchange_steps(e, f"check round {str(e.item_id).rsplit('#', 1)[1]}")] or exchange_steps(None, 'check')
+        sub = [s for e in mine for s in exchange_steps(e, f"check round {str(e.item_id).rsplit('#', 1)[1]}", shown={'the reference': ref})] \
+              or exchange_steps(None, 'check')
         lab = Step('labels', ' · '.join(f"{k} {v}" for k, v in counts.items()) or 'none', {f"{i} {c}": l or '–' for i, c, l in labels}, open=True)
-        out.append(Step(f"check against {name}", f"{len(mine)} call(s) · {lab.note}", steps=[Step('reference', '', {}, ref)] + sub + [lab]))
+        out.append(Step(f"check against {name}", f"{len(mine)} call(s) · {lab.note}", steps=[Step('the reference', '', {}, ref)] + sub + [lab]))
     return out
 
 # %% ../nbs/08b_trace.ipynb #a57cd35a
@@ -442,7 +451,7 @@ def parsing_steps(page:ParsedPage, # A parsed page (or one read back by `pages_f
     img = Step('marked page', f"page {page.page}", {'file': page.image or '–', 'sent to the model': same},
                html=_png(page.image, 420), open=True)
     tables = Step('tables', f"{len(page.tables)} sanitised", {}, '\n\n'.join(f"{n}:\n{sanitize_html(t)}" for n, t in page.tables.items()),
-                  ''.join(f"<div class='ragnb-table'><b>{html.escape(n)}</b>{sanitize_html(t)}</div>" for n, t in page.tables.items()))
+                  html=''.join(f"<div class='ragnb-table'><b>{html.escape(n)}</b>{sanitize_html(t)}</div>" for n, t in page.tables.items()))
     crops = Step('crops', f"{len(page.images)} cited", dict(page.images),
                  html=''.join(f"<figure style='display:inline-block;margin:4px'>{_png(c, 160)}<figcaption>{html.escape(n)}</figcaption></figure>"
                               for n, c in page.images.items()))
