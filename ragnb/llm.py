@@ -577,16 +577,21 @@ def _put_trace(self:CallCache, ex:Exchange):
     if not self.__dict__.get('_trace_tables'):
         for s in _TRACE_TABLES: c.execute(s)
         self._trace_tables = True
-    if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
-        body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages, 'params':ex.params}
-        c.execute('INSERT OR IGNORE INTO requests VALUES (?,?)', (ex.key, zlib.compress(_canon(body).encode(), 6)))
     rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
            'failure':ex.failure}
-    if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
-        rec['reply'] = ex.reply  # a reply the cache did not keep
-    rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
-    c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)',
-              ('' if ex.item_id is None else str(ex.item_id), ex.key, ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
+    c.execute('BEGIN IMMEDIATE')  # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
+    try:
+        if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
+            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages, 'params':ex.params}
+            c.execute('INSERT INTO requests VALUES (?,?)', (ex.key, zlib.compress(_canon(body).encode(), 6)))
+        if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
+            rec['reply'] = ex.reply  # a reply the cache did not keep
+        rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
+        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)', ('' if ex.item_id is None else str(ex.item_id), ex.key,
+                  ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
+        c.execute('COMMIT')
+    except BaseException:
+        c.execute('ROLLBACK'); raise
 
 CallCache.put_trace = _put_trace
 
