@@ -225,6 +225,7 @@ class TraceState:
         self.stepper.goto(ids.index(str(item_id)))
         return self
     def __repr__(self): return f"TraceState({self.kind}, {self.stepper})"
+    def _repr_html_(self): return self.html()
 
 # %% ../nbs/08b_trace.ipynb #17238023
 def _rows(dataset) -> list[dict]:
