@@ -448,7 +448,8 @@ def _image_ref(part:dict) -> dict:
     return {'type':'image_ref', 'sha256':hashlib.sha256(data).hexdigest(), 'mime':head[5:].split(';')[0],
             'bytes':len(data), 'detail':part['image_url'].get('detail')}
 
-def message_refs(messages:list) -> list:
+def message_refs(messages:list # Chat messages
+                ) -> list:
     "`messages` with every image data URL replaced by a reference (SHA-256, MIME type, size): what a trace keeps."
     out = []
     for m in messages:
@@ -608,7 +609,12 @@ def select_traces(exchanges:list, # `Exchange`s, any order
     for e in keep: last[str(e.item_id)] = max(last.get(str(e.item_id), (0, None)), (e.time, e.run), key=lambda t: t[0])
     return sorted((e for e in keep if e.run == last[str(e.item_id)][1]), key=lambda e: (e.time, str(e.item_id)))
 
-def _cache_traces(self:CallCache, item_id=None, prefix:str|None=None, prompts=None, contains=None) -> list[Exchange]:
+def _cache_traces(self:CallCache,
+                  item_id=None, # The item's id in its batch
+                  prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
+                  prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
+                  contains:str|None=None # Text the request's messages must contain
+                 ) -> list[Exchange]:
     "Stored exchanges of item `item_id`, or of every item whose id starts with `prefix` (see `select_traces`)."
     where, args = ('t.item=?', ('' if item_id is None else str(item_id),)) if prefix is None else \
                   ('t.item>=? AND t.item<?', (prefix, prefix + '\U0010ffff'))
@@ -632,7 +638,12 @@ def _cache_traces(self:CallCache, item_id=None, prefix:str|None=None, prompts=No
 CallCache.traces = _cache_traces
 
 # %% ../nbs/00_llm.ipynb #06104f4b
-def _llm_traces(self:LLM, item_id=None, prefix:str|None=None, prompts=None, contains=None) -> list[Exchange]:
+def _llm_traces(self:LLM,
+                item_id=None, # The item's id in its batch
+                prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
+                prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
+                contains:str|None=None # Text the request's messages must contain
+               ) -> list[Exchange]:
     "Exchanges of item `item_id` (or of all items whose id starts with `prefix`): this object's, then the cache's."
     mem = self.__dict__.get('_traces', {})
     ids = [k for k in mem if k.startswith(prefix)] if prefix is not None else ['' if item_id is None else str(item_id)]
@@ -641,7 +652,11 @@ def _llm_traces(self:LLM, item_id=None, prefix:str|None=None, prompts=None, cont
     stored = self.cache.traces(item_id, prefix) if self.cache is not None else []
     return select_traces([e for e in stored if (str(e.item_id), e.key) not in seen] + mine, prompts, contains)
 
-def _trace_for(self:LLM, item_id, prompts=None, contains=None) -> list[Exchange]:
+def _trace_for(self:LLM,
+               item_id, # The item's id in its batch
+               prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
+               contains:str|None=None # Text the request's messages must contain
+              ) -> list[Exchange]:
     "The exchanges of one item, oldest first (see `LLM.traces`)."
     return self.traces(item_id, prompts=prompts, contains=contains)
 
