@@ -540,10 +540,23 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
                   list(res.errors), None if res.failure or res.value is res.text else _jsonable(res.value),
                   {'kind':res.failure.kind, 'message':res.failure.message} if res.failure else None,
                   self.cache_endpoint, _run_id(self), round(time.time(), 3))
-    mem = self.__dict__.setdefault('_traces', {}).setdefault('' if res.id is None else str(res.id), [])
-    mem[:] = [e for e in mem if e.key != key] + [ex]
-    if self.cache is not None and not self.replay: self.cache.put_trace(ex)
+    _remember(self, ex)
+    if self.cache is not None and not self.replay:
+        try: self.cache.put_trace(ex)
+        except sqlite3.Error as e:  # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
+            if not self.__dict__.get('_trace_warned'):
+                import warnings; warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
     return ex
+
+def _remember(self:LLM, ex:Exchange):
+    "Keep `ex` in memory under its item id, at most `trace_memory` exchanges (the oldest items go first)."
+    mem = self.__dict__.setdefault('_traces', {})
+    k = '' if ex.item_id is None else str(ex.item_id)
+    old = mem.get(k, [])
+    mem[k] = [e for e in old if e.key != ex.key] + [ex]
+    self._n_traces = self.__dict__.get('_n_traces', 0) + len(mem[k]) - len(old)
+    while self._n_traces > self.trace_memory and len(mem) > 1:
+        self._n_traces -= len(mem.pop(next(iter(mem))))
 
 def _run_id(self:LLM) -> str:
     "An id for this `LLM` object, stored with its traces: the exchanges of one run belong together."
@@ -564,6 +577,7 @@ async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=Non
     return res
 
 LLM.tracing, LLM._record, LLM.acall = True, _record, _traced_acall
+LLM.trace_memory = 10_000  # exchanges kept in memory; older ones are read back from the cache
 
 # %% ../nbs/00_llm.ipynb #d986d56b
 import zlib

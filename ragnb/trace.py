@@ -190,10 +190,12 @@ def generation_steps(row, # A dataset row (dict, Series or `QA`)
                      source # An `LLM`, a `CallCache` or a cache file (see `tracer`)
                     ) -> list[Step]:
     "Passage -> factoid prompt -> raw reply -> parsed fields -> each critique -> decision, for one dataset row."
-    traces = tracer(source)
-    gen = traces(_get(row, 'id'), prompts=FACTOID_PROMPTS, contains=_get(row, 'context') or None)
-    return ([passage_step(row)] + exchange_steps(gen[-1] if gen else None, 'factoid', 'raw reply', {'the passage': _get(row, 'context')}) + [parsed_step(row)]
-            + [critique_step(row, c, traces) for c in CRITERIA] + [decision_step(row)])
+    traces, rid, ctx = tracer(source), _get(row, 'id'), _get(row, 'context')
+    gen = traces(rid, prompts=FACTOID_PROMPTS, contains=ctx or None)
+    by_id = not gen and traces(rid, prompts=FACTOID_PROMPTS)  # a context not sent verbatim (multimodal parts, say)
+    call = exchange_steps((gen or by_id or [None])[-1], 'factoid', 'raw reply', {'the passage': ctx})
+    if by_id: call[0].note += ' · found by item id only: its request does not contain the passage as the row has it'
+    return [passage_step(row)] + call + [parsed_step(row)] + [critique_step(row, c, traces) for c in CRITERIA] + [decision_step(row)]
 
 # %% ../nbs/08b_trace.ipynb #b8679fe4
 class TraceState:

@@ -258,3 +258,18 @@ def test_page_chain_and_show(shared_data, llm, tmp_path, capsys):
     assert 'onclick="' not in h and '<script' not in h and '&lt;script&gt;' in h  # the raw reply escaped, the table sanitised
     assert main(['show', str(tmp_path/'eu'), '2', '--cache', str(tmp_path/'p.sqlite')]) == 0
     assert 'pdf_page@1' in capsys.readouterr().out
+
+def test_memory_is_bounded_and_the_cache_keeps_every_trace(llm):
+    llm.trace_memory = 5
+    rs = llm.batch([Request(msg(f'question {i}'), id=f'q{i}') for i in range(12)])
+    mem = llm.__dict__['_traces']
+    assert sum(map(len, mem.values())) == 5 and set(mem) == {f'q{i}' for i in range(7, 12)}
+    assert all(llm.trace_for(r.id) == [r.trace] for r in rs)  # the older ones come back from the cache
+
+def test_a_trace_that_cannot_be_stored_is_a_warning_not_a_failure(llm, tmp_path):
+    llm.call(msg('first'), item_id='a')
+    c = llm.cache._conn()
+    c.execute("CREATE TRIGGER full BEFORE INSERT ON traces BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    with pytest.warns(UserWarning, match='traces not stored'):
+        r = llm.call(msg('second'), item_id='b')
+    assert r.ok and r.trace.reply == r.text and llm.trace_for('b') == [r.trace]
