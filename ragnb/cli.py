@@ -18,8 +18,8 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'retrieval': ('ragnb.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
     'check': ('ragnb.checker', "RAGChecker claim extraction and entailment checking of RAG results"),
     'metrics': ('ragnb.metrics', "RAGChecker's 11 metrics from a checked results file (no model call)"),
-    'show': ('ragnb.trace', 'print the model exchanges behind one dataset row, checked result or parsed page'),
     'meta-eval': ('ragnb.metaeval', 'correlate metric preferences with human pairwise preferences'),
+    'show': ('ragnb.trace', 'print the model exchanges behind one dataset row, checked result or parsed page'),
     'scripted-server': ('ragnb.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),
 }
 
