@@ -432,8 +432,9 @@ def checking_trace(results, # RAGChecker results: a list, a `CheckRun`, or a RAG
 # %% ../nbs/08b_trace.ipynb #a65771b3
 def _png(path, width:int) -> str:
     "An image file shrunk to about `width` pixels, or a note that it is missing."
-    ok = path and Path(path).is_file() and Path(path).suffix == '.png'
-    return png_html(path, width) if ok else f"<i>image not found: {html.escape(str(path))}</i>"
+    if not (path and Path(path).is_file()): return f"<i>image not found: {html.escape(str(path))}</i>"
+    try: return png_html(path, width)
+    except Exception as e: return f"<i>image not readable: {html.escape(str(path))} ({html.escape(type(e).__name__)})</i>"
 
 def _sha256(path) -> str|None:
     p = Path(path) if path else None

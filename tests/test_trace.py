@@ -244,20 +244,39 @@ def test_checking_chain_and_show(llm, tmp_path, capsys):
     assert 'extract_claims_triplet@1' in text and 'check_claims@1' in text and 'Mediterranean' in text
     assert re.search(r'R\d .*: (Entailment|Neutral|Contradiction)', text)
 
-def test_page_chain_and_show(shared_data, llm, tmp_path, capsys):
+def _table_pdf(path:Path) -> Path:
+    "A one-page PDF with a sentence and a drawn 5 x 4 table: one region for page parsing."
+    import pymupdf
+    doc = pymupdf.open(); pg = doc.new_page()
+    pg.insert_text((72, 72), "Retail trade across the member states, 1995.", fontsize=11)
+    for r in range(5):
+        for c in range(4):
+            rect = pymupdf.Rect(72 + c*90, 100 + r*20, 72 + (c+1)*90, 100 + (r+1)*20)
+            pg.draw_rect(rect, color=(0, 0, 0), width=0.5)
+            pg.insert_text((rect.x0 + 4, rect.y1 - 6), f"{r}.{c}", fontsize=9)
+    doc.save(path)
+    return path
+
+def test_page_chain_and_show(tmp_path, capsys):
     from ragnb.pdf import parse_pdf
-    eu = shared_data/'documents/camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf'
+    pdf = _table_pdf(tmp_path/'table.pdf')
     bad = '<table onclick="alert(1)"><tr><td>1<script>alert(2)</script></td></tr></table>'
     with ScriptedServer(rules={'pdf_page': lambda m, rng: f"## Page\n\n{bad}\n\n![](nothing.png)"}) as srv:
         vl = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'p.sqlite', progress=False)
-        parsed = parse_pdf(eu, tmp_path/'eu', llm=vl, pages=[2], page_zoom=1, crop_zoom=1)
+        parsed = parse_pdf(pdf, tmp_path/'out', llm=vl, page_zoom=1, crop_zoom=1)
     steps = parsing_trace(parsed, vl).steps()
     assert steps[0].fields['sent to the model'] == 'yes: the file on disk is the image sent'
     assert '[image sha256:' in steps[1].text and steps[2].text.startswith('## Page')
+    assert [s.title for s in steps[3:]] == ['tables', 'crops', 'page as written'] and steps[3].note == '1 sanitised'
     h = parsing_trace(parsed, tmp_path/'p.sqlite').html()
     assert 'onclick="' not in h and '<script' not in h and '&lt;script&gt;' in h  # the raw reply escaped, the table sanitised
-    assert main(['show', str(tmp_path/'eu'), '2', '--cache', str(tmp_path/'p.sqlite')]) == 0
-    assert 'pdf_page@1' in capsys.readouterr().out
+    (tmp_path/'out'/parsed.pages[0].image).write_bytes(b'not the image that was sent')
+    assert parsing_trace(parsed, tmp_path/'p.sqlite').steps()[0].fields['sent to the model'].startswith('no:')
+    assert main(['show', str(tmp_path/'out'), '1', '--cache', str(tmp_path/'p.sqlite')]) == 0
+    out = capsys.readouterr().out
+    assert 'pdf_page@1' in out and 'no: the file on disk differs' in out and "image 'nothing.png' is not one of" in out
+
+# --- memory and storage -----------------------------------------------------------------------------------------------
 
 def test_memory_is_bounded_and_the_cache_keeps_every_trace(llm):
     llm.trace_memory = 5
@@ -266,7 +285,7 @@ def test_memory_is_bounded_and_the_cache_keeps_every_trace(llm):
     assert sum(map(len, mem.values())) == 5 and set(mem) == {f'q{i}' for i in range(7, 12)}
     assert all(llm.trace_for(r.id) == [r.trace] for r in rs)  # the older ones come back from the cache
 
-def test_a_trace_that_cannot_be_stored_is_a_warning_not_a_failure(llm, tmp_path):
+def test_a_trace_that_cannot_be_stored_is_a_warning_not_a_failure(llm):
     llm.call(msg('first'), item_id='a')
     c = llm.cache._conn()
     c.execute("CREATE TRIGGER full BEFORE INSERT ON traces BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
