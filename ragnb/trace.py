@@ -13,14 +13,16 @@ import ipywidgets as W
 from .llm import CallCache, Exchange, Failure, default_cache_dir
 from .pages import ParsedPage, sanitize_html, png_html
 from .widgets import Stepper, StepView, highlight, TABLE_CSS, MetricsViewer, response_claim_roles, gt_claim_roles
+from .generate import CRITERIA, Dataset
+from .metrics import load_results
 
 # %% auto #0
-__all__ = ['CRITERIA', 'FACTOID_PROMPTS', 'EXTRACT_PROMPTS', 'CHECK_PROMPTS', 'Step', 'chain_exchanges', 'shorten', 'step_text',
-           'chain_text', 'step_html', 'chain_html', 'model_name', 'exchange_steps', 'tracer', 'passage_step',
-           'parsed_step', 'critique_step', 'explain_drop', 'decision_step', 'generation_steps', 'TraceState',
-           'generation_trace', 'TraceViewer', 'pages_from_manifest', 'load_traced', 'trace_of', 'show', 'add_cli',
-           'claims_step', 'check_steps', 'labels_step', 'metrics_step', 'checking_steps', 'checking_trace',
-           'parsing_steps', 'parsing_trace']
+__all__ = ['FACTOID_PROMPTS', 'EXTRACT_PROMPTS', 'CHECK_PROMPTS', 'Step', 'chain_exchanges', 'shorten', 'step_text', 'chain_text',
+           'step_html', 'chain_html', 'model_name', 'exchange_steps', 'tracer', 'passage_step', 'parsed_step',
+           'critique_step', 'explain_drop', 'decision_step', 'generation_steps', 'TraceState', 'generation_trace',
+           'TraceViewer', 'pages_from_manifest', 'load_traced', 'trace_of', 'show', 'add_cli', 'claims_step',
+           'check_steps', 'labels_step', 'metrics_step', 'checking_steps', 'checking_trace', 'parsing_steps',
+           'parsing_trace']
 
 # %% ../nbs/08b_trace.ipynb #36be457f
 @dataclass
@@ -36,7 +38,8 @@ class Step:
     open:bool=False  # Expanded when first shown
     exchange:Exchange|None=field(default=None, repr=False)  # The model exchange this step shows, if any
 
-def chain_exchanges(steps:list) -> list[Exchange]:
+def chain_exchanges(steps:list # A chain of `Step`s
+                   ) -> list[Exchange]:
     "The exchanges shown anywhere in a chain, in order."
     return [e for s in steps for e in ([s.exchange] if s.exchange else []) + chain_exchanges(s.steps)]
 
@@ -72,7 +75,8 @@ def chain_text(steps:list, # The chain
 # %% ../nbs/08b_trace.ipynb #ea0d737d
 _PRE = "white-space:pre-wrap;max-height:320px;overflow:auto;background:#f7f7f7;padding:4px;margin:2px 0"
 
-def step_html(s:Step) -> str:
+def step_html(s:Step # The step
+             ) -> str:
     "A step as a collapsible `<details>`, its text escaped."
     e = html.escape
     rows = ''.join(f"<tr><td style='text-align:left;vertical-align:top;color:#555'>{e(str(k))}</td>"
@@ -91,7 +95,8 @@ def chain_html(steps:list, # The chain
     return f"{TABLE_CSS}<div class='ragnb-trace' style='font-size:13px'>{head}{''.join(map(step_html, steps))}</div>"
 
 # %% ../nbs/08b_trace.ipynb #32972a1d
-def model_name(m:str|None) -> str:
+def model_name(m:str|None # A model's name
+              ) -> str:
     "A model's name as shown; ragnb's scripted test model is marked as scripted."
     return '(unknown)' if not m else f"{m} (scripted)" if m.startswith('scripted') else m
 
@@ -115,7 +120,8 @@ def exchange_steps(ex:Exchange|None, # The exchange, or None when none was found
     return [sent, Step(f"{what} {reply}", 'as the model wrote it' if ex.reply is not None else 'no reply', f, ex.reply)]
 
 # %% ../nbs/08b_trace.ipynb #1a6aed3c
-def tracer(source) -> Callable:
+def tracer(source # An `LLM`, a `CallCache`, a cache file, or a `traces` function
+          ) -> Callable:
     "`traces(item_id=None, prefix=None, prompts=None, contains=None)` of an `LLM`, a `CallCache`, or a cache file."
     if hasattr(source, 'traces'): return source.traces
     if callable(source): return source
@@ -124,7 +130,6 @@ def tracer(source) -> Callable:
     return CallCache(p).traces
 
 # %% ../nbs/08b_trace.ipynb #a4304a8a
-CRITERIA = ('groundedness', 'relevance', 'standalone')
 FACTOID_PROMPTS = ('factoid_qa', 'factoid_qa_next', 'multimodal_qa')
 
 def _get(row, k:str, default=None):
@@ -133,11 +138,13 @@ def _get(row, k:str, default=None):
     if v is None or (not isinstance(v, (list, dict, str, bool)) and pd.isna(v)): return default
     return v
 
-def passage_step(row) -> Step:
+def passage_step(row # A dataset row
+                ) -> Step:
     "The passage a question was written from."
     return Step('passage', f"{_get(row, 'chunk_id', '?')} of {_get(row, 'source_doc', '?')}", {}, _get(row, 'context', ''))
 
-def parsed_step(row) -> Step:
+def parsed_step(row # A dataset row
+               ) -> Step:
     "The question, answer and evidence parsed from the reply, the evidence highlighted in the passage."
     q, ev, ctx = _get(row, 'question'), _get(row, 'evidence', ''), _get(row, 'context', '')
     if not q:
@@ -167,7 +174,8 @@ def critique_step(row, # The dataset row
     return Step(f"critique: {criterion}", note, steps=sub + [rating])
 
 # %% ../nbs/08b_trace.ipynb #273b9e42
-def explain_drop(reason:str|None) -> list[str]:
+def explain_drop(reason:str|None # A row's `drop_reason`
+                ) -> list[str]:
     "The parts of a `drop_reason` as sentences."
     out = []
     for part in (reason or '').split('; '):
@@ -178,7 +186,8 @@ def explain_drop(reason:str|None) -> list[str]:
         elif part: out.append(part)
     return out
 
-def decision_step(row) -> Step:
+def decision_step(row # A dataset row
+                 ) -> Step:
     "Kept or dropped, with the scores and the reason."
     scores = ' · '.join(f"{c} {int(s) if (s := _get(row, f'{c}_score')) is not None else '–'}" for c in CRITERIA)
     if _get(row, 'kept'): return Step('decision', 'kept', {'scores': scores, 'why': 'every rating reached its threshold'}, open=True)
@@ -209,17 +218,26 @@ class TraceState:
         self.ids, self.titles, self.kind, self.items, self._chain, self._steps = list(ids), list(titles), kind, items, chain, {}
         self.stepper = Stepper(len(self.ids))
 
-    def steps(self, i:int|None=None) -> list[Step]:
+    def steps(self, i:int|None=None # The item (default: the current one)
+             ) -> list[Step]:
         "The chain of item `i` (default: the current one)."
         i = self.stepper.i if i is None else i
         if i not in self._steps: self._steps[i] = self._chain(i)
         return self._steps[i]
 
-    def html(self, i:int|None=None) -> str: return chain_html(self.steps(i), self.titles[self.stepper.i if i is None else i])
-    def text(self, i:int|None=None, full:bool=False) -> str:
+    def html(self, i:int|None=None # The item (default: the current one)
+            ) -> str:
+        "The chain of item `i` as HTML."
+        return chain_html(self.steps(i), self.titles[self.stepper.i if i is None else i])
+
+    def text(self, i:int|None=None, # The item (default: the current one)
+             full:bool=False # Bodies in full
+            ) -> str:
+        "The chain of item `i` as text."
         return chain_text(self.steps(i), self.titles[self.stepper.i if i is None else i], full)
 
-    def goto(self, item_id):
+    def goto(self, item_id # A row id, query id or page number
+            ):
         "Go to the item with id `item_id`."
         ids = [str(x) for x in self.ids]
         if str(item_id) not in ids:
@@ -246,7 +264,8 @@ def generation_trace(dataset, # A `Dataset`, its DataFrame, or `QA` records
 # %% ../nbs/08b_trace.ipynb #77e65a03
 class TraceViewer:
     "Item by item, the chain of model exchanges behind it, each part collapsible."
-    def __init__(self, state:TraceState):
+    def __init__(self, state:TraceState # What to show
+                ):
         self.state, self.metrics_box, self._mv, controls = state, W.VBox(), None, []
         if state.kind == 'checking':  # the last step of checking is the metrics viewer's first
             self.metrics = W.ToggleButton(description='metrics viewer', tooltip='how the 11 metrics count these labels')
@@ -267,7 +286,8 @@ class TraceViewer:
         return {**self.box._repr_mimebundle_(**kw), 'text/html': self.state.html()}
 
 # %% ../nbs/08b_trace.ipynb #462bc877
-def pages_from_manifest(path:str|Path) -> tuple[str, list[ParsedPage]]:
+def pages_from_manifest(path:str|Path # A parse folder or its `manifest.json`
+                       ) -> tuple[str, list[ParsedPage]]:
     "The source file's name and the pages of a parse folder (or its `manifest.json`), read back from disk."
     p = Path(path); p = p/'manifest.json' if p.is_dir() else p
     m, out = json.loads(p.read_text()), []
@@ -280,10 +300,9 @@ def pages_from_manifest(path:str|Path) -> tuple[str, list[ParsedPage]]:
                               Failure(None, f['kind'], f['message']) if f else None, q.get('warnings', [])))
     return Path(m['file']).name, out
 
-def load_traced(path:str|Path) -> tuple[str, Any]:
+def load_traced(path:str|Path # A dataset, RAGChecker results, or a parse folder / manifest
+               ) -> tuple[str, Any]:
     "What a file holds for `ragnb show`: ('dataset', Dataset), ('results', [RAGResult]) or ('pages', (name, pages))."
-    from ragnb.generate import Dataset
-    from ragnb.metrics import load_results
     p = Path(path)
     if not p.exists(): raise FileNotFoundError(f"{p}: no such file or folder")
     if p.is_dir() or p.name == 'manifest.json': return 'pages', pages_from_manifest(p)
@@ -318,7 +337,8 @@ def show(path:str|Path, # A dataset, RAGChecker results, or a parse folder / man
     return _show(path, item_id, cache, full)[0]
 
 # %% ../nbs/08b_trace.ipynb #be33c0c6
-def add_cli(sub):
+def add_cli(sub # The `ragnb` command's subparsers
+           ):
     "Register `ragnb show`."
     p = sub.add_parser('show', help='print the model exchanges behind one dataset row, checked result or parsed page')
     p.add_argument('file', help='a dataset (.jsonl/.parquet), RAGChecker results (.json), or a parse folder / manifest.json')
@@ -362,10 +382,11 @@ def claims_step(result:dict, # A RAGChecker result
 def _label_sets(r:dict, task:str) -> list[tuple[str, str, Any]]:
     "(claim id, claim, label) for the claims one checking task labelled."
     rc, gc = r.get('response_claims') or [], r.get('gt_answer_claims') or []
-    if task == 'answer': return [(f'R{k+1}', _claim(c), (r.get('answer2response') or [None] * len(rc))[k]) for k, c in enumerate(rc)]
-    if task == 'response': return [(f'G{k+1}', _claim(c), (r.get('response2answer') or [None] * len(gc))[k]) for k, c in enumerate(gc)]
+    at = lambda xs, k: xs[k] if xs and k < len(xs) else None  # labels not there (yet) show as none
+    if task == 'answer': return [(f'R{k+1}', _claim(c), at(r.get('answer2response'), k)) for k, c in enumerate(rc)]
+    if task == 'response': return [(f'G{k+1}', _claim(c), at(r.get('response2answer'), k)) for k, c in enumerate(gc)]
     j = int(task.split('/')[1])
-    cell = lambda m, k: m[k][j] if m and k < len(m) and j < len(m[k]) else None
+    cell = lambda m, k: at(at(m, k), j)
     return ([(f'R{k+1}', _claim(c), cell(r.get('retrieved2response'), k)) for k, c in enumerate(rc)]
             + [(f'G{k+1}', _claim(c), cell(r.get('retrieved2answer'), k)) for k, c in enumerate(gc)])
 
@@ -390,7 +411,8 @@ def check_steps(result:dict, # A RAGChecker result
     return out
 
 # %% ../nbs/08b_trace.ipynb #a57cd35a
-def labels_step(result:dict) -> Step:
+def labels_step(result:dict # A RAGChecker result
+               ) -> Step:
     "Every claim's labels and its role in the metrics (correct, noise, hallucination), or why they are incomplete."
     need = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer', 'response_claims', 'gt_answer_claims')
     if any(result.get(f) is None for f in need):
@@ -402,7 +424,8 @@ def labels_step(result:dict) -> Step:
     return Step('labels and roles', f"{len(r)} response and {len(g)} ground-truth claims", f,
                 html=r.to_html(index=False, escape=True) + g.to_html(index=False, escape=True), open=True)
 
-def metrics_step(result:dict) -> Step:
+def metrics_step(result:dict # A RAGChecker result
+                ) -> Step:
     "The result's metrics, pointing to the metrics viewer for which claims each one counts."
     m = result.get('metrics') or {}
     return Step('metrics', 'see the metrics viewer for the claims each metric counts',
