@@ -17,7 +17,8 @@ from .display import md_escape, fenced
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'default_cache_dir', 'env_model', 'env_number',
            'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part', 'cache_key',
            'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
-           'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'asdict_shallow']
+           'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'asdict_shallow', 'message_refs',
+           'Exchange', 'select_traces']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -197,6 +198,8 @@ class Result:
     model:str|None=None
     prompt:str|None=None
     key:str|None=None
+    errors:list=field(default_factory=list)  # Failed attempts, in order: {attempt, kind, message}
+    trace:Any=field(default=None, repr=False)  # This call's `Exchange` (see Traces)
 
     @property
     def ok(self): return self.failure is None
@@ -421,6 +424,7 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
             except Exception as e:
                 kind = error_kind(e)
                 errors += 1
+                res.errors.append({'attempt':attempt, 'kind':kind, 'message':f"{type(e).__name__}: {e}"[:500]})
                 if kind in RETRYABLE and errors <= self.max_retries:
                     await asyncio.sleep(backoff_delay(errors, self.backoff, self.max_backoff, retry_after(e)))
                     continue
@@ -509,6 +513,244 @@ def _batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM 
     return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate)))
 
 LLM.abatch, LLM.batch = _abatch, _batch
+
+# %% ../nbs/00_llm.ipynb #3f9f5b49
+def _image_ref(part:dict) -> dict:
+    "An `image_url` part as a reference: the SHA-256, MIME type and size of a data URL's bytes (other URLs kept)."
+    url = (part.get('image_url') or {}).get('url', '')
+    if not url.startswith('data:'): return part
+    head, _, b64 = url.partition(',')
+    data = base64.b64decode(b64)
+    return {'type':'image_ref', 'sha256':hashlib.sha256(data).hexdigest(), 'mime':head[5:].split(';')[0],
+            'bytes':len(data), 'detail':part['image_url'].get('detail')}
+
+def message_refs(messages:list # Chat messages
+                ) -> list:
+    "`messages` with every image data URL replaced by a reference (SHA-256, MIME type, size): what a trace keeps."
+    out = []
+    for m in messages:
+        c = m.get('content') if isinstance(m, dict) else None
+        if isinstance(c, list): m = {**m, 'content':[_image_ref(p) if p.get('type') == 'image_url' else p for p in c]}
+        out.append(m)
+    return out
+
+# %% ../nbs/00_llm.ipynb #2c315571
+def _jsonable(v):
+    "A parse result as JSON data (dataclasses as dicts, other objects as text)."
+    return json.loads(json.dumps(v, ensure_ascii=False, default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
+
+def _user_text(messages:list) -> str:
+    return '\n'.join(m['content'] if isinstance(m.get('content'), str) else
+                     ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text') for m in messages)
+
+@dataclass
+class Exchange:
+    "One model call as it happened: what was sent, what came back, and how the reply was read."
+    item_id:Any  # The item's id in its batch
+    key:str  # The call's cache key
+    prompt:str|None  # `name@version`
+    model:str|None  # The model asked
+    messages:list  # As sent, images as references (`message_refs`)
+    params:dict  # Sampling parameters
+    source:str  # 'live', 'cached' or 'replayed'
+    reply:str|None=None  # The raw reply
+    finish_reason:str|None=None
+    prompt_tokens:int|None=None  # Tokens of the call when it was made (also for a cached reply)
+    completion_tokens:int|None=None
+    latency:float=0.0  # Seconds for the whole call, retries and backoff included
+    attempts:int=0  # Requests sent (0 when the cache answered)
+    errors:list=field(default_factory=list)  # Failed attempts: {attempt, kind, message}
+    parsed:Any=None  # The parse result as JSON data (None when it is the reply itself or parsing failed)
+    failure:dict|None=None  # {kind, message} when the call gave no usable value
+    endpoint:str|None=None  # The endpoint named in the cache key
+    run:str|None=None  # Id of the `LLM` object that made the call
+    time:float=0.0  # When the call ended (Unix time)
+
+    @property
+    def ok(self): return self.failure is None
+    @property
+    def prompt_name(self): return (self.prompt or '').split('@')[0]
+
+    def request_text(self) -> str:
+        "The messages as plain text, one `[role]` block each, images as `[image sha256:… N bytes]`."
+        out = []
+        for m in self.messages:
+            c = m.get('content')
+            if not isinstance(c, str):
+                c = '\n'.join(p.get('text', '') if p.get('type') == 'text' else
+                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes {p.get('mime', '')}]"
+                              if p.get('type') == 'image_ref' else f"[{p.get('type')}]" for p in c or [])
+            out.append(f"[{m.get('role')}]\n{c}")
+        return '\n\n'.join(out)
+
+    def summary(self) -> str:
+        "One line: prompt, model, source, attempts, tokens, latency and outcome."
+        tok = f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None else 'no tokens'
+        end = 'ok' if self.ok else f"failed ({self.failure['kind']})"
+        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}" + (f", {self.attempts} attempt(s)" if self.attempts else '')
+                + f" · {tok} · {self.latency*1000:,.0f} ms · finish {self.finish_reason or '–'} · {end}")
+
+    def _repr_html_(self):
+        import html as H
+        pre = lambda s: f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>{H.escape(s)}</pre>"
+        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>" for e in self.errors)
+        fail = f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>" if self.failure else ''
+        parsed = f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>" if self.parsed is not None else ''
+        return (f"<p><b>{H.escape(str(self.item_id))}</b>: {H.escape(self.summary())}</p>"
+                f"<details><summary>request</summary>{pre(self.request_text())}</details>"
+                f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
+                + (f"<ul>{errs}</ul>" if errs else '') + fail + parsed)
+
+# %% ../nbs/00_llm.ipynb #b2b43f7c
+def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Exchange:
+    "Build the `Exchange` of a finished call; keep it in memory and, unless replaying, in the call cache."
+    params = _params(self, params)
+    key = res.key or cache_key(self.cache_endpoint, res.model, messages, params, res.prompt)
+    rec = (self.cache.get(key) if self.cache is not None and res.text is not None else None) or {}
+    u = rec.get('usage') or ({'prompt_tokens':res.usage.prompt_tokens, 'completion_tokens':res.usage.completion_tokens}
+                             if res.attempts and res.text is not None else {})
+    ex = Exchange(res.id, key, res.prompt, res.model, message_refs(messages), params,
+                  'replayed' if self.replay else 'cached' if res.cached else 'live', res.text,
+                  rec.get('finish_reason') or getattr(res, 'finish_reason', None),
+                  u.get('prompt_tokens'), u.get('completion_tokens'), round(time.perf_counter() - t0, 4), res.attempts,
+                  list(res.errors), None if res.failure or res.value is res.text else _jsonable(res.value),
+                  {'kind':res.failure.kind, 'message':res.failure.message} if res.failure else None,
+                  self.cache_endpoint, _run_id(self), round(time.time(), 3))
+    _remember(self, ex)
+    if self.cache is not None and not self.replay:
+        try: self.cache.put_trace(ex)
+        except sqlite3.Error as e:  # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
+            if not self.__dict__.get('_trace_warned'):
+                import warnings; warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
+    return ex
+
+def _remember(self:LLM, ex:Exchange):
+    "Keep `ex` in memory under its item id, at most `trace_memory` exchanges (the oldest items go first)."
+    mem = self.__dict__.setdefault('_traces', {})
+    k = '' if ex.item_id is None else str(ex.item_id)
+    old = mem.get(k, [])
+    mem[k] = [e for e in old if e.key != ex.key] + [ex]
+    self._n_traces = self.__dict__.get('_n_traces', 0) + len(mem[k]) - len(old)
+    while self._n_traces > self.trace_memory and len(mem) > 1:
+        self._n_traces -= len(mem.pop(next(iter(mem))))
+
+def _run_id(self:LLM) -> str:
+    "An id for this `LLM` object, stored with its traces: the exchanges of one run belong together."
+    if '_run' not in self.__dict__:
+        import uuid; self._run = uuid.uuid4().hex[:12]
+    return self._run
+
+async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
+    "Make one call (see `_acall`) and trace it."
+    if not self.tracing: return await _acall(self, messages, prompt, item_id, parse, model, **params)
+    t0 = time.perf_counter()
+    try: res = await _acall(self, messages, prompt, item_id, parse, model, **params)
+    except Exception as e:  # a bug still leaves a trace saying what was sent
+        self._record(Result(id=item_id, model=model or self.model, prompt=_prompt_id(prompt),
+                            failure=Failure(item_id, 'other', f"{type(e).__name__}: {e}", 0)), messages, params, t0)
+        raise
+    res.trace = self._record(res, messages, params, t0)
+    return res
+
+LLM.tracing, LLM._record, LLM.acall = True, _record, _traced_acall
+LLM.trace_memory = 10_000  # exchanges kept in memory; older ones are read back from the cache
+
+# %% ../nbs/00_llm.ipynb #d986d56b
+import zlib
+
+_TRACE_TABLES = ('CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, body BLOB NOT NULL)',
+                 'CREATE TABLE IF NOT EXISTS traces (item TEXT NOT NULL, key TEXT NOT NULL, run TEXT, time REAL, '
+                 'record TEXT NOT NULL, PRIMARY KEY (item, key)) WITHOUT ROWID')
+
+def _put_trace(self:CallCache, ex:Exchange):
+    "Store an exchange: its request once per cache key (compressed), and its trace row under (item, key)."
+    c = self._conn()
+    if not self.__dict__.get('_trace_tables'):
+        for s in _TRACE_TABLES: c.execute(s)
+        self._trace_tables = True
+    rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
+           'failure':ex.failure}
+    c.execute('BEGIN IMMEDIATE')  # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
+    try:
+        if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
+            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages, 'params':ex.params}
+            c.execute('INSERT INTO requests VALUES (?,?)', (ex.key, zlib.compress(_canon(body).encode(), 6)))
+        if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
+            rec['reply'] = ex.reply  # a reply the cache did not keep
+        rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
+        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)', ('' if ex.item_id is None else str(ex.item_id), ex.key,
+                  ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
+        c.execute('COMMIT')
+    except BaseException:
+        c.execute('ROLLBACK'); raise
+
+CallCache.put_trace = _put_trace
+
+# %% ../nbs/00_llm.ipynb #37a9289f
+def select_traces(exchanges:list, # `Exchange`s, any order
+                  prompts:Iterable|str|None=None, # Prompt names to keep (`factoid_qa`, ...); None keeps all
+                  contains:str|None=None # Text the request's messages must contain
+                 ) -> list[Exchange]:
+    "Per item, the exchanges of its latest run that pass the filters, oldest first."
+    if isinstance(prompts, str): prompts = [prompts]
+    keep = [e for e in exchanges if (prompts is None or e.prompt_name in prompts)
+            and (contains is None or contains in _user_text(e.messages))]
+    last = {}
+    for e in keep: last[str(e.item_id)] = max(last.get(str(e.item_id), (0, None)), (e.time, e.run), key=lambda t: t[0])
+    return sorted((e for e in keep if e.run == last[str(e.item_id)][1]), key=lambda e: (e.time, str(e.item_id)))
+
+def _cache_traces(self:CallCache,
+                  item_id=None, # The item's id in its batch
+                  prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
+                  prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
+                  contains:str|None=None # Text the request's messages must contain
+                 ) -> list[Exchange]:
+    "Stored exchanges of item `item_id`, or of every item whose id starts with `prefix` (see `select_traces`)."
+    where, args = ('t.item=?', ('' if item_id is None else str(item_id),)) if prefix is None else \
+                  ('t.item>=? AND t.item<?', (prefix, prefix + '\U0010ffff'))
+    try:
+        rows = self._conn().execute('SELECT t.item, t.key, t.run, t.time, t.record, r.body, c.record FROM traces t '
+                                    'LEFT JOIN requests r ON r.key=t.key LEFT JOIN calls c ON c.key=t.key WHERE ' + where, args).fetchall()
+    except sqlite3.OperationalError as e:
+        if 'no such table' in str(e): return []  # a cache without traces
+        raise
+    out = []
+    for item, key, run, t, rec, body, call in rows:
+        rec, req, call = json.loads(rec), json.loads(zlib.decompress(body)) if body else {}, json.loads(call) if call else {}
+        u = call.get('usage') or {}
+        out.append(Exchange(item, key, req.get('prompt'), req.get('model'), req.get('messages', []),
+                            req.get('params', {}), rec.get('source', '?'), call.get('text', rec.get('reply')),
+                            call.get('finish_reason'), u.get('prompt_tokens'), u.get('completion_tokens'), rec.get('latency', 0.0),
+                            rec.get('attempts', 0), rec.get('errors', []), rec.get('parsed'), rec.get('failure'),
+                            req.get('endpoint'), run, t))
+    return select_traces(out, prompts, contains)
+
+CallCache.traces = _cache_traces
+
+# %% ../nbs/00_llm.ipynb #06104f4b
+def _llm_traces(self:LLM,
+                item_id=None, # The item's id in its batch
+                prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
+                prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
+                contains:str|None=None # Text the request's messages must contain
+               ) -> list[Exchange]:
+    "Exchanges of item `item_id` (or of all items whose id starts with `prefix`): this object's, then the cache's."
+    mem = self.__dict__.get('_traces', {})
+    ids = [k for k in mem if k.startswith(prefix)] if prefix is not None else ['' if item_id is None else str(item_id)]
+    mine = [e for k in ids for e in mem.get(k, [])]
+    seen = {(str(e.item_id), e.key) for e in mine}
+    stored = self.cache.traces(item_id, prefix) if self.cache is not None else []
+    return select_traces([e for e in stored if (str(e.item_id), e.key) not in seen] + mine, prompts, contains)
+
+def _trace_for(self:LLM,
+               item_id, # The item's id in its batch
+               prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
+               contains:str|None=None # Text the request's messages must contain
+              ) -> list[Exchange]:
+    "The exchanges of one item, oldest first (see `LLM.traces`)."
+    return self.traces(item_id, prompts=prompts, contains=contains)
+
+LLM.traces, LLM.trace_for = _llm_traces, _trace_for
 
 # %% ../nbs/00_llm.ipynb #5f3ac913
 import numpy as np
