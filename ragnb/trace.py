@@ -13,7 +13,9 @@ import ipywidgets as W
 from .llm import CallCache, Exchange, Failure, default_cache_dir
 from .pages import ParsedPage, sanitize_html, png_html
 from .widgets import Stepper, StepView, highlight, TABLE_CSS, MetricsViewer, response_claim_roles, gt_claim_roles
-from .generate import CRITERIA, Dataset
+from .generate import Dataset
+from .prompts import CRITERIA
+from .checker import claim_text
 from .metrics import load_results
 
 # %% auto #0
@@ -361,7 +363,6 @@ EXTRACT_PROMPTS = ('extract_claims_triplet', 'extract_claims_sentence', 'repair_
 CHECK_PROMPTS = ('check_claims', 'repair_json')
 
 def _as_dict(r) -> dict: return r if isinstance(r, dict) else r.to_dict() if hasattr(r, 'to_dict') else asdict(r)
-def _claim(c) -> str: return c if isinstance(c, str) else '(' + ', '.join(map(str, c)) + ')'
 
 def claims_step(result:dict, # A RAGChecker result
                 fld:str, # 'response_claims' or 'gt_answer_claims'
@@ -375,7 +376,7 @@ def claims_step(result:dict, # A RAGChecker result
           or exchange_steps(None, 'extraction')
     claims = result.get(fld)
     out = Step('claims', f"{len(claims)} claim(s)" if claims is not None else 'none',
-               {f"{'R' if whose == 'response' else 'G'}{k+1}": _claim(c) for k, c in enumerate(claims or [])}, open=True)
+               {f"{'R' if whose == 'response' else 'G'}{k+1}": claim_text(c) for k, c in enumerate(claims or [])}, open=True)
     return Step(f"claims of the {whose}", out.note, steps=sub + [out])
 
 # %% ../nbs/08b_trace.ipynb #0abc7d9e
@@ -383,12 +384,12 @@ def _label_sets(r:dict, task:str) -> list[tuple[str, str, Any]]:
     "(claim id, claim, label) for the claims one checking task labelled."
     rc, gc = r.get('response_claims') or [], r.get('gt_answer_claims') or []
     at = lambda xs, k: xs[k] if xs and k < len(xs) else None  # labels not there (yet) show as none
-    if task == 'answer': return [(f'R{k+1}', _claim(c), at(r.get('answer2response'), k)) for k, c in enumerate(rc)]
-    if task == 'response': return [(f'G{k+1}', _claim(c), at(r.get('response2answer'), k)) for k, c in enumerate(gc)]
+    if task == 'answer': return [(f'R{k+1}', claim_text(c), at(r.get('answer2response'), k)) for k, c in enumerate(rc)]
+    if task == 'response': return [(f'G{k+1}', claim_text(c), at(r.get('response2answer'), k)) for k, c in enumerate(gc)]
     j = int(task.split('/')[1])
     cell = lambda m, k: at(at(m, k), j)
-    return ([(f'R{k+1}', _claim(c), cell(r.get('retrieved2response'), k)) for k, c in enumerate(rc)]
-            + [(f'G{k+1}', _claim(c), cell(r.get('retrieved2answer'), k)) for k, c in enumerate(gc)])
+    return ([(f'R{k+1}', claim_text(c), cell(r.get('retrieved2response'), k)) for k, c in enumerate(rc)]
+            + [(f'G{k+1}', claim_text(c), cell(r.get('retrieved2answer'), k)) for k, c in enumerate(gc)])
 
 def check_steps(result:dict, # A RAGChecker result
                 traces:Callable # From `tracer`
