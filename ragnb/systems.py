@@ -666,7 +666,7 @@ class ComparisonViewer:
               ) -> str:
         "The i-th question's maps and moves."
         return moves_html(self.cmp, self.ids[i], self.a, self.b)
-    def _ipython_display_(self): self.view._ipython_display_()
+    def _repr_mimebundle_(self, include=None, exclude=None): return self.view._repr_mimebundle_(include, exclude)
 
 # %% ../nbs/07b_systems.ipynb #25532422
 class LlamaIndexSystem(System):

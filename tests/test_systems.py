@@ -405,7 +405,10 @@ def test_compare_paired_differences_and_claim_moves(tmp_path):
     assert len(fig.axes) == 2
     html = moves_html(cmp, 'q0')
     assert html.count('<img') == 2 and 'grass, is, green' in html
-    assert ComparisonViewer(cmp).ids[:6] == [f'q{i}' for i in range(6)]    # questions with moves first
+    cv = ComparisonViewer(cmp)
+    assert cv.ids[:6] == [f'q{i}' for i in range(6)]    # questions with moves first
+    b = cv._repr_mimebundle_()                           # displays as the live widget plus a static snapshot
+    assert 'application/vnd.jupyter.widget-view+json' in b and 'q0' in b['text/html'] and '<img' in b['text/html']
 
 
 def test_compare_needs_checked_runs_and_pairs_on_common_questions(tmp_path):
