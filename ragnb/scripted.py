@@ -442,11 +442,11 @@ def scripted_standalone(messages:list, rng:random.Random)->str:
     return _rating_reply("The question makes sense by itself" + (" and names what it is about." if named else ", though it is somewhat generic."),
                          5 if named else 4, rng)
 
-# %% ../nbs/04a_diversity.ipynb #85796cde
+# %% ../nbs/04a_diversity.ipynb #4bd47f60
 from collections import Counter
 from .diversity import STYLES, LENGTHS
 
-# %% ../nbs/04a_diversity.ipynb #8f0d65eb
+# %% ../nbs/04a_diversity.ipynb #786aa4ba
 _ENT_RE = re.compile(r'`([^`\n]{2,40})`|\b([A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Z][a-z]+(?:[ -][A-Z][\w-]*)+)\b')
 
 @scripted_reply('chunk_entities')
@@ -464,7 +464,7 @@ def scripted_entities(messages:list, rng:random.Random)->str:
     if u < 0.3: return "Here are the entities.\n\nEntities:\n" + '\n'.join(f"{i}. {e}" for i, e in enumerate(ents, 1))
     return "Entities:\n" + '\n'.join(f"- {e}" for e in ents)
 
-# %% ../nbs/04a_diversity.ipynb #d42dbcbe
+# %% ../nbs/04a_diversity.ipynb #f9de563b
 _PERSONA_POOL = [  # (words in the digest, role, need): the scripted model's reading of a collection
     (r'embedding|vector|search|retriev|recherche|suche', 'Search engineer', 'builds retrieval over embeddings and needs to know which models, indexes and settings work'),
     (r'agent|tool|function', 'Agent developer', 'connects models to tools and needs the exact calling conventions'),
@@ -485,7 +485,7 @@ def scripted_personas(messages:list, rng:random.Random)->str:
     bold = rng.random() < 0.2
     return '\n'.join(f"{i}. **Persona:** {r} | {d}" if bold else f"Persona: {r} | {d}" for i, (_, r, d) in enumerate(chosen, 1))
 
-# %% ../nbs/04a_diversity.ipynb #ae001893
+# %% ../nbs/04a_diversity.ipynb #0aef7dd5
 _HOP_RE = re.compile(r'(?ms)^<(\d+)-hop>\n(.*?)(?=^<\d+-hop>\n|\n\nOutput:::\s*\Z)')
 
 def _typed_parts(t:str)->dict:
@@ -540,7 +540,7 @@ def _picks(facts:list, rng:random.Random, passages:list)->list:
         if out[-1]: seen |= {out[-1][0], out[-1][1].lower()}
     return out
 
-# %% ../nbs/04a_diversity.ipynb #2906b8a1
+# %% ../nbs/04a_diversity.ipynb #7c09525a
 _T = {  # the scripted model's phrasings, by language
     'English': dict(join=', and ', comp=('How does {x1} compare with {x2}?', 'What is the difference between {x1} and {x2}?',
                     'Should I use {x1} or {x2}?'), whereas='{a}, whereas {b}', why='Why does it matter that {x} {v} {a}?',
@@ -585,7 +585,7 @@ def _sized(q:str, length:str, persona:str, language:str)->str:
         return _T.get(language, _T['English'])['long'].format(r=r, a='an' if r[:1] in 'aeiou' else 'a') + _lower1(q)
     return q
 
-# %% ../nbs/04a_diversity.ipynb #01bc9f6b
+# %% ../nbs/04a_diversity.ipynb #9bc0ef6b
 def _one_q(f:tuple, language:str)->str:
     "A plain question about fact `f` (sentence, subject, verb or None, rest)."
     s, x, v, a = f
@@ -654,7 +654,7 @@ def scripted_typed(messages:list, rng:random.Random)->str:
     b = '**' if rng.random() < 0.1 else ''
     return f"Output:::\n{b}Question:{b} {q}\n{b}Answer:{b} {a}\n" + '\n'.join(f"{b}Evidence {i}:{b} {e}" for i, e in enumerate(evs, 1))
 
-# %% ../nbs/04a_diversity.ipynb #e4229e38
+# %% ../nbs/04a_diversity.ipynb #9f430cc1
 @scripted_reply('critique_single_hop')
 def scripted_single_hop(messages:list, rng:random.Random)->str:
     "Scripted single-hop critique: the share of the question's content words that this one passage contains."
