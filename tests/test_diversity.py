@@ -235,3 +235,11 @@ def test_hops_survive_parquet_and_show_highlighted(mixed, tmp_path):
     long = 'x ' * 2000 + 'A is B here. ' + 'y ' * 2000 + 'C is D there.'
     shown = highlight_spans(long, ['A is B here.', 'C is D there.'])       # two windows, the rest said in words
     assert shown.count('title="hop 1"') == shown.count('title="hop 2"') == 2 and 'characters]' in shown and '<details>' in shown
+
+def test_retrieval_cli_reports_by_question_type(mixed, tmp_path, capsys):
+    from ragnb.cli import main
+    ds, _ = mixed
+    path = ds.save(tmp_path/'mixed.jsonl')
+    assert main(['retrieval', str(path), '--docs', str(sample_path('openai-cookbook')), '--k', '1,5']) == 0
+    out = capsys.readouterr().out
+    assert 'by question type' in out and 'all-hops@5' in out and 'multi_hop' in out
