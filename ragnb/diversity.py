@@ -95,18 +95,30 @@ def norm_entity(
 # %% ../nbs/04a_diversity.ipynb #4f6c7f68
 _TERM = re.compile(r'`([^`\n]{2,40})`|\b([A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Z][a-z]+(?:[ -][A-Z][\w-]*)+)\b')
 _CODEISH = re.compile(r'[(){}=<>/\\]')
+_STARTERS = set('a an the this that these those it its we you i if when while for in on at to from with and or but not no do does '
+                'see use note also then'.split())
+
+def _name(t:str, common:set)->str|None:
+    "A capitalised term as a name: sentence-start words dropped; a common word in capitals (IMPORTANT, MUST) is emphasis."
+    w = t.split()
+    while w and w[0].lower() in _STARTERS: w = w[1:]
+    t = ' '.join(w)
+    if not t or (t.isupper() and t.isalpha() and t.lower() in common): return None
+    return t
 
 def offline_terms(
     chunks:list[Chunk],  # The passages
     max_n:int=12,        # Terms per passage
 )->dict:
     "Entities without a model: code spans, CamelCase, acronyms and capitalised phrases, then rare words (in few passages, often in this one)."
-    caps = {c.id: [m.group(1) or m.group(2) for m in _TERM.finditer(c.text)] for c in chunks}
+    lower = Counter(w for c in chunks for w in set(re.findall(r'\b[a-z]{2,}\b', c.text)))  # words as written in lower case
+    common = {w for w, k in lower.items() if k >= max(2, 0.02 * len(chunks))}
     words = {c.id: Counter(w for w in re.findall(r'[^\W\d_]{6,}', c.text.lower())) for c in chunks}
     df = Counter(w for c in words.values() for w in c)
     out = {}
     for c in chunks:
-        terms = [t for t, _ in Counter(t for t in caps[c.id] if not _CODEISH.search(t)).most_common()]
+        names = (t if m.group(1) else _name(t, common) for m in _TERM.finditer(c.text) if (t := m.group(1) or m.group(2)))
+        terms = [t for t, _ in Counter(t for t in names if t and not _CODEISH.search(t)).most_common()]
         rare = sorted((w for w, k in words[c.id].items() if k >= 2 and 1 < df[w] <= max(2, len(chunks) // 20)),
                       key=lambda w: (-words[c.id][w], w))
         out[c.id] = list(dict.fromkeys(terms + rare))[:max_n]
@@ -129,7 +141,7 @@ def extract_entities(
     _tally(stats, 'calls', len(rs)); _tally(stats, 'failed_calls', sum(not r.ok for r in rs))
     failed = [c for c, r in zip(chunks, rs) if not r.ok]
     _tally(stats, 'entity_fallbacks', len(failed))
-    off = offline_terms(failed, max_n) if failed else {}
+    off = offline_terms(chunks, max_n) if failed else {}  # rarity is judged against all the passages asked about
     return {c.id: (r.value[:max_n] if r.ok else off[c.id]) for c, r in zip(chunks, rs)}
 
 # %% ../nbs/04a_diversity.ipynb #db9bb35b
@@ -368,9 +380,9 @@ class Spec:
     qtype:str                   # A key of `QUESTION_TYPES`
     chunks:list                 # Its passages (`Chunk`s), one per hop
     bridge:list=field(default_factory=list)  # Entities the passages share
-    persona:Persona|None=None
-    style:str|None=None
-    length:str|None=None
+    persona:Persona|None=None   # Who asks
+    style:str|None=None         # A key of `STYLES`
+    length:str|None=None        # A key of `LENGTHS`
 
 def passages_text(
     chunks:list[Chunk],  # The passages of one question
@@ -419,11 +431,11 @@ def parse_typed(
 @dataclass
 class MixedQA(QA):
     "A question of any type: the `QA` fields (of its first passage) plus its type, every hop's evidence, who asked it and how."
-    question_type:str='factoid'
+    question_type:str='factoid'     # A key of `QUESTION_TYPES`
     hops:list=field(default_factory=list)  # One dict per passage: chunk_id, doc_id, evidence, evidence_start, evidence_end, evidence_found
-    persona:str|None=None
-    style:str|None=None
-    length:str|None=None
+    persona:str|None=None           # 'name: need' of who asked (None for the seed's factoids)
+    style:str|None=None             # A key of `STYLES` ('web_search' for factoids, as the seed's prompt asks)
+    length:str|None=None            # A key of `LENGTHS` (None for factoids)
     single_hop_score:int|None=None   # With 2+ hops: the highest `critique_single_hop` score of one passage alone
     single_hop_eval:str|None=None    # Its rationale, prefixed with the hop
     question_language:str|None=None  # ISO 639-1 code found in the question (None: too short to tell, or not checked)
@@ -559,7 +571,7 @@ class LanguageCheck:
 def text_language(
     text:str,          # A question or an answer
     language:str,      # The language asked for (name or ISO code)
-    min_words:int=4,   # Fewer prose words than this: too short to tell, so not judged
+    min_words:int=5,   # Fewer prose words than this: too short to tell, so not judged
     min_probability:float=0.5,  # A less likely identification is not judged either
 )->LanguageCheck:
     "Identify the language of `text` among the common languages and the one asked for; short or unclear texts are not judged."
@@ -574,7 +586,7 @@ def text_language(
 def check_languages(
     qas:list[QA],      # Questions after `select` (or any time after generation)
     language:str,      # The language asked for
-    min_words:int=4,   # Shorter texts are not judged
+    min_words:int=5,   # Shorter texts are not judged
 )->list[QA]:
     "Drop every question whose question or answer is identified as another language, with the reason; records what was found."
     if language_code(language) is None: return qas  # a language py3langid does not know is not checked

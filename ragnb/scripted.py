@@ -447,6 +447,7 @@ from collections import Counter
 from .diversity import STYLES, LENGTHS
 
 # %% ../nbs/04a_diversity.ipynb #786aa4ba
+_LOUD = {'not', 'must', 'never', 'always', 'important', 'note', 'warning', 'do', 'only', 'all', 'new', 'yes', 'no'}
 _ENT_RE = re.compile(r'`([^`\n]{2,40})`|\b([A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Z][a-z]+(?:[ -][A-Z][\w-]*)+)\b')
 
 @scripted_reply('chunk_entities')
@@ -455,7 +456,8 @@ def scripted_entities(messages:list, rng:random.Random)->str:
     t = _first_user(messages)
     ctx, max_n = _field(t, 'Passage:\n'), int((re.search(r'At most (\d+)', t) or [0, 10])[1])
     names = Counter(m.group(1) or m.group(2) for m in _ENT_RE.finditer(ctx))
-    names = [e for e, _ in names.most_common() if not re.search(r'[(){}=<>/\\]', e) and e.lower() not in _PRONOUNS]
+    names = [e for e, _ in names.most_common() if not re.search(r'[(){}=<>/\\]', e) and e.lower() not in _PRONOUNS
+             and e.lower() not in _LOUD and not re.match(r'(?i)(do|the|this|if|when|for|in|on|to|and|not)\s', e)]
     heads = [h.strip(' #*`') for h in re.findall(r'(?m)^#{1,4}\s+(.{3,60})$', ctx)]
     ents = list(dict.fromkeys(names + [h for h in heads if len(h.split()) <= 5]))[:max_n]
     if not ents: return "Entities:\n- (none found)"
@@ -499,7 +501,6 @@ def _typed_parts(t:str)->dict:
                 length=next((k for k, v in LENGTHS.items() if f'Question length: {v}.' in t), 'medium'),
                 language=(re.search(r'Write the question and the answer in ([^.\n]+)\.', t) or [None, 'English'])[1])
 
-_LOUD = {'not', 'must', 'never', 'always', 'important', 'note', 'warning', 'do', 'only', 'all', 'new', 'yes', 'no'}
 _ALL_VERBS = '|'.join(list(_COPULA) + list(_VERBS) + list(_MODALS))
 
 def _facts(ctx:str, language:str, bridge:str='')->list[tuple]:

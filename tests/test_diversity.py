@@ -180,7 +180,7 @@ def test_check_languages_on_plain_factoids():
     qs = [QA('a/q0', 'a', 'a', 'a#0', 0, 'ctx', question='Comment fonctionne la recherche hybride avec BM25 ?',
              answer='Elle combine BM25 et les embeddings.', kept=True),
           QA('b/q0', 'b', 'b', 'b#0', 0, 'ctx', question='How does hybrid search work with BM25?',
-             answer='It combines BM25 and embeddings.', kept=True, groundedness_score=5, drop_reason=None)]
+             answer='It combines BM25 with dense embeddings of every passage.', kept=True, groundedness_score=5, drop_reason=None)]
     check_languages(qs, 'French')
     assert qs[0].kept and not qs[1].kept and qs[1].drop_reason.startswith('language: question in en')
     assert 'answer in en' in qs[1].drop_reason
