@@ -269,7 +269,8 @@ SEED_EXAMPLE = {  # The article's worked example on the cookbook's CONTRIBUTING.
 
 # %% ../nbs/04_generate.ipynb #e0ac4c3b
 _INT_COLS = ['chunk_start', 'evidence_start', 'evidence_end'] + [f'{c}_score' for c in CRITERIA]
-_SHOW = ['question_type', 'question', 'answer', 'evidence_found'] + [f'{c}_score' for c in CRITERIA] + ['kept', 'drop_reason']
+_SHOW = ['question_type', 'question', 'answer', 'evidence_found'] + [f'{c}_score' for c in CRITERIA] + \
+        ['kept', 'drop_reason']
 _JSON_COLS = ['failures', 'hops']  # lists of records: JSON text in Parquet
 
 class Dataset:
@@ -330,7 +331,8 @@ class Dataset:
     def to_parquet(self, path)->Path:
         "Write a Parquet file (failures and hops stored as JSON text)."
         path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-        self.df.assign(**{c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}).to_parquet(path, index=False)
+        as_json = {c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}
+        self.df.assign(**as_json).to_parquet(path, index=False)
         return path
 
     def save(self, path)->Path:
@@ -394,9 +396,9 @@ def generate_dataset(
     dedupe:float|None=90,              # Near-duplicate similarity threshold
     require_evidence:bool=False,       # Drop questions whose evidence was not found
     glob=None,                         # File patterns when loading paths
-    question_types:str|dict|None=None, # e.g. 'factoid:2,multi_hop:1' (`ragnb.diversity`); None: factoids only, as the seed
+    question_types:str|dict|None=None, # e.g. 'factoid:2,multi_hop:1' (`ragnb.diversity`); None: the seed's factoids
     personas:list|None=None,           # Personas asking the non-factoid questions (None: proposed from the corpus)
-    styles:list|None=None,             # Query styles of the non-factoid questions (None: all of `ragnb.diversity.STYLES`)
+    styles:list|None=None,             # Query styles of the non-factoid questions (None: all of `diversity.STYLES`)
     lengths:list|None=None,            # Query lengths of the non-factoid questions (None: short, medium and long)
     check_language:bool=True,          # Drop questions or answers that are not in `language`
 )->Dataset:
@@ -406,8 +408,9 @@ def generate_dataset(
     llm = llm or LLM()
     if question_types is not None:  # ragnb.diversity builds on this module, so it is imported here
         from ragnb.diversity import mixed_dataset
-        return mixed_dataset(docs, llm, question_types, audience, n_per_chunk, language, chunk_size, chunk_overlap, max_chunks,
-                             seed, min_score, thresholds, dedupe, require_evidence, personas, styles, lengths, check_language)
+        return mixed_dataset(docs, llm, question_types, audience, n_per_chunk, language, chunk_size, chunk_overlap,
+                             max_chunks, seed, min_score, thresholds, dedupe, require_evidence, personas, styles,
+                             lengths, check_language)
     chunks = sample_chunks(split_documents(docs, chunk_size, chunk_overlap), max_chunks, seed)
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0}
@@ -454,9 +457,10 @@ def add_cli(sub):
     p.add_argument('--keep-all', action='store_true', help='also write dropped and failed rows (with kept and drop_reason)')
     p.add_argument('--question-types', default=None, help="mix of question types with optional weights, e.g. "
                    "'factoid:2,multi_hop:1,comparative,reasoning,conditional' (default: factoids only)")
-    p.add_argument('--personas', default=None, help="personas asking the questions, 'name: need' separated by ';', or a "
-                   "file with one per line (default: proposed from the corpus)")
-    p.add_argument('--styles', default=None, help='comma-separated query styles: web_search,misspelled,perfect_grammar,poor_grammar')
+    p.add_argument('--personas', default=None, help="personas asking the questions, 'name: need' separated by ';', "
+                   "or a file with one per line (default: proposed from the corpus)")
+    p.add_argument('--styles', default=None,
+                   help='comma-separated query styles: web_search,misspelled,perfect_grammar,poor_grammar')
     p.add_argument('--lengths', default=None, help='comma-separated query lengths: short,medium,long')
     p.add_argument('--no-language-check', action='store_true', help='keep questions and answers in another language')
     add_call_options(p)
@@ -470,11 +474,13 @@ def _cli_generate(args)->int:
     llm = LLM(model=args.model, concurrency=args.concurrency, **call_options(args))
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     personas = args.personas
-    if personas: personas = Path(personas).read_text(encoding='utf-8').splitlines() if Path(personas).is_file() else personas.split(';')
+    if personas:
+        p = Path(personas)
+        personas = p.read_text(encoding='utf-8').splitlines() if p.is_file() else personas.split(';')
     ds = generate_dataset(docs, llm, args.audience, args.questions_per_chunk, args.language, args.chunk_size,
-                          args.chunk_overlap, args.max_chunks, args.seed, args.min_score, question_types=args.question_types,
-                          personas=personas, styles=split(args.styles), lengths=split(args.lengths),
-                          check_language=not args.no_language_check)
+                          args.chunk_overlap, args.max_chunks, args.seed, args.min_score,
+                          question_types=args.question_types, personas=personas, styles=split(args.styles),
+                          lengths=split(args.lengths), check_language=not args.no_language_check)
     if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)

@@ -360,7 +360,7 @@ def hop_scores(
     texts:dict,                     # doc id -> its text (for hops without offsets)
     ks:Iterable[int]=(1, 3, 5, 10), # cut-offs
 )->dict:
-    "The row's type and hop count, and at each k whether any hop's passage (`any_hop@k`) and every hop's (`all_hops@k`) is in the top k."
+    "Type and hops of a row; at each k, is some (`any_hop@k`) or every (`all_hops@k`) hop's passage in the top k?"
     hops = json.loads(row['hops']) if isinstance(row.get('hops'), str) else row.get('hops')
     if not isinstance(hops, list) or not hops: return {}
     firsts = []
@@ -378,12 +378,14 @@ def by_question_type(
     report:RetrievalReport,     # From `evaluate` on a dataset with `question_type` and `hops`
     ks:Iterable[int]|int=5,     # cut-off(s)
 )->pd.DataFrame:
-    "Per question type: questions, mean hops, hit@k (some hop's passage in the top k) and all-hops@k (every hop's passage)."
+    "Per question type: questions, mean hops, hit@k (some hop's passage in the top k), all-hops@k (every hop's)."
     pq, ks = report.per_question, [ks] if isinstance(ks, int) else list(ks)
-    if 'question_type' not in pq: raise KeyError(f"{report.name}: the dataset has no question_type and hops columns (see ragnb.diversity)")
+    if 'question_type' not in pq:
+        raise KeyError(f"{report.name}: the dataset has no question_type and hops columns (see ragnb.diversity)")
     g = pq.groupby('question_type', sort=False)
     cols = {'questions': g.size(), 'hops': g.n_hops.mean().round(2)}
-    for k in ks: cols |= {f'hit@{k}': g[f'any_hop@{k}'].mean().round(3), f'all-hops@{k}': g[f'all_hops@{k}'].mean().round(3)}
+    for k in ks:
+        cols |= {f'hit@{k}': g[f'any_hop@{k}'].mean().round(3), f'all-hops@{k}': g[f'all_hops@{k}'].mean().round(3)}
     return pd.DataFrame(cols)
 
 # %% ../nbs/07_retrieval.ipynb #80f5cda5

@@ -267,7 +267,7 @@ def highlight_spans(
     before:int=300,  # Characters shown before each hop's evidence
     after:int=700,   # ... and after it
 ) -> str:
-    "Every hop's evidence in its own colour and numbered, each in a window of its passage; the whole context one click away."
+    "Every hop's evidence in its own colour, numbered, in a window of its passage; the whole context one click away."
     spans = {i: sp for i, ev in enumerate(evidences, 1) if ev and (sp := evidence_span(str(ev), context))}
     missing = [i for i in range(1, len(evidences) + 1) if i not in spans]
     def marked(lo, hi):
@@ -275,14 +275,15 @@ def highlight_spans(
         for i, (a, b) in sorted(spans.items(), key=lambda t: t[1]):
             a, b = max(a, lo), min(b, hi)
             if a < pos or a >= b: continue  # outside this window, or overlapping an earlier hop's mark
-            out += [html.escape(context[pos:a]), f'<mark style="background:{HOP_COLOURS[(i-1) % len(HOP_COLOURS)]}" title="hop {i}">'
+            colour = HOP_COLOURS[(i-1) % len(HOP_COLOURS)]
+            out += [html.escape(context[pos:a]), f'<mark style="background:{colour}" title="hop {i}">'
                     f'<sup>{i}</sup>{html.escape(context[a:b])}</mark>']
             pos = b
         return ''.join(out) + html.escape(context[pos:hi])
-    note = (f'<div style="color:#a50"><i>evidence of hop {", ".join(map(str, missing))} not found in the context</i></div>'
-            if missing else '')
+    note = ('<div style="color:#a50"><i>evidence of hop ' + ', '.join(map(str, missing))
+            + ' not found in the context</i></div>' if missing else '')
     wins = []
-    for lo, hi in sorted(evidence_window(context, sp, before, after) for sp in spans.values()):  # windows that meet are merged
+    for lo, hi in sorted(evidence_window(context, sp, before, after) for sp in spans.values()):  # meeting ones merge
         if wins and lo <= wins[-1][1]: wins[-1] = (wins[-1][0], max(hi, wins[-1][1]))
         else: wins.append((lo, hi))
     if not wins: return note + f'<div style="white-space:pre-wrap">{html.escape(context)}</div>'
