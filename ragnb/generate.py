@@ -17,8 +17,9 @@ from .documents import Document, Chunk, load_documents, split_documents
 from .display import md_escape
 
 # %% auto #0
-__all__ = ['DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'generate_questions', 'critique',
-           'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'all_calls_failed', 'add_cli']
+__all__ = ['DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field', 'failure_record',
+           'generate_questions', 'critique', 'select', 'Dataset', 'sample_chunks', 'generate_dataset',
+           'all_calls_failed', 'add_cli']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -141,6 +142,21 @@ def _where(source:str|None)->str|None:
 def _failure(stage:str, r:Result)->dict:
     return dict(stage=stage, kind=r.failure.kind, message=r.failure.message, raw=(r.text or '')[:500] or None)
 
+# %% ../nbs/04_generate.ipynb #33b7752b
+def clean_field(
+    s:str,             # A field parsed from a reply
+    oneline:bool=True, # Join wrapped lines
+)->str:
+    "A parsed field without surrounding whitespace, markdown emphasis or quotes (as `parse_factoid` cleans its fields)."
+    return _clean_field(s, oneline)
+
+def failure_record(
+    stage:str,   # The stage that made the call, e.g. 'generate' or 'critique_groundedness'
+    r:Result,    # The failed call
+)->dict:
+    "A failed call as the `{stage, kind, message, raw}` record kept in `QA.failures`."
+    return _failure(stage, r)
+
 # %% ../nbs/04_generate.ipynb #434aabf6
 def _qa_request(chunk:Chunk, language:str, prev:list[str], k:int)->Request:
     "The factoid request for `chunk`, continuing the conversation of earlier replies `prev`."
@@ -253,7 +269,9 @@ SEED_EXAMPLE = {  # The article's worked example on the cookbook's CONTRIBUTING.
 
 # %% ../nbs/04_generate.ipynb #e0ac4c3b
 _INT_COLS = ['chunk_start', 'evidence_start', 'evidence_end'] + [f'{c}_score' for c in CRITERIA]
-_SHOW = ['question', 'answer', 'evidence_found'] + [f'{c}_score' for c in CRITERIA] + ['kept', 'drop_reason']
+_SHOW = ['question_type', 'question', 'answer', 'evidence_found'] + [f'{c}_score' for c in CRITERIA] + \
+        ['kept', 'drop_reason']
+_JSON_COLS = ['failures', 'hops']  # lists of records: JSON text in Parquet
 
 class Dataset:
     "Synthetic QA as a DataFrame (one row per question), with run statistics, saving and exports."
@@ -264,7 +282,7 @@ class Dataset:
 
     @classmethod
     def from_records(cls, qas:list[QA], stats:dict|None=None)->Dataset:
-        cols = [f.name for f in fields(QA)]
+        cols = [f.name for f in fields(qas[0] if qas else QA)]  # a subclass of QA adds its columns
         return cls(pd.DataFrame([asdict(q) for q in qas], columns=cols), stats)
 
     def __len__(self): return len(self.df)
@@ -311,9 +329,10 @@ class Dataset:
         return path
 
     def to_parquet(self, path)->Path:
-        "Write a Parquet file (failures stored as JSON text)."
+        "Write a Parquet file (failures and hops stored as JSON text)."
         path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-        self.df.assign(failures=self.df.failures.map(json.dumps)).to_parquet(path, index=False)
+        as_json = {c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}
+        self.df.assign(**as_json).to_parquet(path, index=False)
         return path
 
     def save(self, path)->Path:
@@ -326,7 +345,8 @@ class Dataset:
         path = Path(path)
         if path.suffix == '.parquet':
             df = pd.read_parquet(path)
-            df['failures'] = df.failures.map(json.loads)
+            for c in _JSON_COLS:
+                if c in df: df[c] = df[c].map(json.loads)
         else:
             rows = [json.loads(l) for l in path.read_text(encoding='utf-8').splitlines() if l.strip()]
             df = pd.DataFrame(rows, columns=list(rows[0]) if rows else [f.name for f in fields(QA)])
@@ -376,17 +396,30 @@ def generate_dataset(
     dedupe:float|None=90,              # Near-duplicate similarity threshold
     require_evidence:bool=False,       # Drop questions whose evidence was not found
     glob=None,                         # File patterns when loading paths
+    question_types:str|dict|None=None, # e.g. 'factoid:2,multi_hop:1' (`ragnb.diversity`); None: the seed's factoids
+    personas:list|None=None,           # Personas asking the non-factoid questions (None: proposed from the corpus)
+    styles:list|None=None,             # Query styles of the non-factoid questions (None: all of `diversity.STYLES`)
+    lengths:list|None=None,            # Query lengths of the non-factoid questions (None: short, medium and long)
+    check_language:bool=True,          # Drop questions or answers that are not in `language`
 )->Dataset:
     "Load, split, generate, ground, critique and filter: the whole synthetic-QA flow."
     t0 = time.perf_counter()
     docs = _as_docs(src, glob)
     llm = llm or LLM()
+    if question_types is not None:  # ragnb.diversity builds on this module, so it is imported here
+        from ragnb.diversity import mixed_dataset
+        return mixed_dataset(docs, llm, question_types, audience, n_per_chunk, language, chunk_size, chunk_overlap,
+                             max_chunks, seed, min_score, thresholds, dedupe, require_evidence, personas, styles,
+                             lengths, check_language)
     chunks = sample_chunks(split_documents(docs, chunk_size, chunk_overlap), max_chunks, seed)
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0}
     qas = generate_questions(chunks, llm, docs, n_per_chunk, language, stats=stats)
     critique(qas, llm, audience, stats=stats)
     select(qas, min_score, thresholds, dedupe, require_evidence)
+    if check_language:
+        from ragnb.diversity import check_languages
+        check_languages(qas, language)
     u = llm.usage
     stats.update(cached=u.cached - u0.cached, prompt_tokens=u.prompt_tokens - u0.prompt_tokens,
                  completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6),
@@ -422,6 +455,14 @@ def add_cli(sub):
     p.add_argument('--branch', default=None, help='branch of git sources')
     p.add_argument('--encoding', default='utf-8', help='text encoding of the files, e.g. latin-1 (default: utf-8)')
     p.add_argument('--keep-all', action='store_true', help='also write dropped and failed rows (with kept and drop_reason)')
+    p.add_argument('--question-types', default=None, help="mix of question types with optional weights, e.g. "
+                   "'factoid:2,multi_hop:1,comparative,reasoning,conditional' (default: factoids only)")
+    p.add_argument('--personas', default=None, help="personas asking the questions, 'name: need' separated by ';', "
+                   "or a file with one per line (default: proposed from the corpus)")
+    p.add_argument('--styles', default=None,
+                   help='comma-separated query styles: web_search,misspelled,perfect_grammar,poor_grammar')
+    p.add_argument('--lengths', default=None, help='comma-separated query lengths: short,medium,long')
+    p.add_argument('--no-language-check', action='store_true', help='keep questions and answers in another language')
     add_call_options(p)
     p.set_defaults(func=_cli_generate)
 
@@ -431,8 +472,15 @@ def _cli_generate(args)->int:
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
     llm = LLM(model=args.model, concurrency=args.concurrency, **call_options(args))
+    split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
+    personas = args.personas
+    if personas:
+        p = Path(personas)
+        personas = p.read_text(encoding='utf-8').splitlines() if p.is_file() else personas.split(';')
     ds = generate_dataset(docs, llm, args.audience, args.questions_per_chunk, args.language, args.chunk_size,
-                          args.chunk_overlap, args.max_chunks, args.seed, args.min_score)
+                          args.chunk_overlap, args.max_chunks, args.seed, args.min_score,
+                          question_types=args.question_types, personas=personas, styles=split(args.styles),
+                          lengths=split(args.lengths), check_language=not args.no_language_check)
     if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)

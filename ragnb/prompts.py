@@ -258,3 +258,87 @@ Reply with JSON only, one entry for each of the {n} claims, using the claim numb
 register(Prompt('repair_json', '1', description='follow-up turn when a JSON reply could not be used: say what was wrong, ask again',
 template="""Your reply could not be used: {problem}
 Reply again with the JSON object only, exactly in the form asked for above."""))
+
+# %% ../nbs/01_prompts.ipynb #2831f31f
+_TYPED_RULES = """- Write the question as this user would ask it: {persona}.
+- Question style: {style}. Question length: {length}. Only the question takes this style; the evidence stays verbatim.
+- Do not mention "the passage", "the context", "the document" or a hop in the question.
+- The answer is short and uses only facts from the passages.
+- For every passage give its evidence: one whole sentence copied word for word from that passage (Evidence 1 from
+  <1-hop>, Evidence 2 from <2-hop>, and so on).
+- Write the question and the answer in {language}.
+
+Reply in exactly this format:
+
+Output:::
+Question: (your question)
+Answer: (your answer)
+{evidence_format}
+
+{passages}
+
+Output:::"""
+
+register(Prompt('multi_hop_qa', '1', system=WRITER_SYSTEM, description='one question whose answer needs every one of 2-3 linked passages, with evidence from each',
+template="""Below are {n} passages, tagged <1-hop>, <2-hop> and so on. Write one question whose answer needs facts from every
+passage: someone who has read only one of them cannot answer it. The passages are linked through {bridge}.
+
+""" + _TYPED_RULES))
+
+register(Prompt('comparative_qa', '1', system=WRITER_SYSTEM, description='one question comparing something in one passage with something in another',
+template="""Below are {n} passages, tagged <1-hop>, <2-hop> and so on. Write one question that compares something described in
+<1-hop> with something described in <2-hop>: how they differ, which one suits a purpose better, or what they share.
+The passages are linked through {bridge}.
+
+""" + _TYPED_RULES))
+
+register(Prompt('reasoning_qa', '1', system=WRITER_SYSTEM, description='one question that needs a step of reasoning over a passage',
+template="""Below is {n} passage, tagged <1-hop>. Write one question that needs a step of reasoning: its answer follows from
+what the passage states (why something is done, what follows from two of its statements together, what would happen
+in a case it describes) but is not written in the passage as one sentence.
+
+""" + _TYPED_RULES))
+
+register(Prompt('conditional_qa', '1', system=WRITER_SYSTEM, description='one question with a condition ("if ..., ...?") answered by a passage',
+template="""Below is {n} passage, tagged <1-hop>. Write one question with a condition, such as "If ..., what ...?" or
+"When ..., how ...?", whose answer depends on that condition as the passage describes it.
+
+""" + _TYPED_RULES))
+
+# %% ../nbs/01_prompts.ipynb #8130bc14
+register(Prompt('chunk_entities', '1', system=WRITER_SYSTEM, description='the named entities and key phrases of a passage (links passages for multi-hop questions)',
+template="""List the named entities and key phrases of the passage below: products, APIs, models, libraries, organisations,
+people, places, and the technical terms it is about. At most {max_n}, most important first, each written as in the
+passage.
+
+Reply in exactly this format:
+
+Entities:
+- (first entity)
+- (second entity)
+
+Passage:
+{context}"""))
+
+register(Prompt('propose_personas', '1', system=WRITER_SYSTEM, description='personas who would search a document collection, proposed from its titles and terms',
+template="""Here are the titles and key terms of the documents in a collection. Propose {n} different personas: people who
+would search this collection, each with a name for their role and one sentence about what they need from it.
+
+Reply with one persona per line, in exactly this format:
+Persona: (role name) | (what they need, in one sentence)
+
+Documents:
+{digest}"""))
+
+register(Prompt('critique_single_hop', '1', system=WRITER_SYSTEM, description='how completely ONE passage of a multi-passage question answers it alone (1-5)',
+template="""You will be given a question and one passage.
+Rate how completely this passage alone answers the question, on a scale of 1 to 5: 1 means the passage holds none of
+what the question needs, 3 means it holds part of the answer and the rest must come from elsewhere, 5 means this
+passage alone answers the question completely.
+
+""" + _RATING_FORMAT + """
+
+Question: {question}
+Passage: {context}
+
+Answer:::"""))

@@ -27,8 +27,8 @@ from .display import md_escape
 # %% auto #0
 __all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'query_ids', 'check_columns',
-           'summarize', 'RetrievalReport', 'evaluate', 'plot_by_k', 'compare_retrievers', 'Sweep', 'sweep',
-           'plot_sweep', 'add_cli']
+           'summarize', 'RetrievalReport', 'hop_scores', 'by_question_type', 'evaluate', 'plot_by_k',
+           'compare_retrievers', 'Sweep', 'sweep', 'plot_sweep', 'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')
@@ -352,6 +352,42 @@ class RetrievalReport:
         extra = f"\n{len(self.skipped)} question(s) without ground truth: " + '; '.join(f"{q}: {r}" for q, r in self.skipped[:5]) if self.skipped else ''
         return f"{self.name}: {len(self.per_question)} questions\n" + self.table().to_string() + extra
 
+# %% ../nbs/07_retrieval.ipynb #021694fe
+def hop_scores(
+    row:dict,                       # A dataset row with `hops` and `question_type` (`ragnb.diversity`)
+    ranking:list[str],              # The retriever's chunk ids for its question, best first
+    by_doc:dict,                    # doc id -> its chunks
+    texts:dict,                     # doc id -> its text (for hops without offsets)
+    ks:Iterable[int]=(1, 3, 5, 10), # cut-offs
+)->dict:
+    "Type and hops of a row; at each k, is some (`any_hop@k`) or every (`all_hops@k`) hop's passage in the top k?"
+    hops = json.loads(row['hops']) if isinstance(row.get('hops'), str) else row.get('hops')
+    if not isinstance(hops, list) or not hops: return {}
+    firsts = []
+    for h in hops:
+        src = match_documents(pd.DataFrame({'source_doc': [h['doc_id']]}), list(by_doc)).source_doc[0]
+        rel = relevance({**h, 'source_doc': src}, by_doc.get(src, []), texts.get(src))
+        firsts.append(score_ranking(ranking, rel, [max(ks)])['first_rank'] if rel else None)
+    out = {'question_type': row.get('question_type'), 'n_hops': len(hops)}
+    for k in ks:
+        hit = [f is not None and f <= k for f in firsts]
+        out[f'any_hop@{k}'], out[f'all_hops@{k}'] = float(any(hit)), float(all(hit))
+    return out
+
+def by_question_type(
+    report:RetrievalReport,     # From `evaluate` on a dataset with `question_type` and `hops`
+    ks:Iterable[int]|int=5,     # cut-off(s)
+)->pd.DataFrame:
+    "Per question type: questions, mean hops, hit@k (some hop's passage in the top k), all-hops@k (every hop's)."
+    pq, ks = report.per_question, [ks] if isinstance(ks, int) else list(ks)
+    if 'question_type' not in pq:
+        raise KeyError(f"{report.name}: the dataset has no question_type and hops columns (see ragnb.diversity)")
+    g = pq.groupby('question_type', sort=False)
+    cols = {'questions': g.size(), 'hops': g.n_hops.mean().round(2)}
+    for k in ks:
+        cols |= {f'hit@{k}': g[f'any_hop@{k}'].mean().round(3), f'all-hops@{k}': g[f'all_hops@{k}'].mean().round(3)}
+    return pd.DataFrame(cols)
+
 # %% ../nbs/07_retrieval.ipynb #80f5cda5
 def evaluate(
     dataset,                         # DataFrame, list of dicts or JSONL path: question, source_doc, evidence (+ offsets)
@@ -380,6 +416,8 @@ def evaluate(
     t2 = time.perf_counter()
     per = [dict(query_id=qids[i], question=rows[i]['question'], source_doc=rows[i]['source_doc'], how=rels[i].how,
                 gold=rels[i].gold, retrieved=rk, **score_ranking(rk, rels[i], ks)) for i, rk in zip(keep, rankings)]
+    if 'hops' in df:  # questions of several types and hops (ragnb.diversity): is every hop's passage retrieved?
+        for p, i, rk in zip(per, keep, rankings): p.update(hop_scores(rows[i], rk, by_doc, texts, ks))
     per = pd.DataFrame(per, columns=None if per else ['query_id'] + [f'{m}@{k}' for k in ks for m in RETRIEVAL_METRICS])
     return RetrievalReport(name or retriever.name, ks, per, summarize(per, ks, confidence, n_resamples, seed),
                            [(qids[i], r.reason) for i, r in enumerate(rels) if not r],
@@ -565,6 +603,7 @@ def _cli_retrieval(args) -> int:
         rep = evaluate(df, chunks, factory(), ks, docs=docs)
         print(f"{len(docs)} documents, {len(chunks)} chunks of at most {args.chunk_size[0]} characters")
         print(rep)
+        if 'question_type' in rep.per_question: print('\nby question type\n' + by_question_type(rep, ks).to_string())
         if args.out: rep.per_question.to_json(args.out, orient='records', lines=True)
     else:
         sw = sweep(docs, df, factory, args.chunk_size, args.chunk_overlap, ks)

@@ -12,7 +12,7 @@ from typing import Callable
 from .llm import LLM
 
 # %% auto #0
-__all__ = ['RULES', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'approx_tokens', 'ScriptedServer', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
+__all__ = ['RULES', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'approx_tokens', 'ScriptedServer', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
 
 # %% ../nbs/02_scripted.ipynb #f74092d6
 RULES: dict[str, Callable] = {}
@@ -441,6 +441,232 @@ def scripted_standalone(messages:list, rng:random.Random)->str:
     named = bool(re.search(r'`|\d|\b[A-Z][\w-]*[A-Z\d]\w*|\b(?!What|Which|How|Who|When|Where|Why|Was|Qu)[A-Z][a-z]+', q[1:]))
     return _rating_reply("The question makes sense by itself" + (" and names what it is about." if named else ", though it is somewhat generic."),
                          5 if named else 4, rng)
+
+# %% ../nbs/04a_diversity.ipynb #4bd47f60
+from collections import Counter
+from .diversity import STYLES, LENGTHS
+
+# %% ../nbs/04a_diversity.ipynb #786aa4ba
+_LOUD = {'not', 'must', 'never', 'always', 'important', 'note', 'warning', 'do', 'only', 'all', 'new', 'yes', 'no'}
+_ENT_RE = re.compile(r'`([^`\n]{2,40})`|\b([A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Z][a-z]+(?:[ -][A-Z][\w-]*)+)\b')
+
+@scripted_reply('chunk_entities')
+def scripted_entities(messages:list, rng:random.Random)->str:
+    "Scripted entities: the passage's code names, product names and acronyms, most frequent first, then its headings."
+    t = _first_user(messages)
+    ctx, max_n = _field(t, 'Passage:\n'), int((re.search(r'At most (\d+)', t) or [0, 10])[1])
+    names = Counter(m.group(1) or m.group(2) for m in _ENT_RE.finditer(ctx))
+    names = [e for e, _ in names.most_common() if not re.search(r'[(){}=<>/\\]', e) and e.lower() not in _PRONOUNS
+             and e.lower() not in _LOUD and not re.match(r'(?i)(do|the|this|if|when|for|in|on|to|and|not)\s', e)]
+    heads = [h.strip(' #*`') for h in re.findall(r'(?m)^#{1,4}\s+(.{3,60})$', ctx)]
+    ents = list(dict.fromkeys(names + [h for h in heads if len(h.split()) <= 5]))[:max_n]
+    if not ents: return "Entities:\n- (none found)"
+    u = rng.random()
+    if u < 0.15: return "Entities: " + '; '.join(ents)
+    if u < 0.3: return "Here are the entities.\n\nEntities:\n" + '\n'.join(f"{i}. {e}" for i, e in enumerate(ents, 1))
+    return "Entities:\n" + '\n'.join(f"- {e}" for e in ents)
+
+# %% ../nbs/04a_diversity.ipynb #f9de563b
+_PERSONA_POOL = [  # (words in the digest, role, need): the scripted model's reading of a collection
+    (r'embedding|vector|search|retriev|recherche|suche', 'Search engineer', 'builds retrieval over embeddings and needs to know which models, indexes and settings work'),
+    (r'agent|tool|function', 'Agent developer', 'connects models to tools and needs the exact calling conventions'),
+    (r'fine-tun|training|dataset|entraîn', 'ML engineer', 'fine-tunes and evaluates models on their own data'),
+    (r'eval|test|quality|évalu|bewert', 'QA lead', 'checks that answers stay correct and looks for evaluation methods'),
+    (r'rate limit|cost|batch|token|coût|kosten', 'Platform operator', 'keeps costs and rate limits under control in production'),
+    (r'realtime|audio|voice|speech', 'Voice app developer', 'builds spoken assistants and needs latency and audio formats'),
+    (r'prompt', 'Prompt engineer', 'writes and tunes prompts for features in production'),
+]
+
+@scripted_reply('propose_personas')
+def scripted_personas(messages:list, rng:random.Random)->str:
+    "Scripted personas: the roles whose words occur most in the collection's titles and terms."
+    t = _first_user(messages)
+    n, digest = int((re.search(r'Propose (\d+)', t) or [0, 3])[1]), _field(t, 'Documents:\n').lower()
+    hits = sorted(_PERSONA_POOL, key=lambda p: -len(re.findall(p[0], digest)))
+    chosen = [p for p in hits if re.search(p[0], digest)][:n] or [(None, 'Student', 'learns how these systems are built')]
+    bold = rng.random() < 0.2
+    return '\n'.join(f"{i}. **Persona:** {r} | {d}" if bold else f"Persona: {r} | {d}" for i, (_, r, d) in enumerate(chosen, 1))
+
+# %% ../nbs/04a_diversity.ipynb #0aef7dd5
+_HOP_RE = re.compile(r'(?ms)^<(\d+)-hop>\n(.*?)(?=^<\d+-hop>\n|\n\nOutput:::\s*\Z)')
+
+def _typed_parts(t:str)->dict:
+    "What a filled typed prompt asks for: type, passages, bridge, persona, style, length and language."
+    kind = ('comparative' if 'compares something' in t else 'reasoning' if 'step of reasoning' in t
+            else 'conditional' if 'with a condition' in t else 'multi_hop')
+    return dict(kind=kind, passages=[m.group(2).strip() for m in _HOP_RE.finditer(t.split('Reply in exactly this format:')[-1])],
+                bridge=(re.search(r'linked through (.+?)\.\n', t) or [None, ''])[1].split(', ')[0],
+                persona=re.search(r'as this user would ask it: (.+?)\.\n', t)[1],
+                style=next((k for k, v in STYLES.items() if f'Question style: {v}.' in t), 'perfect_grammar'),
+                length=next((k for k, v in LENGTHS.items() if f'Question length: {v}.' in t), 'medium'),
+                language=(re.search(r'Write the question and the answer in ([^.\n]+)\.', t) or [None, 'English'])[1])
+
+_ALL_VERBS = '|'.join(list(_COPULA) + list(_VERBS) + list(_MODALS))
+
+def _facts(ctx:str, language:str, bridge:str='')->list[tuple]:
+    "(sentence, subject, verb, rest) of the passage's prose sentences, those naming `bridge` first, then the informative ones."
+    out = []
+    for s in _sentences(ctx):
+        s2 = re.sub(r'^(Note that|In short,|In practice,|For example,|Today,|Overall,)\s+', '', s)
+        m = re.match(r'^(?P<x>[^,;:()—–]{2,80}?)\s+(?P<v>' + _ALL_VERBS + r')\s+(?P<rest>.{3,})$', s2)
+        if m and _subject_ok(m.group('x')) and (language == 'English' or m.group('v') in _COPULA):
+            x = m.group('x')
+            if re.match(r'(The|A|An|Le|La|Les|Der|Die|Das|El|Los|Las)\s', x): x = x[0].lower() + x[1:]
+            out.append((s, x, m.group('v'), _short(m.group('rest'))))
+    shaped = {f[0] for f in out}
+    for s in _sentences(ctx):  # no subject-verb shape: the model asks what to know about a term of the sentence
+        t = (bridge if bridge and bridge.lower() in s.lower() else None) or \
+            next((e for m in _ENT_RE.finditer(s) if (e := m.group(1) or m.group(2)).lower() not in _LOUD), None)
+        if s not in shaped and t: out.append((s, t, None, _short(max(_CUT.split(s.rstrip('.')), key=len))))
+    key = bridge.lower()
+    return sorted(out, key=lambda f: (f[2] is None, key not in f[0].lower() if key else 0, -_informative(f[0])))
+
+def _fact_text(f:tuple)->str: return f[3] if f[2] is None else f"{f[1]} {f[2]} {f[3]}"
+
+def _pick(facts:list, rng:random.Random, avoid=())->tuple|None:
+    "One of the first facts whose sentence and subject are not in `avoid`."
+    left = [f for f in facts if f[0] not in avoid and f[1].lower() not in avoid and f[3]]
+    return rng.choice(left[:3]) if left else None
+
+def _own(x:str, others:list)->bool:
+    "Whether subject `x` has a content word that none of the `others` passages contains."
+    return any(all(w not in _words(o) for o in others) for w in _words(x))
+
+def _picks(facts:list, rng:random.Random, passages:list)->list:
+    "One fact per passage, each about a subject the other passages do not mention (so no passage answers alone)."
+    out, seen = [], set()
+    for k, f in enumerate(facts):
+        others = passages[:k] + passages[k+1:]
+        out.append(_pick([x for x in f if _own(x[1], others)], rng, seen) or _pick(f, rng, seen))
+        if out[-1]: seen |= {out[-1][0], out[-1][1].lower()}
+    return out
+
+# %% ../nbs/04a_diversity.ipynb #7c09525a
+_T = {  # the scripted model's phrasings, by language
+    'English': dict(join=', and ', comp=('How does {x1} compare with {x2}?', 'What is the difference between {x1} and {x2}?',
+                    'Should I use {x1} or {x2}?'), whereas='{a}, whereas {b}', why='Why does it matter that {x} {v} {a}?',
+                    cond=(r'(?i)^(?:if|when|once|unless)\s+([^,]{5,120}),\s+(.{5,})$', 'If {c}, what happens?'),
+                    use='Under what condition {v} {x} {a}?', about='What should I know about {x}?', long="As {a} {r}, I need to know: "),
+    'French': dict(join=', et ', comp=('Quelle est la différence entre {x1} et {x2} ?', 'Faut-il utiliser {x1} ou {x2} ?'),
+                   whereas='{a}, alors que {b}', why='Pourquoi est-il important que {x} {v} {a} ?',
+                   cond=(r'(?i)^(?:si|lorsque|quand|lorsqu\'|s\')\s*([^,]{5,120}),\s+(.{5,})$', 'Si {c}, que se passe-t-il ?'),
+                   use='Dans quel cas {x} {v} {a} ?', about='Que faut-il savoir sur {x} ?', long="En tant que {r}, je dois savoir : "),
+    'German': dict(join=', und ', comp=('Was ist der Unterschied zwischen {x1} und {x2}?', 'Sollte man {x1} oder {x2} verwenden?'),
+                   whereas='{a}, während {b}', why='Warum ist es wichtig, dass {x} {a} {v}?',
+                   cond=(r'(?i)^(?:wenn|falls|sobald)\s+([^,]{5,120}),\s+(.{5,})$', 'Wenn {c}, was passiert dann?'),
+                   use='Unter welcher Bedingung {v} {x} {a}?', about='Was muss man über {x} wissen?', long='Als {r} muss ich wissen: '),
+}
+_QWORDS = set("""what which when where who why how does do did is are can should would will could the a an of to in on for and or
+with by from that this it i me my if use qu est ce que quelle quel quels quelles comment pourquoi faut il le la les de des du
+et ou un une si se que was wie warum welche welcher ist sind der die das ein eine und oder zu von mit man wenn
+know about matter happens happen need savoir sur faut wissen über muss""".split())
+
+def _lower1(s:str)->str: return s[:1].lower() + s[1:] if s[:2] != s[:2].upper() else s
+
+def _styled(q:str, style:str, rng:random.Random)->str:
+    "The question as typed in `style`."
+    if style == 'web_search':
+        return ' '.join(w for w in re.findall(r"`[^`]+`|[\w'’.-]+", q) if w.lower().strip("'’") not in _QWORDS).lower().strip('.')
+    if style == 'misspelled':
+        ws = q.split()
+        for i in rng.sample([i for i, w in enumerate(ws) if len(w) >= 6 and w.isalpha()], k=min(2, sum(len(w) >= 6 and w.isalpha() for w in ws))):
+            j = rng.randrange(1, len(ws[i]) - 2); w = ws[i]; ws[i] = w[:j] + w[j+1] + w[j] + w[j+2:]
+        return ' '.join(ws)
+    if style == 'poor_grammar':
+        q = re.sub(r"(?i)\b(the|a|an|le|la|les|der|die|das)\s+", '', q)
+        return _lower1(q).rstrip(' ?') + rng.choice(['', ' ?', '??'])
+    return q
+
+def _sized(q:str, length:str, persona:str, language:str)->str:
+    "The question cut to a short one, or lengthened with who asks."
+    if length == 'short' and len(q.split()) > 8:  # shortened to its key words, as people type short queries
+        return ' '.join(_styled(q, 'web_search', None).split()[:8])
+    if length == 'long':
+        r = persona.partition(': ')[0].lower()
+        return _T.get(language, _T['English'])['long'].format(r=r, a='an' if r[:1] in 'aeiou' else 'a') + _lower1(q)
+    return q
+
+# %% ../nbs/04a_diversity.ipynb #9bc0ef6b
+def _one_q(f:tuple, language:str)->str:
+    "A plain question about fact `f` (sentence, subject, verb or None, rest)."
+    s, x, v, a = f
+    if v is None: return _T.get(language, _T['English'])['about'].format(x=x)
+    if language == 'English': return (_question_for(s, 'English') or (f"What {v} {x}?", a))[0]
+    return _WHAT.get(language, _WHAT['English'])[0].format(v=v, x=x)
+
+def _typed_qa(p:dict, rng:random.Random)->tuple|None:
+    "Question, answer and one evidence sentence per passage for a typed prompt, or None when a passage has no usable fact."
+    lang = p['language'] if p['language'] in _T else 'English'
+    T, ps = _T[lang], p['passages']
+    facts = [_facts(c, lang, p['bridge']) for c in ps]
+    if lang != 'English' and rng.random() < 0.1:  # drifts to English, as real models do (ragas #1435)
+        fs = _picks(facts, rng, ps)
+        if any(f is None for f in fs): return None
+        xs = [f[1] for f in fs]
+        q = (_T['English']['comp'][1].format(x1=xs[0], x2=xs[1]) if p['kind'] == 'comparative'
+             else f"What should I know about {' and '.join(xs)} when I build a search system?")
+        return q, '; '.join(_fact_text(f) for f in fs), [f[0] for f in fs]
+    if p['kind'] in ('multi_hop', 'comparative'):
+        fs = _picks(facts, rng, ps)
+        if any(f is None for f in fs): return None
+        if p['kind'] == 'comparative':
+            q = rng.choice(T['comp']).format(x1=fs[0][1], x2=fs[1][1])
+            a = T['whereas'].format(a=_fact_text(fs[0]), b=_fact_text(fs[1]))
+        elif rng.random() < 0.15:  # a "multi-hop" question that one passage answers: the single-hop check should catch it
+            q, a = _one_q(fs[0], lang), _fact_text(fs[0])
+        else:
+            qs = [_one_q(f, lang) for f in fs]
+            q = qs[0].rstrip(' ?') + T['join'] + ', '.join(_lower1(x.rstrip(' ?')) for x in qs[1:]) + (' ?' if lang == 'French' else '?')
+            a = '; '.join(_fact_text(f) for f in fs)
+        evs = [f[0] for f in fs]
+    else:
+        ctx, f = ps[0], _pick(facts[0], rng)
+        sents = _sentences(ctx)
+        if p['kind'] == 'conditional':
+            conds = [(s, m) for s in sents if (m := re.match(T['cond'][0], s.rstrip('.')))]
+            if conds:
+                s, m = rng.choice(conds)
+                q, a, evs = T['cond'][1].format(c=_short(m.group(1))), _short(m.group(2)), [s]
+            elif f: q, a, evs = T['use'].format(x=f[1], v=f[2] or '', a=f[3]).replace('  ', ' '), _fact_text(f), [f[0]]
+            else: return None
+        else:
+            if f is None: return None
+            if f[2] is None: f = (f[0], f[1], 'is', f[3])
+            nxt = sents[sents.index(f[0]) + 1] if f[0] in sents and sents.index(f[0]) + 1 < len(sents) else f[0]
+            q, a, evs = T['why'].format(x=f[1], v=f[2], a=f[3]), _short(max(_CUT.split(nxt.rstrip('.')), key=len)), [nxt]
+    u = rng.random()
+    if len(evs) > 1 and u < 0.05: evs[1] = evs[0]                       # the second quote taken from the first passage
+    elif u < 0.1: evs[-1] = evs[-1].replace(' the ', ' a ', 1)           # a slightly misquoted sentence (fuzzy match)
+    q = _sized(_styled(q, p['style'], rng), p['length'], p['persona'], lang)
+    return q, a, evs
+
+@scripted_reply('multi_hop_qa')
+@scripted_reply('comparative_qa')
+@scripted_reply('reasoning_qa')
+@scripted_reply('conditional_qa')
+def scripted_typed(messages:list, rng:random.Random)->str:
+    "Scripted typed question: templates over a fact of each passage, styled and sized, quoting each passage's sentence."
+    p = _typed_parts(_first_user(messages))
+    got = _typed_qa(p, rng)
+    if got is None:
+        return "Output:::\nQuestion: What are these passages about?\nAnswer: They state no usable fact.\n" + \
+               '\n'.join(f"Evidence {i}: (none)" for i in range(1, len(p['passages']) + 1))
+    q, a, evs = got
+    b = '**' if rng.random() < 0.1 else ''
+    return f"Output:::\n{b}Question:{b} {q}\n{b}Answer:{b} {a}\n" + '\n'.join(f"{b}Evidence {i}:{b} {e}" for i, e in enumerate(evs, 1))
+
+# %% ../nbs/04a_diversity.ipynb #9f430cc1
+@scripted_reply('critique_single_hop')
+def scripted_single_hop(messages:list, rng:random.Random)->str:
+    "Scripted single-hop critique: the share of the question's content words that this one passage contains."
+    t = _first_user(messages)
+    q, ctx = _field(t[:t.rfind('\nPassage:')], 'Question:'), _field(t, '\nPassage:', '\n\nAnswer:::')
+    w = _words(q) - _QWORDS; found = w & _words(ctx)
+    share = len(found) / max(1, len(w))
+    score = 5 if share >= .9 else 4 if share >= .8 else 3 if share >= .5 else 2 if share >= .2 else 1
+    ev = (f"This passage covers {', '.join(sorted(found)[:4]) or 'none of the question'}" +
+          (" and answers the whole question by itself." if score >= 4 else "; the rest of the question needs another source." if score >= 2 else "."))
+    return _rating_reply(ev, score, rng)
 
 # %% ../nbs/05_pdf.ipynb #5bd37c9e
 @scripted_reply('pdf_page')

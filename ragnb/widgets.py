@@ -19,10 +19,10 @@ from .prompts import CRITERIA
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['ITEM_STYLE', 'safe_table', 'PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE', 'Stepper',
-           'StepView', 'img_tag', 'PageView', 'page_html', 'ParsingViewer', 'evidence_span', 'highlight',
-           'evidence_window', 'passage_html', 'ReviewState', 'review_html', 'models_note', 'ReviewViewer',
-           'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
+__all__ = ['ITEM_STYLE', 'safe_table', 'PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'HOP_COLOURS', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE',
+           'Stepper', 'StepView', 'img_tag', 'PageView', 'page_html', 'ParsingViewer', 'evidence_span', 'highlight',
+           'highlight_spans', 'evidence_window', 'passage_html', 'ReviewState', 'review_html', 'models_note',
+           'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
 
 # %% ../nbs/08a_widgets.ipynb #1f980712
 class Stepper:
@@ -258,6 +258,45 @@ def highlight(
         return f'<div style="color:#a50"><i>evidence not found in the context</i></div>{html.escape(context)}'
     return _marked(context, span)
 
+# %% ../nbs/08a_widgets.ipynb #01035848
+HOP_COLOURS = ('#fff3a3', '#c8e6ff', '#d6f5c8', '#ffd9c2')  # background of hop 1, 2, 3, 4 in `highlight_spans`
+
+def highlight_spans(
+    context:str,     # The passages shown (for several hops: tagged <1-hop>, <2-hop>, ...)
+    evidences:list,  # One evidence text per hop, in hop order
+    before:int=300,  # Characters shown before each hop's evidence
+    after:int=700,   # ... and after it
+) -> str:
+    "Every hop's evidence in its own colour, numbered, in a window of its passage; the whole context one click away."
+    spans = {i: sp for i, ev in enumerate(evidences, 1) if ev and (sp := evidence_span(str(ev), context))}
+    missing = [i for i in range(1, len(evidences) + 1) if i not in spans]
+    def marked(lo, hi):
+        out, pos = [], lo
+        for i, (a, b) in sorted(spans.items(), key=lambda t: t[1]):
+            a, b = max(a, lo), min(b, hi)
+            if a < pos or a >= b: continue  # outside this window, or overlapping an earlier hop's mark
+            colour = HOP_COLOURS[(i-1) % len(HOP_COLOURS)]
+            out += [html.escape(context[pos:a]), f'<mark style="background:{colour}" title="hop {i}">'
+                    f'<sup>{i}</sup>{html.escape(context[a:b])}</mark>']
+            pos = b
+        return ''.join(out) + html.escape(context[pos:hi])
+    note = ('<div style="color:#a50"><i>evidence of hop ' + ', '.join(map(str, missing))
+            + ' not found in the context</i></div>' if missing else '')
+    wins = []
+    for lo, hi in sorted(evidence_window(context, sp, before, after) for sp in spans.values()):  # meeting ones merge
+        if wins and lo <= wins[-1][1]: wins[-1] = (wins[-1][0], max(hi, wins[-1][1]))
+        else: wins.append((lo, hi))
+    if not wins: return note + f'<div style="white-space:pre-wrap">{html.escape(context)}</div>'
+    cut, out, pos = lambda n: f'<div style="color:#777;font-style:italic">[{n:,} characters]</div>', [note], 0
+    for lo, hi in wins:
+        out += ([cut(lo - pos)] if lo > pos else []) + [f'<div style="white-space:pre-wrap">{marked(lo, hi)}</div>']
+        pos = hi
+    if pos < len(context): out.append(cut(len(context) - pos))
+    if wins != [(0, len(context))]:
+        out.append(f'<details><summary>the whole context ({len(context):,} characters)</summary>'
+                   f'<div style="white-space:pre-wrap">{marked(0, len(context))}</div></details>')
+    return ''.join(out)
+
 # %% ../nbs/08a_widgets.ipynb #6de889f3
 def evidence_window(
     context:str,       # the passage
@@ -376,7 +415,16 @@ def _score_html(row) -> str:
                      f'<td style="text-align:left">{html.escape(str(why or ""))}</td></tr>')
     return '<table style="font-size:12px">' + ''.join(cells) + '</table>'
 
+
 # %% ../nbs/08a_widgets.ipynb #e38f6685
+def _evidence_html(row) -> str:
+    "The context with its evidence marked: every hop's when the row has several (`ragnb.diversity`), else the one."
+    hops = row.get('hops')
+    if isinstance(hops, str): hops = json.loads(hops)
+    if isinstance(hops, list) and len(hops) > 1:  # short windows, so that every hop is in view
+        return highlight_spans(str(row['context']), [h.get('evidence') for h in hops], before=120, after=200)
+    return passage_html(str(row["context"]), str(row.get("evidence") or ""))
+
 def review_html(
     row:pd.Series,  # one row of the dataset
     i:int,          # its position, from 0 (shown from 1)
@@ -395,7 +443,7 @@ def review_html(
     return (f'<div style="display:flex;flex-wrap:wrap;gap:12px"><div style="flex:1 1 420px;min-width:320px">'
             f'<div style="color:#555">row {i+1}{src}</div>'
             f'<div class="ragnb-passage" style="max-height:420px;overflow:auto;border:1px solid #ddd;padding:6px">'
-            f'{passage_html(str(row["context"]), str(row.get("evidence") or ""))}</div></div>'
+            f'{_evidence_html(row)}</div></div>'
             f'<div style="flex:1 1 320px"><p><b>Q:</b> {html.escape(str(row["question"]))}</p>'
             f'<p><b>A:</b> {html.escape(str(row["answer"]))}</p>{edited}{_score_html(row)}'
             f'<p>{verdict}{rev}</p></div></div>')
