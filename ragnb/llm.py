@@ -4,19 +4,20 @@
 
 # %% ../nbs/00_llm.ipynb #e9e4efd3
 from __future__ import annotations
-import asyncio, base64, hashlib, json, math, mimetypes, os, random, sqlite3, threading, time
+import asyncio, base64, hashlib, json, math, mimetypes, os, random, re, sqlite3, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
-import openai
+import openai, jsonschema
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'default_cache_dir',
-           'env_model', 'text_part', 'image_part', 'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError',
-           'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'error_kind', 'retry_after', 'backoff_delay',
-           'run_sync', 'LLM', 'asdict_shallow', 'lesson_llm']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUCTURED_MODES', 'LESSON_ENDPOINT', 'LESSON_MODEL',
+           'default_cache_dir', 'env_model', 'text_part', 'image_part', 'cache_key', 'CallCache', 'Usage', 'Failure',
+           'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'error_kind', 'retry_after',
+           'backoff_delay', 'run_sync', 'LLM', 'response_format', 'refuses_format', 'follows_schema', 'structured_mode',
+           'asdict_shallow', 'lesson_llm']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -79,6 +80,8 @@ class CallCache:
         with self._conn() as c:
             c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt TEXT, '
                       'record TEXT NOT NULL, created REAL)')
+            c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
+                      'updated REAL, PRIMARY KEY (endpoint, model, feature))')
 
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, 'conn', None)
@@ -96,6 +99,20 @@ class CallCache:
     def put(self, key:str, record:dict, kind='chat', model=None, prompt=None):
         self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)',
                              (key, kind, model, prompt, _canon(record), time.time()))
+
+    def get_feature(self, endpoint:str, model:str, feature:str) -> dict|None:
+        "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
+        row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
+                                   (endpoint, model, feature)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_feature(self, endpoint:str, model:str, feature:str, record:dict):
+        self._conn().execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)', (endpoint, model, feature, _canon(record), time.time()))
+
+    def features(self) -> list[dict]:
+        "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
+        rows = self._conn().execute('SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall()
+        return [{'endpoint':e, 'model':m, 'feature':f, **json.loads(r)} for e, m, f, r in rows]
 
     def __len__(self): return self._conn().execute('SELECT COUNT(*) FROM calls').fetchone()[0]
     def __contains__(self, key): return self.get(key) is not None
@@ -159,6 +176,8 @@ class Result:
     model:str|None=None
     prompt:str|None=None
     key:str|None=None
+    structured:str|None=None  # How a schema was asked for: 'json_schema', 'json_object', or None (prompt only)
+    finish_reason:str|None=None
 
     @property
     def ok(self): return self.failure is None
@@ -182,6 +201,7 @@ class Request:
     parse:Callable|None=None  # text -> value; an exception makes a `parse` failure
     model:str|None=None
     params:dict=field(default_factory=dict)
+    schema:dict|None=None  # JSON schema of the reply, sent as `response_format` where the endpoint takes one
 
 # %% ../nbs/00_llm.ipynb #1fbab48f
 PRICES = {  # USD per 1M tokens: (input, output)
@@ -275,6 +295,7 @@ class LLM:
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
                  cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
+                 structured:str|None=None,  # Schemas as `response_format`: 'auto' (learn what the endpoint takes), 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED` or auto
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
@@ -287,6 +308,10 @@ class LLM:
         self.replay, self.concurrency, self.max_retries, self.timeout = replay, concurrency, max_retries, timeout
         self.temperature, self.backoff, self.max_backoff, self.progress = temperature, backoff, max_backoff, progress
         self._client_kw = client_kw
+        self.structured = structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
+        if self.structured not in ('auto', 'off', 'json_schema', 'json_object'):
+            raise ValueError(f"structured must be auto, off, json_schema or json_object, not {self.structured!r}")
+        self._features = {}
         self.cache = None
         if cache or replay:
             p = Path(cache_path) if cache_path else default_cache_dir()
@@ -309,13 +334,91 @@ class LLM:
             self._clients[id(loop)] = c
         return c[1]
 
-# %% ../nbs/00_llm.ipynb #1a4e6858
-def _params(self:LLM, params:dict) -> dict:
-    return {'temperature':self.temperature, **params}
+# %% ../nbs/00_llm.ipynb #2bfbaf4f
+STRUCTURED_MODES = ('json_schema', 'json_object')  # ways to send a schema, in the order tried; after them: prompt only
+_FORMAT_WORDS = re.compile(r'response_format|json_schema|json_object|schema|grammar|guided|structured', re.I)
 
-async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
+def response_format(mode:str, # 'json_schema' (OpenAI, vLLM, llama.cpp) or 'json_object' (llama-cpp-python)
+                    schema:dict # A JSON schema; its `title` becomes the schema's name
+                   ) -> dict:
+    "The `response_format` asking for replies that follow `schema`, the way `mode` says."
+    s = {k: v for k, v in schema.items() if k != 'title'}
+    if mode == 'json_schema': return {'type':'json_schema', 'json_schema':{'name':schema.get('title', 'reply'), 'schema':s, 'strict':True}}
+    if mode == 'json_object': return {'type':'json_object', 'schema':s}
+    raise ValueError(f"mode must be one of {STRUCTURED_MODES}, not {mode!r}")
+
+def refuses_format(f:Failure) -> bool:
+    "Whether a failed call was the endpoint refusing `response_format`: a 4xx or 5xx whose message names it."
+    return f.kind in ('bad_request', 'server_error') and bool(_FORMAT_WORDS.search(f.message))
+
+def follows_schema(text:str, # A reply
+                   schema:dict # The JSON schema it was asked to follow
+                  ) -> str|None:
+    "None when `text` is one bare JSON value valid under `schema`, else what is wrong with it."
+    try: v = json.loads(text)
+    except (json.JSONDecodeError, TypeError): return f"not bare JSON: {str(text)[:60]!r}"
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(v))
+    return None if err is None else f"does not follow the schema: {err.message[:120]}"
+
+# %% ../nbs/00_llm.ipynb #f7265b1d
+_SECRET = re.compile(r'\b(sk|az|key)-[\w-]{6,}', re.I)
+
+def _feature(self:LLM, model:str, mode:str) -> str|None:
+    "What is known of `mode` at this endpoint for `model`: 'ok', 'refused', 'ignored', or None."
+    k = (self.cache_endpoint, model, f'response_format:{mode}')
+    if k not in self._features: self._features[k] = self.cache.get_feature(*k) if self.cache is not None else None
+    return (self._features[k] or {}).get('status')
+
+def _remember(self:LLM, model:str, mode:str, status:str, detail:str=''):
+    "Record what a reply showed about `mode` (in memory, and in the cache unless replaying); the key is never stored."
+    k = (self.cache_endpoint, model, f'response_format:{mode}')
+    if (self._features.get(k) or {}).get('status') == status: return
+    if self._api_key: detail = detail.replace(self._api_key, '***')
+    rec = {'status':status, 'detail':_SECRET.sub('***', detail)[:300]}
+    self._features[k] = rec
+    if self.cache is not None and not self.replay: self.cache.put_feature(*k, rec)
+
+def structured_mode(self:LLM, model:str|None=None) -> str|None:
+    "How a schema is sent to `model` now: 'json_schema', 'json_object', or None (prompt only)."
     model = model or self.model
-    params, pid = _params(self, params), _prompt_id(prompt)
+    if self.structured == 'off': return None
+    if self.structured in STRUCTURED_MODES: return self.structured
+    if self.replay: return next((m for m in STRUCTURED_MODES if self._feature(model, m) == 'ok'), None)
+    return next((m for m in STRUCTURED_MODES if self._feature(model, m) not in ('refused', 'ignored')), None)
+
+def _features_of(self:LLM) -> list[dict]:
+    "What this LLM has learnt about its endpoints (from the cache when it has one)."
+    if self.cache is not None: return self.cache.features()
+    return [{'endpoint':e, 'model':m, 'feature':f, **r} for (e, m, f), r in self._features.items() if r]
+
+LLM._feature, LLM._remember, LLM.structured_mode, LLM.features = _feature, _remember, structured_mode, _features_of
+
+# %% ../nbs/00_llm.ipynb #1a4e6858
+def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) -> dict:
+    return {'temperature':self.temperature, **params, **({'response_format':response_format(mode, schema)} if mode else {})}
+
+async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
+    model = model or self.model
+    tried = set()
+    while True:   # a refused response_format: the same call again the next way, at last with none
+        mode = self.structured_mode(model) if schema is not None and 'response_format' not in params else None
+        if mode in tried: mode = None
+        res = await self._acall_once(messages, _params(self, params, mode, schema), _prompt_id(prompt), item_id, model)
+        res.structured = mode
+        if not (mode and res.failure and refuses_format(res.failure)): break
+        self._remember(model, mode, 'refused', res.failure.message); tried.add(mode)
+    if mode and res.ok and not res.cached:
+        why = follows_schema(res.text, schema)
+        if why is None: self._remember(model, mode, 'ok')
+        elif res.finish_reason != 'length': self._remember(model, mode, 'ignored', why)
+    if res.ok:
+        try: res.value = parse(res.text) if parse else res.text
+        except Exception as e: res.failure = Failure(item_id, 'parse', f"{type(e).__name__}: {e}", res.attempts)
+    if res.failure: self.usage.failed += 1
+    return res
+
+async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
+    "Cache lookup, else the call with retries and the cache write; no parsing."
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
     res = Result(id=item_id, model=model, prompt=pid, key=key)
     rec = self.cache.get(key) if self.cache is not None else None
@@ -324,59 +427,60 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
         if not isinstance(first, str): first = ' '.join(p.get('text', '') for p in first if p.get('type') == 'text')
         res.failure = Failure(item_id, 'replay_miss', f"replay mode: no cached reply for call {item_id!r} (prompt {pid}, "
             f"model {model}, endpoint {self.cache_endpoint}, key {key[:12]}); user message starts {first[:80]!r}", 0)
-        self.usage.failed += 1
         return res
     if rec is not None:
-        res.cached, res.text = True, rec['text']
+        res.cached, res.text, res.finish_reason = True, rec['text'], rec.get('finish_reason')
         u = rec.get('usage') or {}
         pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
         res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(rec.get('model') or model, pt, ct) or 0.0)
         self.usage.add(res.usage)
-    else:
-        headers = {'X-Ragnb-Prompt': pid} if pid else {}
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                r = await self._client().chat.completions.create(model=model, messages=messages, extra_headers=headers, **params)
-                text = r.choices[0].message.content if r.choices else None
-                if text is None: raise _Empty(f"the reply has no message content (finish_reason={r.choices[0].finish_reason if r.choices else None})")
-                break
-            except _Empty as e:
-                res.failure = Failure(item_id, 'empty', str(e), attempt); break
-            except Exception as e:
-                kind = error_kind(e)
-                if kind in RETRYABLE and attempt <= self.max_retries:
-                    await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
-                    continue
-                res.failure = Failure(item_id, kind, f"{type(e).__name__}: {e}", attempt); break
-        res.attempts = attempt
-        if res.failure:
-            self.usage.failed += 1
-            return res
-        u = r.usage
-        pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
-        c = cost_of(r.model or model, pt, ct)
-        res.usage = Usage(calls=1, prompt_tokens=pt, completion_tokens=ct, cost=c or 0.0, unpriced=int(c is None))
-        self.usage.add(res.usage)
-        res.text = text
-        if self.cache is not None:
-            self.cache.put(key, {'text':text, 'model':r.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
-                                 'finish_reason':r.choices[0].finish_reason}, 'chat', model, pid)
-    try: res.value = parse(res.text) if parse else res.text
-    except Exception as e:
-        res.failure = Failure(item_id, 'parse', f"{type(e).__name__}: {e}", res.attempts)
-        self.usage.failed += 1
+        return res
+    headers = {'X-Ragnb-Prompt': pid} if pid else {}
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            r = await self._client().chat.completions.create(model=model, messages=messages, extra_headers=headers, **params)
+            text = r.choices[0].message.content if r.choices else None
+            if text is None: raise _Empty(f"the reply has no message content (finish_reason={r.choices[0].finish_reason if r.choices else None})")
+            break
+        except _Empty as e:
+            res.failure = Failure(item_id, 'empty', str(e), attempt); break
+        except Exception as e:
+            kind = error_kind(e)
+            msg = _error_text(e)
+            names_format = 'response_format' in params and _FORMAT_WORDS.search(msg)
+            if kind in RETRYABLE and attempt <= self.max_retries and not names_format:
+                await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
+                continue
+            res.failure = Failure(item_id, kind, msg, attempt); break
+    res.attempts = attempt
+    if res.failure: return res
+    u = r.usage
+    pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
+    c = cost_of(r.model or model, pt, ct)
+    res.usage = Usage(calls=1, prompt_tokens=pt, completion_tokens=ct, cost=c or 0.0, unpriced=int(c is None))
+    self.usage.add(res.usage)
+    res.text, res.finish_reason = text, r.choices[0].finish_reason
+    if self.cache is not None:
+        self.cache.put(key, {'text':text, 'model':r.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
+                             'finish_reason':res.finish_reason}, 'chat', model, pid)
     return res
 
 class _Empty(Exception): pass
 
-LLM.acall = _acall
+def _error_text(e:Exception) -> str:
+    "The exception with the error body the server sent (the client's message can leave it out, e.g. a 422's `detail`)."
+    s, body = f"{type(e).__name__}: {e}", getattr(e, 'body', None)
+    if body is not None and (b := json.dumps(body, default=str)[:400]) not in s: s += f" {b}"
+    return s
+
+LLM.acall, LLM._acall_once = _acall, _acall_once
 
 # %% ../nbs/00_llm.ipynb #2212ce79
-def _call(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
+def _call(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
     "Make one call (sync); see `acall`."
-    return run_sync(self._closing(self.acall(messages, prompt, item_id, parse, model, **params)))
+    return run_sync(self._closing(self.acall(messages, prompt, item_id, parse, model, schema, **params)))
 
 async def _closing(self:LLM, coro):
     "Await `coro`, then close the client made for this event loop."
@@ -401,7 +505,8 @@ def _estimate(self:LLM, requests:Iterable) -> dict:
     hits, toks, cost = 0, 0, 0.0
     for r in reqs:
         model = r.model or self.model
-        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params), _prompt_id(r.prompt))
+        mode = self.structured_mode(model) if r.schema is not None else None
+        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema), _prompt_id(r.prompt))
         if self.cache is not None and key in self.cache: hits += 1; continue
         t = _est_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
     return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks, 'input_cost':round(cost, 4)}
@@ -421,7 +526,7 @@ async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:st
     bar = tqdm(total=len(reqs), desc=desc, disable=not self.progress or len(reqs) < 2, leave=False)
     async def one(r):
         async with sem:
-            try: return await self.acall(r.messages, r.prompt, r.id, r.parse or parse, r.model, **r.params)
+            try: return await self.acall(r.messages, r.prompt, r.id, r.parse or parse, r.model, r.schema, **r.params)
             except Exception as e:  # a bug in a parser or in our code still becomes this item's failure
                 self.usage.failed += 1
                 return Result(id=r.id, failure=Failure(r.id, 'other', f"{type(e).__name__}: {e}", 0))
