@@ -410,7 +410,9 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
     if mode and res.ok and not res.cached:
         why = follows_schema(res.text, schema)
         if why is None: self._remember(model, mode, 'ok')
-        elif res.finish_reason != 'length': self._remember(model, mode, 'ignored', why)
+        elif res.finish_reason == 'length': pass   # cut off by the token limit: says nothing about the format
+        elif why.startswith('not bare JSON'): self._remember(model, mode, 'ignored', why)
+        else: self._remember(model, mode, 'loose', why)   # JSON, not quite the schema: still constrained, keep sending
     if res.ok:
         try: res.value = parse(res.text) if parse else res.text
         except Exception as e: res.failure = Failure(item_id, 'parse', f"{type(e).__name__}: {e}", res.attempts)

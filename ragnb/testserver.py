@@ -89,10 +89,20 @@ def _labelled(text:str, schema:dict) -> dict:
         else: out[name] = val
     return out
 
+def _coerce(v, schema:dict):
+    "`v` reshaped the way a schema-constrained model would write it: a list where an object is asked for fills its fields in order."
+    t = schema.get('type')
+    if t == 'object' and isinstance(v, list) and len(v) == len(schema.get('properties') or {}): v = dict(zip(schema['properties'], v))
+    if t == 'object' and isinstance(v, dict):
+        return {k: _coerce(x, (schema.get('properties') or {}).get(k, {})) for k, x in v.items()}
+    if t == 'array' and isinstance(v, list): return [_coerce(x, schema.get('items') or {}) for x in v]
+    return v
+
 def as_schema(text:str, schema:dict|None) -> str:
     "What a server enforcing `schema` sends for a rule's `text`: its JSON value, else its labelled lines as an object."
     v = first_json(text)
     if v is None and schema and schema.get('type') == 'object': v = _labelled(text, schema)
+    if v is not None and schema: v = _coerce(v, schema)
     return text if v is None else json.dumps(v, ensure_ascii=False)
 
 def requested_schema(rf) -> dict|None:
