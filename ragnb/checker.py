@@ -75,10 +75,9 @@ def claim_text(c) -> str:
     return c if isinstance(c, str) else '(' + ', '.join(c) + ')'
 
 def claims_schema(fmt:str='triplet') -> dict:
-    "The JSON schema of an extraction reply, sent where the endpoint takes one (triplets as objects: OpenAI's strict mode has no fixed-length arrays)."
-    s = {'type':'string'}
-    item = s if fmt == 'sentence' else {'type':'object', 'required':['subject', 'predicate', 'object'], 'additionalProperties':False,
-                                        'properties':{'subject':s, 'predicate':s, 'object':s}}
+    "The JSON schema of an extraction reply, sent where the endpoint takes one; it has the prompt's shape (triplets as 3-text arrays)."
+    s = {'type':'string'}   # a schema that differs from the prompt's example starves a small model: objects for triplets gave {"claims": []}
+    item = s if fmt == 'sentence' else {'type':'array', 'items':s, 'minItems':3, 'maxItems':3}
     return {'title':f'claims_{fmt}', 'type':'object', 'required':['claims'], 'additionalProperties':False,
             'properties':{'claims':{'type':'array', 'items':item}}}
 
