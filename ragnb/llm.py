@@ -285,7 +285,7 @@ class LLM:
                  replay:bool=False,  # Answer only from the cache; a miss is a `replay_miss` failure naming the call
                  concurrency:int=16,  # Calls in flight at once in a batch
                  max_retries:int=4,  # Retries per call on 429/5xx/timeouts/connection errors
-                 timeout:float=60.0,  # Seconds per attempt
+                 timeout:float|None=None,  # Seconds per attempt; default `RAGNB_TIMEOUT` or 60 (a local model on a CPU needs minutes)
                  temperature:float=0.0,
                  backoff:float=0.5,  # First backoff delay in seconds (doubles each retry, with jitter)
                  max_backoff:float=30.0,
@@ -305,7 +305,8 @@ class LLM:
         self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
         self.cache_endpoint = (cache_endpoint or self.base_url).rstrip('/')
         self._api_key = api_key or os.environ.get('OPENAI_API_KEY') or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None)
-        self.replay, self.concurrency, self.max_retries, self.timeout = replay, concurrency, max_retries, timeout
+        self.replay, self.concurrency, self.max_retries = replay, concurrency, max_retries
+        self.timeout = float(timeout or os.environ.get('RAGNB_TIMEOUT') or 60)
         self.temperature, self.backoff, self.max_backoff, self.progress = temperature, backoff, max_backoff, progress
         self._client_kw = client_kw
         self.structured = structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
