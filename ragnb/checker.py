@@ -53,15 +53,36 @@ class Claims(list):
     def __init__(self, claims=(), dropped=(), total:int=0):
         super().__init__(claims); self.dropped, self.total = list(dropped), total
 
+def _cut_claims(text:str) -> list|None:
+    "The complete elements of a `claims` list that stops mid-way (a reply cut off by the token limit), or None."
+    m = re.search(r'"claims"\s*:\s*\[', text or '')
+    if not m: return None
+    dec, i, out = json.JSONDecoder(), m.end(), []
+    while True:
+        while i < len(text) and text[i] in ' \n\r\t,': i += 1
+        try: v, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError: break
+        out.append(v)
+    return out or None
+
 def salvage_claims(text:str, fmt:str='triplet') -> Claims:
-    "Every well-formed claim of an extraction reply; malformed elements are dropped and listed. No claims list is a `ParseError`."
-    v = json_reply(text)
-    claims = v.get('claims') if isinstance(v, dict) else v
+    "Every well-formed claim of an extraction reply (also of one cut off mid-list); malformed and repeated elements are dropped and listed."
+    try:
+        v = json_reply(text); cut = False
+        claims = v.get('claims') if isinstance(v, dict) else v
+    except ParseError:
+        if (claims := _cut_claims(text)) is None: raise
+        cut = True
     if not isinstance(claims, list): raise ParseError('expected {"claims": [...]}')
-    out = Claims(total=len(claims))
+    out = Claims(total=len(claims) + cut)
+    if cut: out.dropped.append((len(claims), f"the reply stops after claim {len(claims) - 1} (cut off?); the claims before it are kept"))
+    seen = {}
     for i, c in enumerate(claims):
-        try: out.append(_claim(c, i, fmt))
-        except ParseError as e: out.dropped.append((i, str(e)))
+        try: c = _claim(c, i, fmt)
+        except ParseError as e: out.dropped.append((i, str(e))); continue
+        k = json.dumps(c).lower()
+        if k in seen: out.dropped.append((i, f"claim {i} repeats claim {seen[k]}")); continue   # a looping model repeats itself
+        seen[k] = i; out.append(c)
     return out
 
 def parse_claims(text:str, fmt:str='triplet') -> list:

@@ -295,6 +295,7 @@ class LLM:
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
                  cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
+                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none (small local models can repeat themselves until the context is full)
                  structured:str|None=None,  # Schemas as `response_format`: 'auto' (learn what the endpoint takes), 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED` or auto
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
@@ -309,6 +310,7 @@ class LLM:
         self.timeout = float(timeout or os.environ.get('RAGNB_TIMEOUT') or 60)
         self.temperature, self.backoff, self.max_backoff, self.progress = temperature, backoff, max_backoff, progress
         self._client_kw = client_kw
+        self.max_tokens = int(max_tokens or os.environ.get('RAGNB_MAX_TOKENS') or 0) or None
         self.structured = structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
         if self.structured not in ('auto', 'off', 'json_schema', 'json_object'):
             raise ValueError(f"structured must be auto, off, json_schema or json_object, not {self.structured!r}")
@@ -396,7 +398,8 @@ LLM._feature, LLM._remember, LLM.structured_mode, LLM.features = _feature, _reme
 
 # %% ../nbs/00_llm.ipynb #1a4e6858
 def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) -> dict:
-    return {'temperature':self.temperature, **params, **({'response_format':response_format(mode, schema)} if mode else {})}
+    cap = {'max_tokens':self.max_tokens} if self.max_tokens else {}
+    return {'temperature':self.temperature, **cap, **params, **({'response_format':response_format(mode, schema)} if mode else {})}
 
 async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
     model = model or self.model
