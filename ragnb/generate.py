@@ -17,9 +17,9 @@ from .documents import Document, Chunk, load_documents, split_documents
 from .display import md_escape
 
 # %% auto #0
-__all__ = ['DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field', 'failure_record',
-           'generate_questions', 'critique', 'select', 'Dataset', 'sample_chunks', 'generate_dataset',
-           'all_calls_failed', 'add_cli']
+__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA',
+           'clean_field', 'failure_record', 'generate_questions', 'critique', 'critic_consistency', 'critic_agreement',
+           'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'all_calls_failed', 'add_cli']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -37,10 +37,28 @@ def _clean_field(s:str, oneline:bool=True)->str:
         s = t
     return s
 
+QA_SCHEMA = {'title':'factoid', 'type':'object', 'required':['question', 'answer', 'evidence'], 'additionalProperties':False,
+             'properties':{'question':{'type':'string'}, 'answer':{'type':'string'}, 'evidence':{'type':'string'}}}
+
+def _json_object(text:str)->dict|None:
+    "The reply as a JSON object when it is one (a constrained reply), else None."
+    t = (text or '').strip()
+    if not t.startswith('{'): return None
+    try: v = json.loads(t)
+    except json.JSONDecodeError: return None
+    return v if isinstance(v, dict) else None
+
+def _qa_from_json(j:dict, text:str)->dict:
+    out = {k: _clean_field(str(j.get(k) or ''), oneline=k != 'evidence') for k in ('question', 'answer', 'evidence')}
+    if missing := [k for k, v in out.items() if not v]:
+        raise ParseError(f"JSON reply has no {', '.join(repr(k) for k in missing)}; it starts {text.strip()[:80]!r}")
+    return out
+
 def parse_factoid(
     text:str,  # The model's reply
 )->dict:
-    "The `question`, `answer` and `evidence` of a factoid reply; raise `ParseError` if one is missing."
+    "The `question`, `answer` and `evidence` of a factoid reply (the text protocol or `QA_SCHEMA`'s JSON); raise `ParseError` if one is missing."
+    if (j := _json_object(text)) is not None: return _qa_from_json(j, text)
     i = text.find('Output:::')
     body = text[i+9:] if i >= 0 and _QA_RE.search(text[i+9:]) else text
     marks = list(_QA_RE.finditer(body))
@@ -69,10 +87,15 @@ class Critique:
 _RATING_RE = re.compile(r'(?i)total[ \t]*rating[ \t]*(?:\*\*|__)?[ \t]*[:：=]?[ \t]*(?:\*\*|__)?[ \t]*\(?[ \t]*(-?\d+(?:[.,]\d+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(\d+))?')
 _EVAL_RE = re.compile(r'(?is)evaluation[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?(.*?)(?=^[ \t>#*_\-]*total[ \t]*rating|\Z)', re.M)
 
+RATING_SCHEMA = {'title':'rating', 'type':'object', 'required':['evaluation', 'total_rating'], 'additionalProperties':False,
+                 'properties':{'evaluation':{'type':'string'}, 'total_rating':{'type':'integer', 'enum':[1, 2, 3, 4, 5]}}}
+
 def parse_rating(
     text:str,  # The critique agent's reply
 )->Critique:
-    "The `Total rating` (1-5) and `Evaluation` of a critique reply; raise `ParseError` if missing or out of range."
+    "The `Total rating` (1-5) and `Evaluation` of a critique reply (text or `RATING_SCHEMA`'s JSON); raise `ParseError` if missing or out of range."
+    if (j := _json_object(text)) is not None:
+        text = f"Evaluation: {j.get('evaluation') or ''}\nTotal rating: {j.get('total_rating', '')}"
     ms = list(_RATING_RE.finditer(text))
     if not ms: raise ParseError(f"reply has no 'Total rating:'; it starts {text.strip()[:80]!r}")
     num, scale = ms[-1].group(1).replace(',', '.'), ms[-1].group(2)
@@ -119,6 +142,9 @@ class QA:
     critique_prompts:str|None=None
     failures:list=field(default_factory=list)  # {stage, kind, message, raw}
     doc_source:str|None=None       # Where the document was loaded from: an absolute folder or file path, or a clone URL
+    groundedness_votes:list|None=None  # With self-consistency on: the first score, then each extra sample's and the second critic's
+    relevance_votes:list|None=None
+    standalone_votes:list|None=None
 
     def _repr_markdown_(self):  # ids come from file names, the rest from the model: all escaped
         if not self.question: return f"**{md_escape(self.id)}**: no question; " + md_escape('; '.join(f"{f['stage']} {f['kind']}: {f['message']}" for f in self.failures))
@@ -158,7 +184,7 @@ def failure_record(
     return _failure(stage, r)
 
 # %% ../nbs/04_generate.ipynb #434aabf6
-def _qa_request(chunk:Chunk, language:str, prev:list[str], k:int)->Request:
+def _qa_request(chunk:Chunk, language:str, prev:list[str], k:int, structured:bool=False)->Request:
     "The factoid request for `chunk`, continuing the conversation of earlier replies `prev`."
     p = get_prompt('factoid_qa')
     msgs, prompt = p.messages(context=chunk.text, language=language), p
@@ -166,7 +192,7 @@ def _qa_request(chunk:Chunk, language:str, prev:list[str], k:int)->Request:
         nxt = get_prompt('factoid_qa_next')
         for t in prev: msgs += [{'role':'assistant', 'content':t}, {'role':'user', 'content':nxt.render()}]
         prompt = nxt
-    return Request(msgs, prompt, id=f'{chunk.id}/q{k}', parse=parse_factoid)
+    return Request(msgs, prompt, id=f'{chunk.id}/q{k}', parse=parse_factoid, schema=QA_SCHEMA if structured else None)
 
 def generate_questions(
     chunks:list[Chunk],        # Passages to write questions about
@@ -176,6 +202,7 @@ def generate_questions(
     language:str='English',    # Language of the questions and answers
     threshold:float=90,        # Lowest fuzzy score for evidence grounding
     stats:dict|None=None,      # Receives `model_seconds`
+    structured:bool=False,     # Ask for `QA_SCHEMA` JSON where the endpoint takes a schema (default: the seed's text protocol)
 )->list[QA]:
     "Ask for `n_per_chunk` factoid questions per passage and ground their evidence; failures are recorded per question."
     byid = {d.id: d for d in docs}
@@ -183,7 +210,7 @@ def generate_questions(
     for k in range(n_per_chunk):
         if not alive: break
         t0 = time.perf_counter()
-        rs = llm.batch([_qa_request(c, language, prev[c.id], k) for c in alive], desc=f'questions (round {k+1})')
+        rs = llm.batch([_qa_request(c, language, prev[c.id], k, structured) for c in alive], desc=f'questions (round {k+1})')
         _tally(stats, rs, t0)
         still = []
         for c, r in zip(alive, rs):
@@ -201,21 +228,27 @@ def generate_questions(
     return sorted(out, key=lambda q: (order[q.chunk_id], q.id))
 
 # %% ../nbs/04_generate.ipynb #0d5e27f4
-def _critique_request(q:QA, criterion:str, audience:str)->Request:
+def _critique_request(q:QA, criterion:str, audience:str, structured:bool=False, sample:int=0, temperature:float=0.7)->Request:
     p = get_prompt(f'critique_{criterion}')
     kw = {'groundedness': dict(question=q.question, context=q.context), 'relevance': dict(question=q.question, audience=audience),
           'standalone': dict(question=q.question)}[criterion]
-    return Request(p.messages(**kw), p, id=f'{q.id}/{criterion}', parse=parse_rating)
+    params = {'temperature':temperature, 'seed':sample} if sample else {}
+    return Request(p.messages(**kw), p, id=f'{q.id}/{criterion}' + (f'#s{sample}' if sample else ''), parse=parse_rating,
+                   schema=RATING_SCHEMA if structured else None, params=params)
 
 def critique(
     qas:list[QA],                   # Questions to judge (those without a question are skipped)
     llm:LLM,                        # The critic model
     audience:str=DEFAULT_AUDIENCE,  # Who the questions should be useful to
     stats:dict|None=None,           # Receives `model_seconds`
+    structured:bool=False,          # Ask for `RATING_SCHEMA` JSON where the endpoint takes a schema
+    samples:int=1,                  # Self-consistency: this many ratings per criterion (the extra ones sampled with `seed` 1, 2, ...)
+    sample_temperature:float=0.7,   # Temperature of the extra samples (the first rating stays at the LLM's temperature, 0)
+    second_critic:LLM|None=None,    # Self-consistency: another critic model, asked the same three questions
 )->list[QA]:
-    "Run the three critique agents on every question in one batch; scores, rationales and failures go on each `QA`."
+    "Run the three critique agents on every question in one batch; scores, rationales and failures go on each `QA`, extra votes in `<criterion>_votes`."
     todo = [q for q in qas if q.question]
-    reqs = [_critique_request(q, c, audience) for q in todo for c in CRITERIA]
+    reqs = [_critique_request(q, c, audience, structured) for q in todo for c in CRITERIA]
     t0 = time.perf_counter()
     rs = llm.batch(reqs, desc='critiques')
     _tally(stats, rs, t0)
@@ -225,7 +258,67 @@ def critique(
             q.critic_model = q.critic_model or r.model
             if r.ok: setattr(q, f'{c}_score', r.value.score); setattr(q, f'{c}_eval', r.value.evaluation)
             else: q.failures.append(_failure(f'critique_{c}', r))
+    extra = [(llm, [_critique_request(q, c, audience, structured, k, sample_temperature) for q in todo for c in CRITERIA])
+             for k in range(1, samples)]
+    if second_critic is not None: extra.append((second_critic, reqs))
+    if extra:
+        for q in todo:
+            for c in CRITERIA: setattr(q, f'{c}_votes', [getattr(q, f'{c}_score')])
+        for who, rq in extra:
+            t0 = time.perf_counter()
+            rs = who.batch(rq, desc='critique votes')
+            _tally(stats, rs, t0)
+            for j, r in enumerate(rs):   # a failed vote is None in the votes and a recorded failure
+                q, c = todo[j // 3], CRITERIA[j % 3]
+                getattr(q, f'{c}_votes').append(r.value.score if r.ok else None)
+                if not r.ok: q.failures.append(_failure(f'critique_{c}_vote', r))
     return qas
+
+# %% ../nbs/04_generate.ipynb #33f5a7f3
+def _votes_frame(qas)->pd.DataFrame:
+    df = qas.df if hasattr(qas, 'df') else pd.DataFrame([asdict(q) for q in qas]) if qas and isinstance(qas[0], QA) else pd.DataFrame(qas)
+    return df
+
+def critic_consistency(
+    qas,                 # `QA`s, a `Dataset` or its DataFrame, critiqued with `samples > 1` or a `second_critic`
+    min_score:int=3,     # The keep threshold the votes are compared against
+)->pd.DataFrame:
+    "Per criterion: questions with votes, share where all votes agree, agree within one point, and fall on both sides of `min_score`."
+    df, rows = _votes_frame(qas), {}
+    for c in CRITERIA:
+        col = f'{c}_votes'
+        v = [[x for x in vs if x is not None] for vs in (df[col] if col in df else []) if isinstance(vs, (list, np.ndarray))]
+        v = [vs for vs in v if len(vs) > 1]
+        if not v: continue
+        rows[c] = dict(questions=len(v), votes=round(float(np.mean([len(x) for x in v])), 1),
+                       identical=round(float(np.mean([len(set(x)) == 1 for x in v])), 3),
+                       within_1=round(float(np.mean([max(x) - min(x) <= 1 for x in v])), 3),
+                       keep_split=round(float(np.mean([min(x) < min_score <= max(x) for x in v])), 3),
+                       mean_score=round(float(np.mean([x[0] for x in v])), 2))
+    if not rows: raise ValueError("no critique votes: run `critique(..., samples=3)` or with a `second_critic` first")
+    return pd.DataFrame.from_dict(rows, orient='index').rename_axis('criterion')
+
+# %% ../nbs/04_generate.ipynb #1c5c33c8
+def _kappa(a:np.ndarray, b:np.ndarray)->float:
+    "Cohen's kappa of two boolean verdicts (NaN when chance agreement is total)."
+    po = float(np.mean(a == b)); pe = float(np.mean(a) * np.mean(b) + np.mean(~a) * np.mean(~b))
+    return float('nan') if pe == 1 else round((po - pe) / (1 - pe), 3)
+
+def critic_agreement(
+    ds,                 # A `Dataset`, its DataFrame or a `ReviewState`, with a `review` column (accept / edit / reject)
+    min_score:int=3,    # A critic "keeps" a question when its score reaches this
+)->pd.DataFrame:
+    "Each critique agent, and the combined `kept`, against the human review: agreement, Cohen's kappa, and both kinds of disagreement."
+    df = getattr(ds, 'df', ds)
+    if 'review' not in df or not df.review.notna().any(): raise ValueError("no human review in this dataset: review it first (ragnb.widgets.ReviewViewer)")
+    r = df[df.review.notna() & df.question.notna()]
+    human = r.review.isin(['accept', 'edit']).to_numpy()
+    verdicts = {c: (r[f'{c}_score'].astype(float) >= min_score).to_numpy() for c in CRITERIA if f'{c}_score' in r}
+    if 'kept' in r: verdicts['kept (all criteria)'] = r.kept.astype(bool).to_numpy()
+    rows = {k: dict(reviewed=len(r), agree=round(float(np.mean(v == human)), 3), kappa=_kappa(v, human),
+                    critic_keeps_human_rejects=int(np.sum(v & ~human)), critic_drops_human_keeps=int(np.sum(~v & human)))
+            for k, v in verdicts.items()}
+    return pd.DataFrame.from_dict(rows, orient='index').rename_axis('critic')
 
 # %% ../nbs/04_generate.ipynb #a3278f55
 DEDUPE_BLOCK = 1024
@@ -236,6 +329,7 @@ def select(
     thresholds:dict|None=None,     # Per-criterion overrides, e.g. {'relevance': 4}
     dedupe:int|None=90,            # Drop a question this similar (0-100, rapidfuzz token_sort_ratio) to a better one; None keeps all
     require_evidence:bool=False,   # Also drop questions whose evidence was not found
+    require_consistent:bool=False, # Also drop questions whose critique votes fall on both sides of the threshold
 )->list[QA]:
     "Set `kept` and `drop_reason` on every question: thresholds first, then near-duplicates."
     th = {c: min_score for c in CRITERIA} | (thresholds or {})
@@ -248,6 +342,10 @@ def select(
                 if s is None: why.append(f'{c} critique failed')
                 elif s < th[c]: why.append(f'{c} {s} < {th[c]}')
             if require_evidence and not q.evidence_found: why.append('evidence not found')
+            if require_consistent:
+                for c in CRITERIA:
+                    v = [x for x in getattr(q, f'{c}_votes') or [] if x is not None]
+                    if v and min(v) < th[c] <= max(v): why.append(f'{c} votes disagree {v}')
         q.kept, q.drop_reason = not why, '; '.join(why) or None
     kept = sorted((q for q in qas if q.kept), key=lambda q: -sum(getattr(q, f'{c}_score') for c in CRITERIA))
     if dedupe is not None and len(kept) > 1:
@@ -401,6 +499,10 @@ def generate_dataset(
     styles:list|None=None,             # Query styles of the non-factoid questions (None: all of `diversity.STYLES`)
     lengths:list|None=None,            # Query lengths of the non-factoid questions (None: short, medium and long)
     check_language:bool=True,          # Drop questions or answers that are not in `language`
+    structured:bool=False,             # Questions and ratings as JSON where the endpoint takes a schema (claims always are)
+    critic_samples:int=1,              # Self-consistency: ratings per criterion (see `critique`)
+    second_critic:LLM|None=None,       # Self-consistency: a second critic model
+    require_consistent:bool=False,     # Drop questions whose critique votes disagree about keeping them
 )->Dataset:
     "Load, split, generate, ground, critique and filter: the whole synthetic-QA flow."
     t0 = time.perf_counter()
@@ -414,9 +516,9 @@ def generate_dataset(
     chunks = sample_chunks(split_documents(docs, chunk_size, chunk_overlap), max_chunks, seed)
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0}
-    qas = generate_questions(chunks, llm, docs, n_per_chunk, language, stats=stats)
-    critique(qas, llm, audience, stats=stats)
-    select(qas, min_score, thresholds, dedupe, require_evidence)
+    qas = generate_questions(chunks, llm, docs, n_per_chunk, language, stats=stats, structured=structured)
+    critique(qas, llm, audience, stats=stats, structured=structured, samples=critic_samples, second_critic=second_critic)
+    select(qas, min_score, thresholds, dedupe, require_evidence, require_consistent)
     if check_language:
         from ragnb.diversity import check_languages
         check_languages(qas, language)
@@ -454,6 +556,10 @@ def add_cli(sub):
     p.add_argument('--glob', action='append', default=None, help="file pattern (repeatable; default '*.md' and '*.mdx')")
     p.add_argument('--branch', default=None, help='branch of git sources')
     p.add_argument('--encoding', default='utf-8', help='text encoding of the files, e.g. latin-1 (default: utf-8)')
+    p.add_argument('--structured', action='store_true', help='questions and ratings as JSON where the endpoint takes a JSON schema')
+    p.add_argument('--critic-samples', type=int, default=1, help='self-consistency: ratings per criterion (extra ones sampled)')
+    p.add_argument('--second-critic-model', default=None, help='self-consistency: a second critic model on the same endpoint')
+    p.add_argument('--require-consistent', action='store_true', help='drop questions whose critique votes disagree about keeping them')
     p.add_argument('--keep-all', action='store_true', help='also write dropped and failed rows (with kept and drop_reason)')
     p.add_argument('--question-types', default=None, help="mix of question types with optional weights, e.g. "
                    "'factoid:2,multi_hop:1,comparative,reasoning,conditional' (default: factoids only)")
@@ -472,6 +578,8 @@ def _cli_generate(args)->int:
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
     llm = LLM(model=args.model, concurrency=args.concurrency, **call_options(args))
+    critic2 = (LLM(model=args.second_critic_model, concurrency=args.concurrency, progress=False, **call_options(args))
+               if args.second_critic_model else None)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     personas = args.personas
     if personas:
@@ -480,12 +588,16 @@ def _cli_generate(args)->int:
     ds = generate_dataset(docs, llm, args.audience, args.questions_per_chunk, args.language, args.chunk_size,
                           args.chunk_overlap, args.max_chunks, args.seed, args.min_score,
                           question_types=args.question_types, personas=personas, styles=split(args.styles),
-                          lengths=split(args.lengths), check_language=not args.no_language_check)
+                          lengths=split(args.lengths), check_language=not args.no_language_check,
+                          structured=args.structured, critic_samples=args.critic_samples, second_critic=critic2,
+                          require_consistent=args.require_consistent)
     if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)
     path = (ds if args.keep_all else ds.kept).save(args.out)
     print(f"documents: {len(docs)}" + (f" ({len(docs.issues)} skipped)" if docs.issues else ''))
     print(ds.report())
+    if args.critic_samples > 1 or critic2 is not None:
+        with pd.option_context('display.width', 200): print(critic_consistency(ds, args.min_score).to_string())
     print(f"wrote {path}")
     return 0 if ds.counts()['questions'] else 2

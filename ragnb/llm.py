@@ -9,16 +9,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
-import openai
+import openai, jsonschema
 from tqdm.auto import tqdm
 from .display import md_escape, fenced
 
+
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'default_cache_dir', 'env_model', 'env_number',
-           'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part', 'cache_key',
-           'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
-           'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'asdict_shallow', 'message_refs',
-           'Exchange', 'select_traces']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model',
+           'env_number', 'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part',
+           'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
+           'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'response_format',
+           'refuses_format', 'follows_schema', 'structured_mode', 'asdict_shallow', 'message_refs', 'Exchange',
+           'select_traces']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -118,6 +120,8 @@ class CallCache:
         with self._conn() as c:
             c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt TEXT, '
                       'record TEXT NOT NULL, created REAL)')
+            c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
+                      'updated REAL, PRIMARY KEY (endpoint, model, feature))')
 
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, 'conn', None)
@@ -135,6 +139,20 @@ class CallCache:
     def put(self, key:str, record:dict, kind='chat', model=None, prompt=None):
         self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)',
                              (key, kind, model, prompt, _canon(record), time.time()))
+
+    def get_feature(self, endpoint:str, model:str, feature:str) -> dict|None:
+        "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
+        row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
+                                   (endpoint, model, feature)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_feature(self, endpoint:str, model:str, feature:str, record:dict):
+        self._conn().execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)', (endpoint, model, feature, _canon(record), time.time()))
+
+    def features(self) -> list[dict]:
+        "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
+        rows = self._conn().execute('SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall()
+        return [{'endpoint':e, 'model':m, 'feature':f, **json.loads(r)} for e, m, f, r in rows]
 
     def __len__(self): return self._conn().execute('SELECT COUNT(*) FROM calls').fetchone()[0]
     def __contains__(self, key): return self.get(key) is not None
@@ -200,6 +218,8 @@ class Result:
     key:str|None=None
     errors:list=field(default_factory=list)  # Failed attempts, in order: {attempt, kind, message}
     trace:Any=field(default=None, repr=False)  # This call's `Exchange` (see Traces)
+    structured:str|None=None  # How a schema was asked for: 'json_schema', 'json_object', or None (prompt only)
+    finish_reason:str|None=None
 
     @property
     def ok(self): return self.failure is None
@@ -223,6 +243,7 @@ class Request:
     parse:Callable|None=None  # text -> value; an exception makes a `parse` failure
     model:str|None=None
     params:dict=field(default_factory=dict)
+    schema:dict|None=None  # JSON schema of the reply, sent as `response_format` where the endpoint takes one
 
 # %% ../nbs/00_llm.ipynb #1fbab48f
 PRICES = {  # USD per 1M tokens: (input, output)
@@ -317,6 +338,8 @@ class LLM:
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
                  cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
+                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none (small local models can repeat themselves until the context is full)
+                 structured:str|None=None,  # Schemas as `response_format`: 'auto' (learn what the endpoint takes), 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED` or auto
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
@@ -332,6 +355,11 @@ class LLM:
         self.temperature, self.backoff, self.max_backoff = temperature, backoff, max_backoff
         self.progress = show_progress() if progress is None else progress
         self._client_kw = client_kw
+        self.max_tokens = int(max_tokens or os.environ.get('RAGNB_MAX_TOKENS') or 0) or None
+        self.structured = structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
+        if self.structured not in ('auto', 'off', 'json_schema', 'json_object'):
+            raise ValueError(f"structured must be auto, off, json_schema or json_object, not {self.structured!r}")
+        self._features = {}
         self.cache = None
         if cache or replay:
             p = Path(cache_path) if cache_path else default_cache_dir()
@@ -354,9 +382,69 @@ class LLM:
             self._clients[id(loop)] = c
         return c[1]
 
+# %% ../nbs/00_llm.ipynb #2bfbaf4f
+STRUCTURED_MODES = ('json_schema', 'json_object')  # ways to send a schema, in the order tried; after them: prompt only
+_FORMAT_WORDS = re.compile(r'response_format|json_schema|json_object|schema|grammar|guided|structured', re.I)
+
+def response_format(mode:str, # 'json_schema' (OpenAI, vLLM, llama.cpp) or 'json_object' (llama-cpp-python)
+                    schema:dict # A JSON schema; its `title` becomes the schema's name
+                   ) -> dict:
+    "The `response_format` asking for replies that follow `schema`, the way `mode` says."
+    s = {k: v for k, v in schema.items() if k != 'title'}
+    if mode == 'json_schema': return {'type':'json_schema', 'json_schema':{'name':schema.get('title', 'reply'), 'schema':s, 'strict':True}}
+    if mode == 'json_object': return {'type':'json_object', 'schema':s}
+    raise ValueError(f"mode must be one of {STRUCTURED_MODES}, not {mode!r}")
+
+def refuses_format(f:Failure) -> bool:
+    "Whether a failed call was the endpoint refusing `response_format`: a 4xx or 5xx whose message names it."
+    return f.kind in ('bad_request', 'server_error') and bool(_FORMAT_WORDS.search(f.message))
+
+def follows_schema(text:str, # A reply
+                   schema:dict # The JSON schema it was asked to follow
+                  ) -> str|None:
+    "None when `text` is one bare JSON value valid under `schema`, else what is wrong with it."
+    try: v = json.loads(text)
+    except (json.JSONDecodeError, TypeError): return f"not bare JSON: {str(text)[:60]!r}"
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(v))
+    return None if err is None else f"does not follow the schema: {err.message[:120]}"
+
+# %% ../nbs/00_llm.ipynb #f7265b1d
+_SECRET = re.compile(r'\b(sk|az|key)-[\w-]{6,}', re.I)
+
+def _feature(self:LLM, model:str, mode:str) -> str|None:
+    "What is known of `mode` at this endpoint for `model`: 'ok', 'refused', 'ignored', or None."
+    k = (self.cache_endpoint, model, f'response_format:{mode}')
+    if k not in self._features: self._features[k] = self.cache.get_feature(*k) if self.cache is not None else None
+    return (self._features[k] or {}).get('status')
+
+def _remember(self:LLM, model:str, mode:str, status:str, detail:str=''):
+    "Record what a reply showed about `mode` (in memory, and in the cache unless replaying); the key is never stored."
+    k = (self.cache_endpoint, model, f'response_format:{mode}')
+    if (self._features.get(k) or {}).get('status') == status: return
+    if self._api_key: detail = detail.replace(self._api_key, '***')
+    rec = {'status':status, 'detail':_SECRET.sub('***', detail)[:300]}
+    self._features[k] = rec
+    if self.cache is not None and not self.replay: self.cache.put_feature(*k, rec)
+
+def structured_mode(self:LLM, model:str|None=None) -> str|None:
+    "How a schema is sent to `model` now: 'json_schema', 'json_object', or None (prompt only)."
+    model = model or self.model
+    if self.structured == 'off': return None
+    if self.structured in STRUCTURED_MODES: return self.structured
+    if self.replay: return next((m for m in STRUCTURED_MODES if self._feature(model, m) == 'ok'), None)
+    return next((m for m in STRUCTURED_MODES if self._feature(model, m) not in ('refused', 'ignored')), None)
+
+def _features_of(self:LLM) -> list[dict]:
+    "What this LLM has learnt about its endpoints (from the cache when it has one)."
+    if self.cache is not None: return self.cache.features()
+    return [{'endpoint':e, 'model':m, 'feature':f, **r} for (e, m, f), r in self._features.items() if r]
+
+LLM._feature, LLM._remember, LLM.structured_mode, LLM.features = _feature, _remember, structured_mode, _features_of
+
 # %% ../nbs/00_llm.ipynb #1a4e6858
-def _params(self:LLM, params:dict) -> dict:
-    return {'temperature':self.temperature, **params}
+def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) -> dict:
+    cap = {'max_tokens':self.max_tokens} if self.max_tokens else {}
+    return {'temperature':self.temperature, **cap, **params, **({'response_format':response_format(mode, schema)} if mode else {})}
 
 def _grown(params:dict, factor:float) -> dict|None:
     "`params` with `factor` times the caller's token limit, for one retry of a truncated reply; None when there is no limit to raise."
@@ -369,93 +457,117 @@ def _cut(completion_tokens:int, text:str|None) -> str:
             f"it ends {(text or '')[-60:]!r}")
 
 def _describe(self:LLM, e:Exception, kind:str) -> str:
-    "A failure message that names the deadline or the endpoint when that is what went wrong."
+    "A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error body."
     if isinstance(e, asyncio.TimeoutError):
         return f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= or RAGNB_TIMEOUT)"
     if kind in ('connection', 'timeout'): return f"{type(e).__name__} at {self.base_url}: {e}"
-    return f"{type(e).__name__}: {e}"
+    return _error_text(e)
 
-async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
+async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
     model = model or self.model
-    params, pid = _params(self, params), _prompt_id(prompt)
+    tried = set()
+    while True:   # a refused response_format: the same call again the next way, at last with none
+        mode = self.structured_mode(model) if schema is not None and 'response_format' not in params else None
+        if mode in tried: mode = None
+        res = await self._acall_once(messages, _params(self, params, mode, schema), _prompt_id(prompt), item_id, model)
+        res.structured = mode
+        if not (mode and res.failure and refuses_format(res.failure)): break
+        self._remember(model, mode, 'refused', res.failure.message); tried.add(mode)
+    if mode and res.ok and not res.cached:
+        why = follows_schema(res.text, schema)
+        if why is None: self._remember(model, mode, 'ok')
+        elif res.finish_reason == 'length': pass   # cut off by the token limit: says nothing about the format
+        elif why.startswith('not bare JSON'): self._remember(model, mode, 'ignored', why)
+        else: self._remember(model, mode, 'loose', why)   # JSON, not quite the schema: still constrained, keep sending
+    if res.ok:
+        try: res.value = parse(res.text) if parse else res.text
+        except Exception as e: res.failure = Failure(item_id, 'parse', f"{type(e).__name__}: {e}", res.attempts)
+    if res.failure: self.usage.failed += 1
+    return res
+
+def _replay_miss(self:LLM, messages, pid, item_id, model, key) -> Failure:
+    first = next((m['content'] for m in reversed(messages) if m.get('role') == 'user'), '')
+    if not isinstance(first, str): first = ' '.join(p.get('text', '') for p in first if p.get('type') == 'text')
+    return Failure(item_id, 'replay_miss', f"replay mode: no cached reply for call {item_id!r} (prompt {pid}, "
+        f"model {model}, endpoint {self.cache_endpoint}, key {key[:12]}); user message starts {first[:80]!r}", 0)
+
+def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
+    "Fill `res` from a cache record; a reply recorded with finish_reason 'length' is a `truncated` failure."
+    res.cached, res.text, res.model, res.finish_reason = True, rec['text'], rec.get('model') or model, rec.get('finish_reason')
+    u = rec.get('usage') or {}
+    pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
+    res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
+    self.usage.add(res.usage)
+    if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)  # recorded before cut-off replies became failures
+    return res
+
+async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
+    "Cache lookup, else the call with retries, a total deadline per attempt and the cache write; no parsing."
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
     res = Result(id=item_id, model=model, prompt=pid, key=key)
     rec = self.cache.get(key) if self.cache is not None else None
     if rec is None and self.replay:
-        first = next((m['content'] for m in reversed(messages) if m.get('role') == 'user'), '')
-        if not isinstance(first, str): first = ' '.join(p.get('text', '') for p in first if p.get('type') == 'text')
-        res.failure = Failure(item_id, 'replay_miss', f"replay mode: no cached reply for call {item_id!r} (prompt {pid}, "
-            f"model {model}, endpoint {self.cache_endpoint}, key {key[:12]}); user message starts {first[:80]!r}", 0)
-        self.usage.failed += 1
-        return res
-    if rec is not None:
-        res.cached, res.text, res.model = True, rec['text'], rec.get('model') or model
-        u = rec.get('usage') or {}
-        pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
-        res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
-        self.usage.add(res.usage)
-        if rec.get('finish_reason') == 'length':  # recorded before cut-off replies became failures
-            res.failure = Failure(item_id, 'truncated', _cut(ct, res.text), 0)
-            self.usage.failed += 1
-            return res
-    else:
-        headers = {'X-Ragnb-Prompt': pid} if pid else {}
-        attempt, errors, call, grown, spent, r, text = 0, 0, params, False, Usage(), None, None
-        while True:
-            attempt += 1
-            try:  # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
-                r = await asyncio.wait_for(self._client().chat.completions.create(
-                        model=model, messages=messages, extra_headers=headers, **call), self.timeout)
-                u = r.usage
-                pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
-                spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost_of(r.model or model, pt, ct) or 0.0))
-                choice = r.choices[0] if r.choices else None
-                text = choice.message.content if choice else None
-                if choice is not None and choice.finish_reason == 'length':
-                    if not grown and (bigger := _grown(call, self.retry_truncated)):
-                        call, grown = bigger, True; continue
-                    raise _Truncated(_cut(ct, text))
-                if text is None: raise _Empty(f"the reply has no message content (finish_reason={choice.finish_reason if choice else None})")
-                break
-            except _Empty as e:
-                res.failure = Failure(item_id, 'empty', str(e), attempt); break
-            except _Truncated as e:  # the raw text stays on the result for inspection; it is never parsed or cached
-                res.text, res.failure = text, Failure(item_id, 'truncated', str(e), attempt); break
-            except Exception as e:
-                kind = error_kind(e)
-                errors += 1
-                res.errors.append({'attempt':attempt, 'kind':kind, 'message':f"{type(e).__name__}: {e}"[:500]})
-                if kind in RETRYABLE and errors <= self.max_retries:
-                    await asyncio.sleep(backoff_delay(errors, self.backoff, self.max_backoff, retry_after(e)))
-                    continue
-                res.failure = Failure(item_id, kind, _describe(self, e, kind), attempt); break
-        res.attempts, res.usage = attempt, spent
-        if res.failure:
-            self.usage.add(spent); self.usage.failed += 1
-            return res
-        res.model = r.model or model  # the model that answered, as the server names it
-        spent.calls, spent.unpriced = 1, int(price_of(res.model) is None)
-        self.usage.add(spent)
-        res.text = text
-        if self.cache is not None:
-            self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':spent.prompt_tokens,
-                                 'completion_tokens':spent.completion_tokens}, 'finish_reason':r.choices[0].finish_reason},
-                           'chat', model, pid)
-    try: res.value = parse(res.text) if parse else res.text
-    except Exception as e:
-        res.failure = Failure(item_id, 'parse', f"{type(e).__name__}: {e}", res.attempts)
-        self.usage.failed += 1
+        res.failure = _replay_miss(self, messages, pid, item_id, model, key); return res
+    if rec is not None: return _from_cache(self, res, rec, model)
+    headers = {'X-Ragnb-Prompt': pid} if pid else {}
+    attempt, errors, call, grown, spent, r, text = 0, 0, params, False, Usage(), None, None
+    while True:
+        attempt += 1
+        try:  # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
+            r = await asyncio.wait_for(self._client().chat.completions.create(
+                    model=model, messages=messages, extra_headers=headers, **call), self.timeout)
+            u = r.usage
+            pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
+            spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost_of(r.model or model, pt, ct) or 0.0))
+            choice = r.choices[0] if r.choices else None
+            text = choice.message.content if choice else None
+            if choice is not None and choice.finish_reason == 'length':
+                if not grown and (bigger := _grown(call, self.retry_truncated)):
+                    call, grown = bigger, True; continue
+                raise _Truncated(_cut(ct, text))
+            if text is None: raise _Empty(f"the reply has no message content (finish_reason={choice.finish_reason if choice else None})")
+            break
+        except _Empty as e:
+            res.failure = Failure(item_id, 'empty', str(e), attempt); break
+        except _Truncated as e:  # the raw text stays on the result for inspection; it is never parsed or cached
+            res.text, res.finish_reason = text, 'length'
+            res.failure = Failure(item_id, 'truncated', str(e), attempt); break
+        except Exception as e:
+            kind, msg = error_kind(e), _error_text(e)
+            errors += 1
+            res.errors.append({'attempt':attempt, 'kind':kind, 'message':msg[:500]})
+            names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)  # a refused format is not retried as is
+            if kind in RETRYABLE and errors <= self.max_retries and not names_format:
+                await asyncio.sleep(backoff_delay(errors, self.backoff, self.max_backoff, retry_after(e)))
+                continue
+            res.failure = Failure(item_id, kind, msg if names_format else _describe(self, e, kind), attempt); break
+    res.attempts, res.usage = attempt, spent
+    if res.failure:
+        self.usage.add(spent); return res
+    res.model = r.model or model  # the model that answered, as the server names it
+    spent.calls, spent.unpriced = 1, int(price_of(res.model) is None)
+    self.usage.add(spent)
+    res.text, res.finish_reason = text, r.choices[0].finish_reason
+    if self.cache is not None:
+        self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
+                             'finish_reason':res.finish_reason}, 'chat', model, pid)
     return res
 
 class _Empty(Exception): pass
 class _Truncated(Exception): pass
 
-LLM.acall = _acall
+def _error_text(e:Exception) -> str:
+    "The exception with the error body the server sent (the client's message can leave it out, e.g. a 422's `detail`)."
+    s, body = f"{type(e).__name__}: {e}", getattr(e, 'body', None)
+    if body is not None and (b := json.dumps(body, default=str)[:400]) not in s: s += f" {b}"
+    return s
+
+LLM.acall, LLM._acall_once = _acall, _acall_once
 
 # %% ../nbs/00_llm.ipynb #2212ce79
-def _call(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
+def _call(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
     "Make one call (sync); see `acall`."
-    return run_sync(self._closing(self.acall(messages, prompt, item_id, parse, model, **params)))
+    return run_sync(self._closing(self.acall(messages, prompt, item_id, parse, model, schema, **params)))
 
 async def _closing(self:LLM, coro):
     "Await `coro`, then close the client made for this event loop."
@@ -480,7 +592,8 @@ def _estimate(self:LLM, requests:Iterable) -> dict:
     hits, toks, cost = 0, 0, 0.0
     for r in reqs:
         model = r.model or self.model
-        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params), _prompt_id(r.prompt))
+        mode = self.structured_mode(model) if r.schema is not None else None
+        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema), _prompt_id(r.prompt))
         if self.cache is not None and key in self.cache: hits += 1; continue
         t = _est_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
     return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks, 'input_cost':round(cost, 4)}
@@ -500,7 +613,7 @@ async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:st
     bar = tqdm(total=len(reqs), desc=desc, disable=not self.progress or len(reqs) < 2, leave=False)
     async def one(r):
         async with sem:
-            try: return await self.acall(r.messages, r.prompt, r.id, r.parse or parse, r.model, **r.params)
+            try: return await self.acall(r.messages, r.prompt, r.id, r.parse or parse, r.model, r.schema, **r.params)
             except Exception as e:  # a bug in a parser or in our code still becomes this item's failure
                 self.usage.failed += 1
                 return Result(id=r.id, failure=Failure(r.id, 'other', f"{type(e).__name__}: {e}", 0))
@@ -616,7 +729,7 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
                   list(res.errors), None if res.failure or res.value is res.text else _jsonable(res.value),
                   {'kind':res.failure.kind, 'message':res.failure.message} if res.failure else None,
                   self.cache_endpoint, _run_id(self), round(time.time(), 3))
-    _remember(self, ex)
+    _keep_trace(self, ex)
     if self.cache is not None and not self.replay:
         try: self.cache.put_trace(ex)
         except sqlite3.Error as e:  # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
@@ -624,7 +737,7 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
                 import warnings; warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
     return ex
 
-def _remember(self:LLM, ex:Exchange):
+def _keep_trace(self:LLM, ex:Exchange):
     "Keep `ex` in memory under its item id, at most `trace_memory` exchanges (the oldest items go first)."
     mem = self.__dict__.setdefault('_traces', {})
     k = '' if ex.item_id is None else str(ex.item_id)
@@ -640,16 +753,17 @@ def _run_id(self:LLM) -> str:
         import uuid; self._run = uuid.uuid4().hex[:12]
     return self._run
 
-async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, **params) -> Result:
+async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
     "Make one call (see `_acall`) and trace it."
-    if not self.tracing: return await _acall(self, messages, prompt, item_id, parse, model, **params)
+    if not self.tracing: return await _acall(self, messages, prompt, item_id, parse, model, schema, **params)
     t0 = time.perf_counter()
-    try: res = await _acall(self, messages, prompt, item_id, parse, model, **params)
+    try: res = await _acall(self, messages, prompt, item_id, parse, model, schema, **params)
     except Exception as e:  # a bug still leaves a trace saying what was sent
         self._record(Result(id=item_id, model=model or self.model, prompt=_prompt_id(prompt),
                             failure=Failure(item_id, 'other', f"{type(e).__name__}: {e}", 0)), messages, params, t0)
         raise
-    res.trace = self._record(res, messages, params, t0)
+    sent = _params(self, params, res.structured, schema) if res.structured else params  # with the response_format sent
+    res.trace = self._record(res, messages, sent, t0)
     return res
 
 LLM.tracing, LLM._record, LLM.acall = True, _record, _traced_acall

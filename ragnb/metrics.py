@@ -231,10 +231,13 @@ def claim_metrics(
 def overall(
     per_result:pd.DataFrame,  # per-result metrics, one column per metric (`Scores.per_result`)
 ) -> dict:
-    "RAGChecker's grouped overall metrics: mean over results x 100, rounded to 1 decimal."
-    if not len(per_result): return {g: {k: None for k in ks} for g, ks in METRIC_GROUPS.items()}
-    return {g: {k: float(np.round(np.mean(per_result[k].to_numpy()) * 100, 1)) for k in ks}
-            for g, ks in METRIC_GROUPS.items()}
+    "RAGChecker's grouped overall metrics: mean over results x 100, rounded to 1 decimal; a left-out (NaN) value is not counted."
+    def mean(k):
+        v = per_result[k].to_numpy(dtype=float)
+        v = v[~np.isnan(v)]
+        return float(np.round(np.mean(v) * 100, 1)) if len(v) else None
+    return {g: {k: mean(k) for k in ks} for g, ks in METRIC_GROUPS.items()}
+
 
 # %% ../nbs/06a_metrics.ipynb #2bc0d875
 @dataclass
@@ -251,8 +254,10 @@ class Scores:
     def extras(self) -> dict:
         "ragnb's extras over all scored results: mean contradiction rate (x100) and results with forced zeros."
         pr = self.per_result
-        return {'contradiction_rate': float(np.round(pr.contradiction_rate.mean() * 100, 1)) if len(pr) else None,
-                'results_with_zero_from_empty': int(pr.zero_from_empty.map(bool).sum())}
+        out = {'contradiction_rate': float(np.round(pr.contradiction_rate.mean() * 100, 1)) if len(pr) else None,
+               'results_with_zero_from_empty': int(pr.zero_from_empty.map(bool).sum())}
+        if 'excluded' in pr and (n := int(pr.excluded.map(bool).sum())): out['results_with_excluded'] = n
+        return out
 
     def table(self) -> pd.DataFrame:
         "The overall metrics as a (group, metric) table."
@@ -262,6 +267,9 @@ class Scores:
     def _repr_html_(self):
         n, e = len(self.per_result), len(self.errors)
         err = f"<br>{e} result(s) not scored: " + html.escape('; '.join(str(x) for x in self.errors[:5])) if e else ''
+        if 'excluded' in self.per_result and (x := {q: ms for q, ms in self.per_result.excluded.items() if ms}):
+            err += ('<br>left out (no claims were extracted from a non-empty text; not scored 0): '
+                    + html.escape('; '.join(f"result {q}: {', '.join(ms)}" for q, ms in x.items())))
         ex = ', '.join(f"{k} {v}" for k, v in self.extras.items())
         return (f"<b>{html.escape(self.name)}</b>: {n} result(s) scored{err}<br>extras (not RAGChecker metrics): {ex}"
                 + self.table().to_html())
@@ -309,6 +317,7 @@ def check_unique_ids(
                          + (f" and {len(d) - 10} more" if len(d) > 10 else '')
                          + "; every result needs its own query_id")
 
+
 # %% ../nbs/06a_metrics.ipynb #b6f93732
 def score(
     results,              # RAGChecker results: dicts, objects, a DataFrame or a `LabelBatch`
@@ -317,6 +326,7 @@ def score(
 ) -> Scores:
     "Score RAGChecker results (dicts, objects, a DataFrame or a `LabelBatch`) from their label matrices."
     if isinstance(results, pd.DataFrame): results = results.to_dict('records')
+    if not isinstance(results, LabelBatch): results = list(results)
     check_unique_ids(results.ids if isinstance(results, LabelBatch) else results)
     b = results if isinstance(results, LabelBatch) else LabelBatch.from_results(results, strict=strict)
     m = claim_metrics(b)
@@ -324,7 +334,29 @@ def score(
     z, names, flags = m['zero_from_empty'], np.array(METRICS, dtype=object), [()] * len(df)
     for i in np.flatnonzero(z.any(1)): flags[i] = tuple(names[z[i]])
     df['zero_from_empty'] = flags   # ragnb extra: the metrics that are 0 only because a list was empty
+    ex = _excluded(results, b.ids, z) if not isinstance(results, LabelBatch) else [()] * len(df)
+    for i, ms in enumerate(ex):
+        if ms: df.iloc[i, [df.columns.get_loc(k) for k in ms]] = np.nan
+    df['excluded'] = ex             # ragnb extra: metrics left out (NaN) because the extractor found no claim in a non-empty text
     return Scores(df, list(b.errors), name)
+
+def _excluded(results:list, ids:list, z:np.ndarray) -> list:
+    "Per scored result: the forced-zero metrics to leave out, when its `ragnb` warnings say an empty claim list is an extraction miss."
+    miss = {}
+    for pos, r in enumerate(results):
+        w = (_get(r, 'ragnb') or {}).get('warnings') or []
+        fl = {x.get('field') for x in w if isinstance(x, Mapping) and x.get('kind') == 'no_claims'}
+        if fl: miss[str(_get(r, 'query_id', pos))] = fl
+    out = []
+    for i, rid in enumerate(ids):
+        fl = miss.get(rid, set())
+        hit = set()
+        if 'response_claims' in fl: hit |= {'precision', 'f1', 'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant',
+                                            'hallucination', 'self_knowledge', 'faithfulness'}
+        if 'gt_answer_claims' in fl: hit |= {'recall', 'f1', 'claim_recall', 'context_precision', 'context_utilization',
+                                             'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant'}
+        out.append(tuple(k for k, forced in zip(METRICS, z[i]) if forced and k in hit))
+    return out
 
 # %% ../nbs/06a_metrics.ipynb #ef5b64c2
 def compare(
@@ -446,10 +478,12 @@ def attach_metrics(
     for r in results:
         if r.query_id not in rows: continue
         row = rows[r.query_id]
-        r.metrics = {k: float(row[k]) for k in METRICS}
+        r.metrics = {k: None if row[k] != row[k] else float(row[k]) for k in METRICS}   # left out: null, not NaN
         r.ragnb['contradiction_rate'] = float(row['contradiction_rate'])
         if row['zero_from_empty']: r.ragnb['zero_from_empty'] = list(row['zero_from_empty'])
         else: r.ragnb.pop('zero_from_empty', None)
+        if row.get('excluded'): r.ragnb['excluded_metrics'] = list(row['excluded'])
+        else: r.ragnb.pop('excluded_metrics', None)
     return results
 
 def save_results(

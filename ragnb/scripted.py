@@ -12,7 +12,7 @@ from typing import Callable
 from .llm import LLM
 
 # %% auto #0
-__all__ = ['RULES', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'approx_tokens', 'ScriptedServer', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
+__all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
 
 # %% ../nbs/02_scripted.ipynb #f74092d6
 RULES: dict[str, Callable] = {}
@@ -50,6 +50,60 @@ def hashed_embedding(text:str, dim:int=256) -> list[float]:
     n = math.sqrt(sum(x*x for x in v)) or 1.0
     return [x / n for x in v]
 
+# %% ../nbs/02_scripted.ipynb #9fc301b4
+STRUCTURED = ('json_schema', 'json_object', 'refuse', 'ignore')  # what the scripted server does with response_format
+
+def first_json(text:str):
+    "The first JSON object or array in `text` (bare, fenced or after a preamble), or None."
+    t, dec = (text or '').strip(), json.JSONDecoder()
+    try: return json.loads(t)
+    except json.JSONDecodeError: pass
+    for m in re.finditer(r'[\[{]', t):
+        try: return dec.raw_decode(t, m.start())[0]
+        except json.JSONDecodeError: continue
+    return None
+
+_LABEL_LINE = re.compile(r'^[\W_]*([A-Za-z][A-Za-z ]{0,40}?)[*_ ]*[:：][*_ ]*(.*)$')
+
+def _labelled(text:str, schema:dict) -> dict:
+    "A text protocol's `Label: value` lines as the fields of an object `schema` (label `Total rating` fills `total_rating`)."
+    found, cur = {}, None
+    for line in text.splitlines():
+        m = _LABEL_LINE.match(line.strip())
+        if m:
+            cur = re.sub(r'\W+', '_', m.group(1).strip().lower()); found.setdefault(cur, []).append(m.group(2))
+        elif cur: found[cur].append(line)
+    out = {}
+    for name, spec in (schema.get('properties') or {}).items():
+        key = next((k for k in found if k == name or k.endswith('_' + name) or name.endswith('_' + k)), None)
+        val = ' '.join(found[key]).strip() if key else ''
+        if spec.get('type') == 'integer':
+            n = re.search(r'-?\d+', val); out[name] = int(n.group()) if n else 0
+        elif spec.get('type') == 'array': out[name] = [val] if val else []
+        else: out[name] = val
+    return out
+
+def _coerce(v, schema:dict):
+    "`v` reshaped the way a schema-constrained model would write it: a list where an object is asked for fills its fields in order."
+    t = schema.get('type')
+    if t == 'object' and isinstance(v, list) and len(v) == len(schema.get('properties') or {}): v = dict(zip(schema['properties'], v))
+    if t == 'object' and isinstance(v, dict):
+        return {k: _coerce(x, (schema.get('properties') or {}).get(k, {})) for k, x in v.items()}
+    if t == 'array' and isinstance(v, list): return [_coerce(x, schema.get('items') or {}) for x in v]
+    return v
+
+def as_schema(text:str, schema:dict|None) -> str:
+    "What a server enforcing `schema` sends for a rule's `text`: its JSON value, else its labelled lines as an object."
+    v = first_json(text)
+    if v is None and schema and schema.get('type') == 'object': v = _labelled(text, schema)
+    if v is not None and schema: v = _coerce(v, schema)
+    return text if v is None else json.dumps(v, ensure_ascii=False)
+
+def requested_schema(rf) -> dict|None:
+    "The JSON schema inside a `response_format` (OpenAI's `json_schema.schema` or llama-cpp-python's `schema`)."
+    if not isinstance(rf, dict): return None
+    return (rf.get('json_schema') or {}).get('schema') or rf.get('schema')
+
 # %% ../nbs/02_scripted.ipynb #3621d2c3
 def approx_tokens(text:str) -> int: return max(1, math.ceil(len(text) / 4))
 
@@ -71,11 +125,14 @@ class ScriptedServer:
                  rules:dict|None=None, # Extra or overriding rules, {prompt name: f(messages, rng) -> str}
                  truncate:float=0.0, # Share of replies cut off halfway, with finish_reason "length"
                  trickle:float=0.0, # Seconds between the bytes of every reply body (a server that sends one byte at a time)
-                 model:str|None='scripted-test-model' # The model name replies carry (None: the one asked for)
+                 model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
+                 structured:str='json_schema' # response_format: 'json_schema' (both kinds honoured), 'json_object' (llama-cpp-python: 422 to json_schema), 'refuse' (400), 'ignore'
                 ):
         self.port, self.latency, self.faults, self.malformed = port, latency, faults or {}, malformed
         self.hang, self.retry_after, self.rules = hang, retry_after, {**RULES, **(rules or {})}
         self.truncate, self.trickle, self.model = truncate, trickle, model
+        if structured not in STRUCTURED: raise ValueError(f"structured must be one of {STRUCTURED}, not {structured!r}")
+        self.structured = structured
         self.rng, self.lock, self.requests, self.httpd = random.Random(seed), threading.Lock(), [], None
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
 
@@ -147,12 +204,21 @@ class ScriptedServer:
                 msgs = body.get('messages')
                 if not isinstance(msgs, list) or not body.get('model'):
                     return self._send(400, {'error':{'message':"'model' and 'messages' are required", 'type':'invalid_request_error'}})
+                rf = body.get('response_format')
+                kind = rf.get('type') if isinstance(rf, dict) else None
+                if kind not in (None, 'text') and (srv.structured == 'refuse' or (srv.structured == 'json_object' and kind != 'json_object')):
+                    if srv.structured == 'refuse':
+                        return self._send(400, {'error':{'message':f"response_format of type {kind!r} is not supported", 'type':'invalid_request_error', 'param':'response_format'}})
+                    return self._send(422, {'detail':[{'type':'literal_error', 'loc':['body', 'response_format', 'type'],
+                                                       'msg':"Input should be 'text' or 'json_object'", 'input':kind}]})
+                honour = kind in ('json_schema', 'json_object') and srv.structured != 'ignore'
                 rule = srv.rules.get((prompt or '').split('@')[0], _default_reply)
                 rng = random.Random(hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest())
                 try: text = rule(msgs, rng)
                 except Exception as e:  # a broken rule is a visible server error, not a dropped connection
                     return self._send(500, {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
                                                      'type':'server_error'}})
+                if honour: text = as_schema(text, requested_schema(rf))
                 if garble: text = _garble(text, random.Random(seed))
                 limit = body.get('max_completion_tokens') or body.get('max_tokens')
                 if cut or (limit and approx_tokens(text) > limit):  # cut off mid-word, as at a token limit

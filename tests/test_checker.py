@@ -85,7 +85,7 @@ def test_malformed_reply_repaired_then_failure_only_for_that_result(tmp_path):
         run = run_checks(inputs(), make_llm(srv, tmp_path))
         assert len(srv.calls('repair_json')) > 0
     for r in run.results: assert_complete(r)
-    with ScriptedServer(rules={'check_claims': garbage_for_flag, 'repair_json': garbage}) as srv:
+    with ScriptedServer(rules={'check_claims': garbage_for_flag, 'repair_json': garbage}, structured='refuse') as srv:   # unconstrained: replies can be any text
         run = run_checks(inputs(), make_llm(srv, tmp_path/'b'))
     ok, bad = run.results
     assert_complete(ok)
@@ -189,3 +189,57 @@ def test_json_reply_keeps_code_fences_inside_claims():
     reply = '```json\n{"claims": ["Run ```pip install openai``` first", "The key goes in OPENAI_API_KEY"]}\n```'
     assert json_reply(reply)['claims'][0] == 'Run ```pip install openai``` first'
     assert parse_claims(reply, 'sentence')[1] == 'The key goes in OPENAI_API_KEY'
+
+
+def test_one_bad_triplet_drops_only_that_claim_with_a_warning(tmp_path):
+    from ragnb.scripted import scripted_extract_triplet
+    def two_fields_in_third(messages, rng):   # the third triplet of every extraction has two fields
+        claims = json_reply(scripted_extract_triplet(messages, rng))['claims']
+        if len(claims) > 3: claims[2] = claims[2][:2]
+        return json.dumps({'claims': claims})
+    with ScriptedServer(rules={'extract_claims_triplet': two_fields_in_third}) as srv:
+        run = run_checks(inputs(), make_llm(srv, tmp_path))
+        assert not any('Text:\n<<<' in user_text(q['body']['messages'][:2]) for q in srv.calls('repair_json'))  # one bad of many: no repair
+    for r in run.results:
+        assert_complete(r)
+        drops = [w for w in r.ragnb['warnings'] if w['kind'] == 'dropped_claim']
+        assert {w['field'] for w in drops} == {'response_claims', 'gt_answer_claims'}
+        assert all(w['claim'] == 2 and 'not a [subject, predicate, object] triplet' in w['reason'] for w in drops)
+    assert list(run.scores.per_result.index) == ['0', '1'] and not run.scores.errors
+
+
+def test_zero_claims_from_a_text_is_a_warning_and_left_out_of_the_metrics_it_would_zero(tmp_path, capsys):
+    from ragnb.scripted import scripted_extract_triplet
+    from ragnb.cli import main
+    rs = inputs()
+    resp1 = rs[1].response[:40]
+    def rule(messages, rng):   # result 1's response yields no claim, even after the repair turn
+        return '{"claims": []}' if resp1 in user_text(messages[:2]) else scripted_extract_triplet(messages[:2], rng)
+    with ScriptedServer(rules={'extract_claims_triplet': rule, 'repair_json': rule}) as srv:
+        run = run_checks(rs, make_llm(srv, tmp_path))
+        assert sum(resp1 in user_text(q['body']['messages'][:2]) for q in srv.requests if q['prompt'].startswith(('extract', 'repair'))) == 2
+    r1 = run.results[1]
+    assert r1.response_claims == [] and r1.response.strip()
+    assert [w['kind'] for w in r1.ragnb['warnings']] == ['no_claims'] and r1.ragnb['warnings'][0]['field'] == 'response_claims'
+    pr = run.scores.per_result
+    assert set(pr.loc['1', 'excluded']) == {'precision', 'f1', 'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant',
+                                            'hallucination', 'self_knowledge', 'faithfulness'}
+    assert pr.loc['1', ['precision', 'faithfulness']].isna().all() and pr.loc['1', 'recall'] == pr.loc['1', 'recall']  # recall still scored
+    o = run.scores.overall
+    assert o['overall_metrics']['precision'] == round(pr.loc['0', 'precision'] * 100, 1)   # the mean of result 0 alone, not (p0 + 0) / 2
+    assert 'left out' in run.scores._repr_html_() and 'no claim was extracted' in run._repr_html_()
+    out = tmp_path/'out.json'
+    from ragnb.metrics import save_results
+    save_results(run.results, out)
+    doc = json.loads(out.read_text())   # valid JSON: left-out metrics are null, the reason is kept
+    assert doc['results'][1]['metrics']['precision'] is None and doc['results'][1]['ragnb']['excluded_metrics'][0] == 'precision'
+    assert main(['metrics', str(out)]) == 0 and json.loads(capsys.readouterr().out)['overall_metrics']['precision'] == o['overall_metrics']['precision']
+
+
+def test_schema_sent_and_bad_label_entries_salvaged(tmp_path):
+    with ScriptedServer() as srv:
+        run = run_checks(inputs(), make_llm(srv, tmp_path))
+        kinds = {(q['prompt'].split('@')[0], (q['body'].get('response_format') or {}).get('type')) for q in srv.requests}
+    assert kinds == {('extract_claims_triplet', 'json_schema'), ('check_claims', 'json_schema')} or \
+        kinds <= {('extract_claims_triplet', 'json_schema'), ('check_claims', 'json_schema'), ('repair_json', 'json_schema')}
+    for r in run.results: assert_complete(r)

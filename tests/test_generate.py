@@ -226,3 +226,44 @@ def test_normalise_maps_back(text):
         src = text[p]
         if c == ' ': assert src.isspace()
         else: assert c == (plain.get(src, src).lower() if len(src.lower()) == 1 else src)
+
+
+def test_structured_questions_and_ratings_through_a_schema_and_without(tmp_path):
+    from ragnb.generate import critic_consistency
+    chunks = split_document(EN, 3000, 0)
+    with ScriptedServer() as srv, ScriptedServer(structured='refuse') as plain:
+        got = {}
+        for s in (srv, plain):
+            ds = generate_dataset([EN], _llm(s, tmp_path/s.structured), structured=True)
+            sent = {(q['prompt'].split('@')[0], (q['body'].get('response_format') or {}).get('type')) for q in s.requests}
+            got[s.structured] = (ds, sent)
+        from ragnb.generate import _qa_request
+        rq = _qa_request(chunks[0], 'English', [], 0, structured=True)
+        r = _llm(srv, tmp_path/'x').call(rq.messages, rq.prompt, 'x', rq.parse, schema=rq.schema)
+        assert r.ok and json.loads(r.text)['question'] == r.value['question']   # the reply was JSON; the parser read it
+    ds, sent = got['json_schema']
+    assert {t for _, t in sent} == {'json_schema'} and ds.counts()['failed'] == 0 and ds.counts()['questions'] == 1
+    ds2, sent2 = got['refuse']
+    assert ds2.counts()['failed'] == 0 and ds2.df.question.tolist() == ds.df.question.tolist()
+    assert ds2.df.groundedness_score.tolist() == ds.df.groundedness_score.tolist()
+
+
+def test_self_consistency_with_a_second_critic_and_agreement_with_review(tmp_path):
+    from ragnb.generate import critic_consistency, critic_agreement
+    harsh = {'critique_groundedness': lambda m, rng: 'Evaluation: Not answerable.\nTotal rating: 1'}
+    with ScriptedServer() as srv, ScriptedServer(rules=harsh) as other:
+        qs = generate_questions(split_document(EN, 200, 0), _llm(srv, tmp_path))
+        critique(qs, _llm(srv, tmp_path), samples=2, second_critic=_llm(other, tmp_path/'o'))
+        assert all((r['body']['temperature'], r['body'].get('seed')) in {(0.0, None), (0.7, 1)} for r in srv.requests if 'critique' in (r['prompt'] or ''))
+    q = next(q for q in qs if q.question)
+    assert len(q.groundedness_votes) == 3 and q.groundedness_votes[-1] == 1 and q.groundedness_votes[0] == q.groundedness_score
+    cc = critic_consistency(qs)
+    assert cc.loc['groundedness', 'keep_split'] > 0 and cc.loc['relevance', 'identical'] == 1.0   # the scripted server is deterministic
+    select(qs, require_consistent=True)
+    assert all(not q.kept and 'groundedness votes disagree' in q.drop_reason for q in qs if q.question and q.groundedness_score >= 3)
+    df = Dataset.from_records(qs).df
+    df['review'] = ['accept' if i % 2 == 0 else 'reject' for i in range(len(df))]
+    ag = critic_agreement(df)
+    assert set(ag.index) == {'groundedness', 'relevance', 'standalone', 'kept (all criteria)'} and (ag.reviewed == df.question.notna().sum()).all()
+    back = Dataset.load(Dataset.from_records(qs).save(tmp_path/'v.parquet'))
+    assert back.df.groundedness_votes.map(list).tolist() == df.groundedness_votes.tolist()

@@ -183,3 +183,48 @@ def test_lesson_llm_records_then_replays(tmp_path, monkeypatch):
     rp = lesson_llm('lesson', cache_dir=tmp_path)
     again = rp.call(msg('hello from a lesson'))
     assert rp.replay and again.cached and again.text == first.text
+
+
+SCHEMA = {'title': 'claims', 'type': 'object', 'required': ['claims'], 'additionalProperties': False,
+          'properties': {'claims': {'type': 'array', 'items': {'type': 'string'}}}}
+CLAIMS_RULE = {'claims_test': lambda messages, rng: 'Here you go:\n```json\n{"claims": ["The Nile is in Africa."]}\n```'}
+
+def _ask(l, i, **kw):
+    return l.call([{'role': 'user', 'content': f'Claims of text {i}, as JSON'}], 'claims_test', f'q{i}', schema=SCHEMA, **kw)
+
+@pytest.mark.parametrize('behaviour, first, second, learnt', [
+    ('json_object', ['json_schema', 'json_object'], 'json_object', [('json_schema', 'refused'), ('json_object', 'ok')]),
+    ('refuse', ['json_schema', 'json_object', None], None, [('json_schema', 'refused'), ('json_object', 'refused')]),
+    # ignored: the reply is still used (parsed from the text); the next call tries the next way, which is ignored too
+    ('ignore', ['json_schema'], 'json_object', [('json_schema', 'ignored'), ('json_object', 'ignored')])])
+def test_json_schema_refused_falls_back_and_is_remembered(tmp_path, behaviour, first, second, learnt):
+    with ScriptedServer(structured=behaviour, rules=CLAIMS_RULE) as srv:
+        l = LLM(base_url=srv.base_url, api_key='sk-secret-abcdef123', model='scripted-test-model', cache_path=tmp_path/'c.sqlite', progress=False)
+        r = _ask(l, 1)
+        sent = [(q['body'].get('response_format') or {}).get('type') for q in srv.requests]
+        assert r.ok and sent == first and r.structured == first[-1]
+        assert 'Nile' in r.value and l.usage.failed == 0                       # never a failed call for a missing feature
+        # a new LLM on the same cache folder starts with what was learnt: one request, the working way
+        l2 = LLM(base_url=srv.base_url, api_key='sk-secret-abcdef123', model='scripted-test-model', cache_path=tmp_path/'c.sqlite', progress=False)
+        n = len(srv.requests)
+        r2 = _ask(l2, 2)
+        assert r2.ok and len(srv.requests) == n + 1
+        assert (srv.requests[-1]['body'].get('response_format') or {}).get('type') == second
+    got = [(f['feature'].split(':')[1], f['status']) for f in l2.features()]
+    assert got == learnt
+    raw = (tmp_path/'c.sqlite').read_bytes() + b''.join(p.read_bytes() for p in tmp_path.glob('c.sqlite*'))
+    assert b'sk-secret' not in raw                                              # the key is never stored
+
+def test_structured_off_and_replay_send_no_schema_unless_recorded(tmp_path):
+    with ScriptedServer(rules=CLAIMS_RULE) as srv:
+        off = LLM(base_url=srv.base_url, api_key='k', model='scripted-test-model', cache_path=tmp_path/'a.sqlite', structured='off')
+        assert _ask(off, 1).ok and 'response_format' not in srv.requests[-1]['body']
+        rec = LLM(base_url=srv.base_url, api_key='k', model='scripted-test-model', cache_path=tmp_path/'b.sqlite')
+        assert _ask(rec, 1).structured == 'json_schema'
+    # replay: the recording says json_schema works, so the replayed key includes it; a recording without features sends none
+    rp = LLM(base_url='http://127.0.0.1:9/v1', model='scripted-test-model', cache_path=tmp_path/'b.sqlite', replay=True,
+             cache_endpoint=srv.base_url)
+    assert _ask(rp, 1).cached
+    rp0 = LLM(base_url='http://127.0.0.1:9/v1', model='scripted-test-model', cache_path=tmp_path/'a.sqlite', replay=True,
+              cache_endpoint=srv.base_url)
+    assert _ask(rp0, 1).cached and rp0.structured_mode() is None
