@@ -19,6 +19,7 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'check': ('ragnb.checker', "RAGChecker claim extraction and entailment checking of RAG results"),
     'metrics': ('ragnb.metrics', "RAGChecker's 11 metrics from a checked results file (no model call)"),
     'meta-eval': ('ragnb.metaeval', 'correlate metric preferences with human pairwise preferences'),
+    'local': ('ragnb.local', 'the local model: install it (explicitly), serve it on 127.0.0.1, show its status'),
     'scripted-server': ('ragnb.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),
 }
 
