@@ -2,7 +2,7 @@
 
 Speed comes from the recording: calls, prompt and completion tokens per task, and each call's time, taken as the gap
 between its cache timestamp and the one before (the local model answers one call at a time, so the gaps are the call
-times; the first call of the run has no gap and is left out). Quality comes from a demo run's folder: pass --out of a
+times; the first call of each run has no gap and is left out). Quality comes from a demo run's folder: pass --out of a
 `ragnb demo` run on that recording (replayed or the recording run itself), or the bench replays it into a temporary
 folder first.
 
@@ -24,13 +24,14 @@ TASK = {'factoid_qa': 'question generation', 'factoid_qa_next': 'question genera
         'extract_claims_triplet': 'claim extraction', 'extract_claims_sentence': 'claim extraction',
         'check_claims': 'claim checking', 'repair_json': 'repair turn'}
 print(f"model {meta['model']} ({meta['mode']}), recorded {meta['recorded']} with ragnb {meta['ragnb']}; settings {meta['params']}")
+starts = sorted(run['started'] for run in meta.get('runs', []))  # a gap across a run's start is not a call's time
 by = defaultdict(lambda: dict(calls=0, pt=0, ct=0, secs=[]))
 prev = None
 for r in rows:
     t = by[TASK.get((r['prompt'] or '').split('@')[0], r['prompt'] or 'other')]
     u = r['record'].get('usage') or {}
     t['calls'] += 1; t['pt'] += u.get('prompt_tokens', 0); t['ct'] += u.get('completion_tokens', 0)
-    if prev is not None: t['secs'].append(r['created'] - prev)
+    if prev is not None and not any(prev < s0 < r['created'] for s0 in starts): t['secs'].append(r['created'] - prev)
     prev = r['created']
 print(f"\n{'task':<20}{'calls':>6}{'s/call':>8}{'calls/s':>9}{'prompt tok':>11}{'compl tok':>10}{'tok/s (prompt+compl)':>22}{'compl tok/s':>12}")
 tot = dict(calls=0, pt=0, ct=0, secs=0.0, timed=0)

@@ -11,15 +11,16 @@ from .llm import LLM, CallCache, Usage
 
 # %% auto #0
 __all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'ENTAILMENT_CAPTION', 'sample_docs',
-           'recording_path', 'export_calls', 'read_recording', 'load_recording', 'endpoint_configured',
-           'replay_problem', 'choose_mode', 'DemoModel', 'demo_model', 'Stages', 'critique_figure', 'retrieval_figure',
-           'metrics_figure', 'shares_figure', 'entailment_figure', 'report_html', 'save_figures', 'run_demo', 'add_cli']
+           'recording_path', 'RecordingCache', 'export_calls', 'read_recording', 'load_recording',
+           'endpoint_configured', 'replay_problem', 'choose_mode', 'DemoModel', 'demo_model', 'Stages',
+           'critique_figure', 'retrieval_figure', 'metrics_figure', 'shares_figure', 'entailment_figure', 'report_html',
+           'save_figures', 'run_demo', 'add_cli']
 
 # %% ../nbs/11_demo.ipynb #97295c20
 SCRIPTED_ENDPOINT = 'ragnb-scripted'  # the endpoint name scripted calls are filed under, whatever the server's port
 SCRIPTED_MODEL = 'scripted-test-model'
 MODES = ('live', 'local', 'replayed', 'scripted')
-DEFAULTS = dict(max_chunks=5, chunk_size=800, k=3)  # the settings of the shipped recording
+DEFAULTS = dict(max_chunks=8, chunk_size=800, k=3)  # the settings of the shipped recording
 KEEP = 3  # a question is kept when each critique score is at least this
 
 def sample_docs() -> Path:
@@ -33,16 +34,31 @@ def recording_path() -> Path:
     return Path(ragnb.__file__).parent/'data'/'demo_calls.jsonl'
 
 # %% ../nbs/11_demo.ipynb #0b0d997f
+class RecordingCache(CallCache):
+    "A call cache that remembers the keys a run read or wrote, so a recording holds that run's calls and no others."
+    def __init__(self, path):
+        super().__init__(path); self.used = set()
+    def get(self, key):
+        rec = super().get(key)
+        if rec is not None: self.used.add(key)
+        return rec
+    def put(self, key, record, *a, **kw):
+        super().put(key, record, *a, **kw); self.used.add(key)
+
 def export_calls(cache:CallCache, # The calls of a run
                  path:str|Path, # The JSONL file to write
-                 meta:dict # What produced them: model, mode, settings, timings
+                 meta:dict, # What produced them: model, mode, settings, timings
+                 keys:set|None=None # Only these calls (default: a `RecordingCache`'s used keys, else all)
                 ) -> Path:
     "Write the chat calls of `cache` as JSON lines after one metadata line, in the order they were made."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    rows = cache._conn().execute("SELECT key, kind, model, prompt, record, created FROM calls WHERE kind='chat' ORDER BY created").fetchall()
+    keys = keys if keys is not None else getattr(cache, 'used', None)
+    with sqlite3.connect(cache.path) as c:
+        rows = c.execute("SELECT key, kind, model, prompt, record, created FROM calls WHERE kind='chat' ORDER BY created").fetchall()
     with path.open('w', encoding='utf-8') as f:
         f.write(json.dumps({'meta': meta}, ensure_ascii=False) + '\n')
         for key, kind, model, prompt, record, created in rows:
+            if keys is not None and key not in keys: continue
             f.write(json.dumps(dict(key=key, prompt=prompt, model=model, created=round(created, 3),
                                     record=json.loads(record)), ensure_ascii=False) + '\n')
     return path
@@ -117,7 +133,7 @@ class DemoModel:
     def info(self) -> dict:
         "The run's model, as written into every output file."
         d = dict(mode=self.mode, model=self.model, label=self.label, endpoint=self.endpoint)
-        if self.recorded: d['recorded'] = {k: self.recorded.get(k) for k in ('mode', 'model', 'endpoint', 'recorded', 'ragnb', 'params')}
+        if self.recorded: d['recorded'] = {k: self.recorded.get(k) for k in ('mode', 'model', 'endpoint', 'recorded', 'ragnb', 'params', 'note')}
         return d
 
 # %% ../nbs/11_demo.ipynb #b91f0194
@@ -282,12 +298,12 @@ def report_html(out:str|Path) -> str:
         ('documents', f"{s['documents']}: " + ', '.join(s.get('document_names', []))),
         ('question generation', f"{s['dataset']['chunks']} passages sampled (seed 0), one question each"),
         ('RAG system under test', f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by {run['model']}"),
-        ('calls file', str(out/'calls.sqlite'))], columns=['', 'this run']).set_index('')
+        ('calls file', str(out/'calls.sqlite'))], columns=['', 'this run'])
     by_k = _fmt_by_k(ret['by_k'], level)
     met = pd.DataFrame([(g.removesuffix('_metrics'), m, v) for g, ms in s['ragchecker'].items() for m, v in ms.items()],
                        columns=['group', 'metric', 'percent'])
     shares = pd.DataFrame([s['claim_shares']]).rename(index={0: 'share'}) if s.get('claim_shares') else pd.DataFrame()
-    stages = pd.DataFrame(s['stages']).set_index('stage')
+    stages = pd.DataFrame(s['stages'])
     u = s['usage']
     cost = f"${u['cost']:.4f}" + (f" ({u['unpriced']} calls of a model without a price: local or unknown)" if u.get('unpriced') else '')
     usage = (f"{u['calls']} calls to the model, {u['cached']} answered from the calls file, {u['failed']} failed; "
@@ -295,16 +311,18 @@ def report_html(out:str|Path) -> str:
              + (f"; the cached replies had cost {u['saved_tokens']:,} tokens when first made" if u.get('saved_tokens') else ''))
     rec = ''
     if run.get('recorded') and s.get('recorded_stages'):
-        t = pd.DataFrame(s['recorded_stages']).set_index('stage')
+        t = pd.DataFrame(s['recorded_stages']).drop(columns=['cached', 'cached_tokens', 'cost'], errors='ignore')
         t['calls/s'] = (t.calls / t.seconds).where(t.calls > 0).round(3)
+        t['tokens/s (prompt + completion)'] = ((t.prompt_tokens + t.completion_tokens) / t.seconds).where(t.calls > 0).round(1)
         t['completion tokens/s'] = (t.completion_tokens / t.seconds).where(t.calls > 0).round(1)
+        note = run['recorded'].get('note')
         rec = (f"<h3>When the recording was made ({_e(run['recorded']['model'])}, {_e(run['recorded']['mode'])}, "
-               f"{_e(run['recorded']['recorded'])})</h3>" + _table(t))
+               f"{_e(run['recorded']['recorded'])})</h3>" + (f"<p class=small>{_e(note)}</p>" if note else '') + _table(t, index=False))
     d = s['dataset']
     body = f"""<h1>ragnb demo report</h1>
 <p><span class="mode {_e(run['mode'])}">{_e(run['mode'].upper())}</span> &nbsp;<b>{_e(run['label'])}</b></p>
 <p>{_e(_MODE_NOTE[run['mode']])}</p>
-<h2>What ran on what</h2>{_table(what)}
+<h2>What ran on what</h2>{_table(what, index=False, header=False)}
 <h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}),
 {d['dropped']} dropped, {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
 {_dataset_rows(rows)}{fig('critique_scores')}
@@ -314,7 +332,7 @@ def report_html(out:str|Path) -> str:
 {_table(met, index=False)}{fig('ragchecker_metrics')}
 <h2>Claim shares</h2><p>{s.get('response_claims', 0)} response claims.</p>{_table(shares) if len(shares) else ''}{fig('claim_shares')}
 <h2>One answer, claim by claim</h2>{fig('entailment_map')}
-<h2>Stage timings</h2>{_table(stages)}{rec}
+<h2>Stage timings</h2>{_table(stages, index=False)}{rec}
 <h2>Calls, tokens, cost</h2><p>{_e(usage)}</p>
 <p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""
     return f"<!doctype html><html lang=en><head><meta charset=utf-8><title>ragnb demo report: {_e(run['label'])}</title><style>{_CSS}</style></head><body>{body}</body></html>"
@@ -374,7 +392,8 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     params = dict(max_chunks=max_chunks, chunk_size=chunk_size, k=k, src=[str(x) for x in src] if src else None)
     m = model or demo_model(out, choose_mode(mode, params, log), concurrency, params)
-    llm, info, t0 = m.llm, m.info(), time.perf_counter()
+    llm, info, t0, started = m.llm, m.info(), time.perf_counter(), time.time()
+    if record: llm.cache = RecordingCache(llm.cache.path)  # the recording gets this run's calls only
     st = Stages(llm)
     try:
         log(f"model: {m.label} ({m.endpoint}); calls file: {out/'calls.sqlite'}")
@@ -418,7 +437,9 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         if record:
             llm.cache.checkpoint()
             meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint, recorded=summary['date'],
-                        ragnb=__version__, params=params, stages=st.rows, usage=summary['usage'])
+                        ragnb=__version__, params=params, stages=st.rows, usage=summary['usage'],
+                        runs=[dict(started=round(started, 3), params=params, calls=llm.usage.calls,
+                                   threads=getattr(m.server, 'threads', None) or os.environ.get('RAGNB_LOCAL_THREADS'))])
             log(f"recorded {export_calls(llm.cache, record, meta)}")
         log(f"5. figures: {', '.join(Path(f['file']).name for f in figures.values())}\nmodel calls: {llm.usage}\n"
             f"wrote {out}/summary.json and {out}/report.html")
