@@ -298,7 +298,7 @@ def report_html(out:str|Path) -> str:
         ('documents', f"{s['documents']}: " + ', '.join(s.get('document_names', []))),
         ('question generation', f"{s['dataset']['chunks']} passages sampled (seed 0), one question each"),
         ('RAG system under test', f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by {run['model']}"),
-        ('calls file', str(out/'calls.sqlite'))], columns=['', 'this run'])
+        ('calls file', str((out/'calls.sqlite').resolve()))], columns=['', 'this run'])
     by_k = _fmt_by_k(ret['by_k'], level)
     met = pd.DataFrame([(g.removesuffix('_metrics'), m, v) for g, ms in s['ragchecker'].items() for m, v in ms.items()],
                        columns=['group', 'metric', 'percent'])
