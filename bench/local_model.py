@@ -6,17 +6,37 @@ times; the first call of each run has no gap and is left out). Quality comes fro
 `ragnb demo` run on that recording (replayed or the recording run itself), or the bench replays it into a temporary
 folder first.
 
-Usage: python bench/local_model.py [--recording ragnb/data/demo_calls.jsonl] [--out demo-out]
+With --live N it also times N fresh question-generation calls (no cache) on the local model now, one at a time, so the
+speed can be read apart from whatever else the machine was doing when the recording was made.
+
+Usage: python bench/local_model.py [--recording ragnb/data/demo_calls.jsonl] [--out demo-out] [--live 3]
 """
 import argparse, json, statistics, tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
-from ragnb.demo import read_recording, recording_path, run_demo
+from ragnb.demo import read_recording, recording_path, run_demo, sample_docs
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--recording', default=None)
 ap.add_argument('--out', default=None, help='a demo run of this recording (default: replay it into a temporary folder)')
+ap.add_argument('--live', type=int, default=0, help='also time this many fresh calls on the local model now')
 a = ap.parse_args()
+
+if a.live:
+    import os, time
+    from ragnb.documents import load_documents, split_documents
+    from ragnb.local import LocalServer, local_llm
+    from ragnb.prompts import get_prompt
+    chunks = split_documents(load_documents(sample_docs()), 3000, 300)[:a.live]
+    with LocalServer() as srv:
+        llm = local_llm(srv, cache=False, progress=False)
+        print(f"live: {srv.model}, {os.environ.get('RAGNB_LOCAL_THREADS') or os.cpu_count()} thread(s), load average {os.getloadavg()[0]:.1f}")
+        for c in chunks:
+            t0 = time.perf_counter()
+            r = llm.call(get_prompt('factoid_qa').messages(context=c.text, language='English'))
+            dt = time.perf_counter() - t0
+            print(f"  {c.id}: {dt:.1f} s, {r.usage.prompt_tokens} prompt + {r.usage.completion_tokens} completion tokens, "
+                  f"{(r.usage.prompt_tokens + r.usage.completion_tokens)/dt:.1f} tok/s")
 
 meta, rows = read_recording(a.recording or recording_path())
 TASK = {'factoid_qa': 'question generation', 'factoid_qa_next': 'question generation', 'critique_groundedness': 'critique',

@@ -116,3 +116,28 @@ def test_report_escapes_model_text(tmp_path):
     assert s['dataset']['kept'] == 2 and evil in (tmp_path/'o'/'dataset.jsonl').read_text()  # the data keeps the text as written
     html = (tmp_path/'o'/'report.html').read_text()
     assert evil not in html and 'onerror' in html and '&lt;img src=x onerror=alert(1)&gt;' in html
+
+def test_auto_mode_order(tmp_path, monkeypatch):
+    "An endpoint first, then the local model, then the recording for its own settings, then the scripted server."
+    from ragnb.demo import choose_mode
+    quiet = lambda s: None
+    for v in ('RAGNB_GGUF', 'RAGNB_LOCAL_PYTHON', 'AZURE_OPENAI_ENDPOINT'): monkeypatch.delenv(v, raising=False)
+    said = []
+    assert choose_mode(log=said.append) == 'replayed' and 'ragnb local install' in said[0]  # the one-line instruction
+    assert choose_mode(params={**DEFAULTS, 'src': ['my-docs']}, log=quiet) == 'scripted'
+    py = tmp_path/'py'; py.write_text('#!/bin/sh\nexit 0\n'); py.chmod(0o755)  # an interpreter that has llama-cpp
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    monkeypatch.setenv('RAGNB_LOCAL_PYTHON', str(py)); monkeypatch.setenv('RAGNB_GGUF', str(tmp_path/'m.gguf'))
+    assert choose_mode(log=quiet) == 'local'
+    monkeypatch.setenv('OPENAI_BASE_URL', 'http://127.0.0.1:9/v1')
+    assert choose_mode(log=quiet) == 'live'
+    assert choose_mode('scripted', log=quiet) == 'scripted'
+
+def test_live_run_names_its_endpoint_and_never_writes_the_key(tmp_path, monkeypatch):
+    key = 'sk-test-secret-0123456789'
+    with ScriptedServer() as srv:  # an OpenAI-compatible endpoint named by the environment, as a user sets one
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', key)
+        monkeypatch.setenv('RAGNB_MODEL', SCRIPTED_MODEL)
+        s = run_demo(tmp_path/'o', max_chunks=4, log=lambda s: None)
+    assert s['run']['mode'] == 'live' and s['run']['endpoint'] == srv.base_url and s['usage']['calls'] > 0
+    for f in (tmp_path/'o').iterdir(): assert key.encode() not in f.read_bytes(), f.name
