@@ -405,6 +405,7 @@ def add_cli(sub):
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--min-score', type=int, default=3, help='lowest score kept on every criterion')
     p.add_argument('--concurrency', type=int, default=16)
+    p.add_argument('--batch', action='store_true', help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
     p.add_argument('--questions-per-chunk', type=int, default=1)
     p.add_argument('--language', default='English', help='language of questions and answers')
     p.add_argument('--glob', action='append', default=None, help="file pattern (repeatable; default '*.md' and '*.mdx')")
@@ -416,7 +417,7 @@ def _cli_generate(args)->int:
     docs = load_documents(*args.src, branch=args.branch, **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
-    llm = LLM(model=args.model, concurrency=args.concurrency, progress=sys.stderr.isatty())
+    llm = LLM(model=args.model, concurrency=args.concurrency, progress=sys.stderr.isatty(), batch=args.batch)
     ds = generate_dataset(docs, llm, args.audience, args.questions_per_chunk, args.language, args.chunk_size,
                           args.chunk_overlap, args.max_chunks, args.seed, args.min_score)
     for f in ds.failed.df.failures.explode().dropna().head(5):

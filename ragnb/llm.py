@@ -276,7 +276,7 @@ class RateLimiter:
                  adaptive:bool=True): # Follow headers and 429s; False keeps `concurrency` fixed
         self.concurrency, self.tpm, self.adaptive = concurrency, tpm, adaptive
         self.ceiling = max(concurrency, ceiling or 4*concurrency) if adaptive else concurrency
-        self.limit, self.inflight, self.pause_until, self.replies = float(concurrency), 0, 0.0, 0
+        self.limit, self.inflight, self.pause_until = float(concurrency), 0, 0.0
         self.requests, self.tokens = _Budget(), _Budget()  # what the endpoint's headers said
         self.bucket, self.bucket_t, self._last_cut = float(tpm or 0), time.monotonic(), 0.0
         self.stats = {'started':0, 'rate_limited':0, 'waits':0, 'lowest':concurrency, 'highest':concurrency, 'headers':False}
@@ -289,8 +289,7 @@ class RateLimiter:
     def wait_time(self, tokens:int=0 # Estimated tokens of the call about to start
                  ) -> float:
         "Seconds to wait before a call of `tokens` may start: 0 now, `inf` until a call in flight ends."
-        slots = 1 if self.adaptive and not self.replies else max(1, int(self.limit))  # the first call alone reads the budget
-        if self.inflight >= slots: return math.inf
+        if self.inflight >= max(1, int(self.limit)): return math.inf
         now = time.monotonic()
         w = max(0.0, self.pause_until - now)
         if self.adaptive: w = max(w, self.requests.wait(1, now), self.tokens.wait(tokens, now))
@@ -343,7 +342,7 @@ class RateLimiter:
     async def release(self, tokens:int=0, # The estimate `acquire` counted
                       used:int|None=None): # Tokens the reply reported using
         "Count a call as ended, correct the token budget with what it used, and wake the calls waiting for a slot."
-        self.inflight -= 1; self.replies += 1
+        self.inflight -= 1
         if self.tpm and used is not None: self.bucket -= used - tokens
         if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)  # recover after 429s
         cond = self._cond()

@@ -181,7 +181,7 @@ def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
     pages = [int(p) for p in args.pages.split(',')] if args.pages else None
     try:
-        llm = None if args.offline else LLM(vision_model=args.model) if args.model else None
+        llm = None if args.offline else LLM(vision_model=args.model, batch=args.batch) if args.model or args.batch else None
         res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=pages)
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
@@ -199,5 +199,6 @@ def add_cli(sub):
     p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
     p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')
     p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all PDF pages)')
+    p.add_argument('--batch', action='store_true', help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
     p.set_defaults(func=_cli_parse)
 
