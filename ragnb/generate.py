@@ -13,7 +13,7 @@ from rapidfuzz import fuzz, process, utils
 from .evidence import ground
 from .llm import LLM, Request, Result, Usage, ParseError
 from .prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
-from .documents import Document, Chunk, load_documents, split_documents
+from .documents import Document, Chunk, load_documents, split_documents, split_many
 
 # %% auto #0
 __all__ = ['DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'generate_questions', 'critique',
@@ -374,12 +374,14 @@ def generate_dataset(
     dedupe:float|None=90,              # Near-duplicate similarity threshold
     require_evidence:bool=False,       # Drop questions whose evidence was not found
     glob=None,                         # File patterns when loading paths
+    engine:str='local',                # Where documents are split: 'local' or 'ray' (model calls stay here)
+    workers:int|None=1,                # Local processes, or CPUs of a local Ray
 )->Dataset:
     "Load, split, generate, ground, critique and filter: the whole synthetic-QA flow."
     t0 = time.perf_counter()
     docs = _as_docs(src, glob)
     llm = llm or LLM()
-    chunks = sample_chunks(split_documents(docs, chunk_size, chunk_overlap), max_chunks, seed)
+    chunks = sample_chunks(split_many(docs, chunk_size, chunk_overlap, engine, workers), max_chunks, seed)
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0}
     qas = generate_questions(chunks, llm, docs, n_per_chunk, language, stats=stats)
@@ -392,6 +394,7 @@ def generate_dataset(
     return Dataset.from_records(qas, stats)
 
 # %% ../nbs/04_generate.ipynb #b27605e9
+from .engine import add_engine_args
 def add_cli(sub):
     "Add `ragnb generate` to the command line."
     p = sub.add_parser('generate', help='synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered')
@@ -411,6 +414,7 @@ def add_cli(sub):
     p.add_argument('--glob', action='append', default=None, help="file pattern (repeatable; default '*.md' and '*.mdx')")
     p.add_argument('--branch', default=None, help='branch of git sources')
     p.add_argument('--keep-all', action='store_true', help='also write dropped and failed rows (with kept and drop_reason)')
+    add_engine_args(p)
     p.set_defaults(func=_cli_generate)
 
 def _cli_generate(args)->int:
@@ -419,7 +423,7 @@ def _cli_generate(args)->int:
     if not docs: print("no documents loaded", file=sys.stderr); return 1
     llm = LLM(model=args.model, concurrency=args.concurrency, progress=sys.stderr.isatty(), batch=args.batch)
     ds = generate_dataset(docs, llm, args.audience, args.questions_per_chunk, args.language, args.chunk_size,
-                          args.chunk_overlap, args.max_chunks, args.seed, args.min_score)
+                          args.chunk_overlap, args.max_chunks, args.seed, args.min_score, engine=args.engine, workers=args.workers)
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)
     path = (ds if args.keep_all else ds.kept).save(args.out)

@@ -171,18 +171,21 @@ def parse_document(
     llm:LLM|None=None,  # vision model for PDF pages (None: the environment's, or offline)
     offline:bool=False,  # PDF pages without a model (PyMuPDF text and table finder)
     pages:list[int]|None=None,  # PDF pages to parse, from 1 (default: all)
+    engine:str='local',  # where PDF regions and offline pages are computed: 'local' or 'ray' (model calls stay here)
+    workers:int|None=1,  # local processes, or CPUs of a local Ray
 )->ParsedDoc:
     "Parse `path` into a `ParsedDoc`: PDFs page by page, Word and PowerPoint files natively."
     if Path(path).suffix.lower() in ('.docx', '.pptx'): return parse_office(path, out_dir)
-    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages)
+    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers)
 
 # %% ../nbs/05b_multimodal.ipynb #34f6fba7
+from .engine import add_engine_args
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
     pages = [int(p) for p in args.pages.split(',')] if args.pages else None
     try:
         llm = None if args.offline else LLM(vision_model=args.model, batch=args.batch) if args.model or args.batch else None
-        res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=pages)
+        res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=pages, engine=args.engine, workers=args.workers)
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
     ok = len(res.pages) - len(res.failures)
@@ -200,5 +203,6 @@ def add_cli(sub):
     p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')
     p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all PDF pages)')
     p.add_argument('--batch', action='store_true', help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
+    add_engine_args(p)
     p.set_defaults(func=_cli_parse)
 
