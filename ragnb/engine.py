@@ -29,7 +29,7 @@ def ray_init(num_cpus:int|None=None # CPUs of a local Ray (default: all); ignore
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order, ctx.enable_progress_bars = True, False
     if hasattr(ctx, 'print_on_execution_start'): ctx.print_on_execution_start = False
-    logging.getLogger('ray.data').setLevel(logging.WARNING)  # one pipeline per stage call: no plan printed each time
+    logging.getLogger('ray.data').setLevel(logging.ERROR)  # one pipeline per stage call: no plan or notice printed each time
     return ray
 
 @dataclass
