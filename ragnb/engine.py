@@ -43,7 +43,8 @@ def _apply(fn, i, item):
     except Exception as e: return ItemError(i, e)
 
 def _ray_row(row:dict, fn) -> dict:
-    return {'i':row['i'], 'out':pickle.dumps(_apply(fn, row['i'], pickle.loads(row['x'])))}
+    from ray import cloudpickle  # classes defined in a notebook travel by value
+    return {'i':row['i'], 'out':cloudpickle.dumps(_apply(fn, row['i'], pickle.loads(row['x'])))}
 
 def map_items(fn:Callable, # A module-level function of one item (workers import it)
               items:Iterable, # The items: picklable data (paths, pages, documents)
@@ -59,7 +60,7 @@ def map_items(fn:Callable, # A module-level function of one item (workers import
             out = list(ex.map(_apply, [fn] * len(items), range(len(items)), items, chunksize=max(1, len(items) // (8 * workers))))
     else:
         ray = ray_init(workers)
-        ds = ray.data.from_items([{'i':i, 'x':pickle.dumps(x)} for i, x in enumerate(items)])
+        ds = ray.data.from_items([{'i':i, 'x':ray.cloudpickle.dumps(x)} for i, x in enumerate(items)])
         rows = ds.map(_ray_row, fn_kwargs={'fn':fn}).take_all()
         out = [pickle.loads(r['out']) for r in sorted(rows, key=lambda r: r['i'])]
     for o in out:
