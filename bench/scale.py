@@ -16,6 +16,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--repeat', type=int, default=2)
 ap.add_argument('--limit', type=int, default=None, help='first N files only')
 ap.add_argument('--stage', choices=['regions', 'offline'], default='regions')
+ap.add_argument('--only-ray', action='store_true')
 a = ap.parse_args()
 
 def offline_item(item):
@@ -33,7 +34,7 @@ def run(files, engine, workers):
 files = sorted(shared_path('documents', 'icdar2013').glob('*/*.pdf'))[:a.limit]
 pages = sum(open_pdf(f).page_count for f in files)
 print(f"ICDAR-2013 dev set: {len(files)} PDFs, {pages} pages; stage: {a.stage}")
-configs = [('local', 1), ('local', 2)]
+configs = [('local', 1), ('local', 2)] if not a.only_ray else []
 try:
     import ray  # noqa: F401
     from ragnb.engine import ray_init

@@ -42,9 +42,10 @@ def _apply(fn, i, item):
     try: return fn(item)
     except Exception as e: return ItemError(i, e)
 
-def _ray_row(row:dict, fn) -> dict:
+def _ray_batch(batch:dict, fn) -> dict:
+    "Apply `fn` to a batch of pickled items (one Ray task for many items: less overhead than a task per row)."
     from ray import cloudpickle  # classes defined in a notebook travel by value
-    return {'i':row['i'], 'out':cloudpickle.dumps(_apply(fn, row['i'], pickle.loads(row['x'])))}
+    return {'i':batch['i'], 'out':[cloudpickle.dumps(_apply(fn, i, pickle.loads(x))) for i, x in zip(batch['i'], batch['x'])]}
 
 def map_items(fn:Callable, # A module-level function of one item (workers import it)
               items:Iterable, # The items: picklable data (paths, pages, documents)
@@ -60,8 +61,9 @@ def map_items(fn:Callable, # A module-level function of one item (workers import
             out = list(ex.map(_apply, [fn] * len(items), range(len(items)), items, chunksize=max(1, len(items) // (8 * workers))))
     else:
         ray = ray_init(workers)
+        cpus = int(ray.cluster_resources().get('CPU', 1))
         ds = ray.data.from_items([{'i':i, 'x':ray.cloudpickle.dumps(x)} for i, x in enumerate(items)])
-        rows = ds.map(_ray_row, fn_kwargs={'fn':fn}).take_all()
+        rows = ds.map_batches(_ray_batch, fn_kwargs={'fn':fn}, batch_size=max(1, len(items) // (4 * cpus))).take_all()
         out = [pickle.loads(r['out']) for r in sorted(rows, key=lambda r: r['i'])]
     for o in out:
         if isinstance(o, ItemError): raise o.error
