@@ -28,7 +28,9 @@ setuptools.setup(
                     'llamaindex': ['llama-index-core>=0.12', 'llama-index-llms-openai', 'llama-index-embeddings-openai'],
                     'haystack': ['haystack-ai>=2.9'],
                     # ragas 0.4.3 imports a module that langchain-community 0.4 removed
-                    'ragas': ['ragas>=0.2', 'langchain-community<0.4']},
+                    'ragas': ['ragas>=0.2', 'langchain-community<0.4'],
+                    'scale': ['ray[data]>=2.9'],  # --engine ray: CPU-heavy stages as Ray Data pipelines
+                    },
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),
                  'Natural Language :: ' + cfg['language'].title(), 'Programming Language :: Python :: 3'],

@@ -374,7 +374,7 @@ def _cli_check(args) -> int:
         raise
     check_unique_ids(results, f"{src}: ")
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
-    llm = LLM(concurrency=args.concurrency, **call_options(args))
+    llm = LLM(concurrency=args.concurrency, batch=args.batch, **call_options(args))
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out)
     with pd.option_context('display.width', 200): print(run.usage.to_string())
     print(json.dumps(run.scores.overall, indent=2))
@@ -398,6 +398,7 @@ def add_cli(sub):
     p.add_argument('--checker-model', default=None)
     p.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
     p.add_argument('--concurrency', type=int, default=16)
+    p.add_argument('--batch', action='store_true', help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
     p.add_argument('--restart', action='store_true', help='ignore an existing OUTPUT and start from INPUT')
     add_call_options(p)
     p.set_defaults(func=_cli_check)

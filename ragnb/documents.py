@@ -15,7 +15,7 @@ from .display import md_escape, fenced
 # %% auto #0
 __all__ = ['DEFAULT_GLOB', 'SEPARATORS', 'DATA_URI', 'Document', 'LoadIssue', 'LoadError', 'front_matter_end', 'read_text',
            'Documents', 'load_folder', 'clone', 'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk',
-           'data_free_spans', 'split_document', 'split_documents']
+           'data_free_spans', 'split_document', 'split_documents', 'split_many']
 
 # %% ../nbs/03_documents.ipynb #39b44a47
 def _preview(text:str, n:int=600)->str:
@@ -315,3 +315,22 @@ def split_documents(
 )->list[Chunk]:
     "Split every document; chunks keep document order."
     return [c for d in docs for c in split_document(d, chunk_size, chunk_overlap, separators, keep_separator)]
+
+# %% ../nbs/03_documents.ipynb #adab6f9a
+from .engine import map_items
+
+def _split_item(item): return split_document(*item)
+
+def split_many(
+    docs:list[Document],     # Documents to split
+    chunk_size:int=3000,     # Largest chunk, in characters
+    chunk_overlap:int=300,   # Characters shared by neighbouring chunks (at most)
+    engine:str='local',      # 'local' or 'ray'
+    workers:int|None=1,      # Local processes, or CPUs of a local Ray
+    separators:list=SEPARATORS,  # Tried in order
+    keep_separator='end',    # Where a separator goes
+)->list[Chunk]:
+    "`split_documents` on an engine: document by document on `workers` processes or a Ray cluster."
+    if engine == 'local' and (workers or 1) <= 1: return split_documents(docs, chunk_size, chunk_overlap, separators, keep_separator)
+    parts = map_items(_split_item, [(d, chunk_size, chunk_overlap, separators, keep_separator) for d in docs], engine, workers)
+    return [c for cs in parts for c in cs]

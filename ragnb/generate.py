@@ -13,8 +13,9 @@ from rapidfuzz import fuzz, process, utils
 from .evidence import ground
 from .llm import LLM, Request, Result, Usage, ParseError, add_call_options, call_options, check_output
 from .prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
-from .documents import Document, Chunk, load_documents, split_documents
+from .documents import Document, Chunk, load_documents, split_documents, split_many
 from .display import md_escape
+
 
 # %% auto #0
 __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA',
@@ -503,6 +504,8 @@ def generate_dataset(
     critic_samples:int=1,              # Self-consistency: ratings per criterion (see `critique`)
     second_critic:LLM|None=None,       # Self-consistency: a second critic model
     require_consistent:bool=False,     # Drop questions whose critique votes disagree about keeping them
+    engine:str='local',                # Where documents are split: 'local' or 'ray' (model calls stay here)
+    workers:int|None=1,                # Local processes, or CPUs of a local Ray
 )->Dataset:
     "Load, split, generate, ground, critique and filter: the whole synthetic-QA flow."
     t0 = time.perf_counter()
@@ -513,7 +516,7 @@ def generate_dataset(
         return mixed_dataset(docs, llm, question_types, audience, n_per_chunk, language, chunk_size, chunk_overlap,
                              max_chunks, seed, min_score, thresholds, dedupe, require_evidence, personas, styles,
                              lengths, check_language)
-    chunks = sample_chunks(split_documents(docs, chunk_size, chunk_overlap), max_chunks, seed)
+    chunks = sample_chunks(split_many(docs, chunk_size, chunk_overlap, engine, workers), max_chunks, seed)
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0}
     qas = generate_questions(chunks, llm, docs, n_per_chunk, language, stats=stats, structured=structured)
@@ -538,6 +541,7 @@ def all_calls_failed(
     return f"all {n} calls failed: " + (max(set(msgs), key=msgs.count) if msgs else 'no reason recorded')
 
 # %% ../nbs/04_generate.ipynb #b27605e9
+from .engine import add_engine_args
 def add_cli(sub):
     "Add `ragnb generate` to the command line."
     p = sub.add_parser('generate', help='synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered')
@@ -551,6 +555,7 @@ def add_cli(sub):
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--min-score', type=int, default=3, help='lowest score kept on every criterion')
     p.add_argument('--concurrency', type=int, default=16)
+    p.add_argument('--batch', action='store_true', help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
     p.add_argument('--questions-per-chunk', type=int, default=1)
     p.add_argument('--language', default='English', help='language of questions and answers')
     p.add_argument('--glob', action='append', default=None, help="file pattern (repeatable; default '*.md' and '*.mdx')")
@@ -570,6 +575,7 @@ def add_cli(sub):
     p.add_argument('--lengths', default=None, help='comma-separated query lengths: short,medium,long')
     p.add_argument('--no-language-check', action='store_true', help='keep questions and answers in another language')
     add_call_options(p)
+    add_engine_args(p)
     p.set_defaults(func=_cli_generate)
 
 def _cli_generate(args)->int:
@@ -577,7 +583,7 @@ def _cli_generate(args)->int:
     docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding, **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
-    llm = LLM(model=args.model, concurrency=args.concurrency, **call_options(args))
+    llm = LLM(model=args.model, concurrency=args.concurrency, batch=args.batch, **call_options(args))
     critic2 = (LLM(model=args.second_critic_model, concurrency=args.concurrency, progress=False, **call_options(args))
                if args.second_critic_model else None)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
@@ -590,7 +596,7 @@ def _cli_generate(args)->int:
                           question_types=args.question_types, personas=personas, styles=split(args.styles),
                           lengths=split(args.lengths), check_language=not args.no_language_check,
                           structured=args.structured, critic_samples=args.critic_samples, second_critic=critic2,
-                          require_consistent=args.require_consistent)
+                          require_consistent=args.require_consistent, engine=args.engine, workers=args.workers)
     if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)

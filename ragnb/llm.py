@@ -18,9 +18,9 @@ from .display import md_escape, fenced
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model',
            'env_number', 'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part',
            'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
-           'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'LLM', 'response_format',
-           'refuses_format', 'follows_schema', 'structured_mode', 'asdict_shallow', 'message_refs', 'Exchange',
-           'select_traces']
+           'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
+           'response_format', 'refuses_format', 'follows_schema', 'structured_mode', 'fast_path', 'asdict_shallow',
+           'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -299,6 +299,123 @@ def run_sync(coro):
     except RuntimeError: return asyncio.run(coro)
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
+# %% ../nbs/00_llm.ipynb #b367f36c
+import re
+
+def reset_seconds(value:str|None # A rate-limit reset header: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, or a bare number of seconds
+                 ) -> float|None:
+    "Seconds until a rate-limit budget refills, from an `x-ratelimit-reset-*` header; None when absent or unreadable."
+    if value is None: return None
+    s = str(value).strip()
+    try: return float(s)
+    except ValueError: pass
+    parts = re.findall(r'(\d+(?:\.\d+)?)(ms|h|m|s)', s)
+    if not parts or ''.join(a + b for a, b in parts) != s: return None
+    return sum(float(v) * {'h':3600, 'm':60, 's':1, 'ms':0.001}[u] for v, u in parts)
+
+def _int_header(h, name):
+    try: return int(float(h.get(name)))
+    except (TypeError, ValueError): return None
+
+class _Budget:
+    "One header budget (requests or tokens): what is left, when it refills, and to how much."
+    def __init__(self): self.left, self.reset, self.limit, self.period = None, 0.0, None, 0.0
+    def update(self, remaining, limit, reset, now):
+        if remaining is None: return
+        self.left = remaining if self.left is None or now >= self.reset else min(self.left, remaining)
+        self.limit, self.period = limit or self.limit, max(self.period, reset or 1.0)
+        self.reset = now + (reset if reset is not None else 1.0)
+    def wait(self, need, now) -> float:
+        if self.left is None: return 0.0
+        if now >= self.reset and self.limit: self.left, self.reset = self.limit, now + self.period  # refilled
+        return self.reset - now if self.left < need and now < self.reset else 0.0
+
+class RateLimiter:
+    "When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an optional tokens-per-minute budget."
+    def __init__(self, concurrency:int=16, # Calls in flight at the start (and the most without rate-limit headers)
+                 ceiling:int|None=None, # Most calls in flight while the headers show room; default 4 × `concurrency`
+                 tpm:int|None=None, # This client's tokens-per-minute budget (estimated at the start, corrected by each reply's usage)
+                 adaptive:bool=True): # Follow headers and 429s; False keeps `concurrency` fixed
+        self.concurrency, self.tpm, self.adaptive = concurrency, tpm, adaptive
+        self.ceiling = max(concurrency, ceiling or 4*concurrency) if adaptive else concurrency
+        self.limit, self.inflight, self.pause_until = float(concurrency), 0, 0.0
+        self.requests, self.tokens = _Budget(), _Budget()  # what the endpoint's headers said
+        self.bucket, self.bucket_t, self._last_cut = float(tpm or 0), time.monotonic(), 0.0
+        self.stats = {'started':0, 'rate_limited':0, 'waits':0, 'lowest':concurrency, 'highest':concurrency, 'headers':False}
+        self._conds = {}
+
+    def __repr__(self):
+        return (f"RateLimiter({int(self.limit)} in flight now, start {self.concurrency}, ceiling {self.ceiling}"
+                + (f", {self.tpm:,} tokens/min" if self.tpm else '') + f"; {self.stats})")
+
+    def wait_time(self, tokens:int=0 # Estimated tokens of the call about to start
+                 ) -> float:
+        "Seconds to wait before a call of `tokens` may start: 0 now, `inf` until a call in flight ends."
+        if self.inflight >= max(1, int(self.limit)): return math.inf
+        now = time.monotonic()
+        w = max(0.0, self.pause_until - now)
+        if self.adaptive: w = max(w, self.requests.wait(1, now), self.tokens.wait(tokens, now))
+        if self.tpm:
+            self.bucket = min(self.tpm, self.bucket + (now - self.bucket_t) * self.tpm / 60); self.bucket_t = now
+            need = min(tokens, self.tpm)  # a call larger than the whole budget waits for a full bucket
+            if self.bucket < need: w = max(w, (need - self.bucket) * 60 / self.tpm)
+        return w
+
+    def _cond(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        c = self._conds.get(id(loop))
+        if c is None or c[0] is not loop: c = self._conds[id(loop)] = (loop, asyncio.Condition())
+        return c[1]
+
+    async def acquire(self, tokens:int=0 # Estimated tokens of the call
+                     ):
+        "Wait until a call of `tokens` may start, then count it as started."
+        cond = self._cond()
+        async with cond:
+            while (w := self.wait_time(tokens)) > 0:
+                self.stats['waits'] += 1
+                try: await asyncio.wait_for(cond.wait(), None if w == math.inf else w)
+                except asyncio.TimeoutError: pass
+            self.inflight += 1; self.stats['started'] += 1
+            for b, n in ((self.requests, 1), (self.tokens, tokens)):
+                if b.left is not None: b.left -= n
+            if self.tpm: self.bucket -= tokens
+
+    def observe(self, headers=None, # The reply's headers (any mapping), or None
+                status:int|None=None, # HTTP status (429 slows down)
+                hint:float|None=None): # Seconds the server asked to wait
+        "Learn from one reply: remaining requests and tokens, their reset times, and 429s."
+        now = time.monotonic()
+        if status == 429:
+            self.stats['rate_limited'] += 1
+            self.pause_until = max(self.pause_until, now + (hint if hint is not None else 1.0))
+            if self.adaptive and now - self._last_cut > 1.0: self._set_limit(self.limit / 2); self._last_cut = now
+        if headers is None or not self.adaptive: return
+        lr, rr = _int_header(headers, 'x-ratelimit-limit-requests'), _int_header(headers, 'x-ratelimit-remaining-requests')
+        lt, rt = _int_header(headers, 'x-ratelimit-limit-tokens'), _int_header(headers, 'x-ratelimit-remaining-tokens')
+        if rr is None and rt is None: return
+        self.stats['headers'] = True
+        self.requests.update(rr, lr, reset_seconds(headers.get('x-ratelimit-reset-requests')), now)
+        self.tokens.update(rt, lt, reset_seconds(headers.get('x-ratelimit-reset-tokens')), now)
+        room = min([r / l for r, l in ((rr, lr), (rt, lt)) if r is not None and l], default=1.0)
+        if room < 0.1 and now - self._last_cut > 1.0: self._set_limit(self.limit * 0.75); self._last_cut = now
+        elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit): self._set_limit(self.limit + 1 / self.limit)
+
+    async def release(self, tokens:int=0, # The estimate `acquire` counted
+                      used:int|None=None): # Tokens the reply reported using
+        "Count a call as ended, correct the token budget with what it used, and wake the calls waiting for a slot."
+        self.inflight -= 1
+        if self.tpm and used is not None: self.bucket -= used - tokens
+        if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)  # recover after 429s
+        cond = self._cond()
+        async with cond: cond.notify(max(1, int(self.limit) - self.inflight))
+
+    def _set_limit(self, x):
+        top = self.ceiling if self.stats['headers'] else self.concurrency
+        self.limit = min(max(1.0, x), float(top))
+        self.stats['lowest'], self.stats['highest'] = min(self.stats['lowest'], int(self.limit)), max(self.stats['highest'], int(self.limit))
+
+
 # %% ../nbs/00_llm.ipynb #1d26d28e
 def _prompt_id(p) -> str|None:
     return None if p is None else (p if isinstance(p, str) else p.id)
@@ -340,6 +457,11 @@ class LLM:
                  cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
                  max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none (small local models can repeat themselves until the context is full)
                  structured:str|None=None,  # Schemas as `response_format`: 'auto' (learn what the endpoint takes), 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED` or auto
+                 batch:bool|dict=False,  # `batch()` through the provider's Batch API (True, or a dict of `ragnb.batch.abatch_api` options)
+                 tpm:int|None=None,  # Tokens-per-minute budget (estimated at 4 characters a token, corrected by each reply's usage)
+                 adaptive:bool=True,  # Adapt calls in flight to rate-limit headers and 429s
+                 max_concurrency:int|None=None,  # Most calls in flight while the headers show room; default 4 × `concurrency`
+                 fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client stays for Azure and typed parameters)
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
@@ -366,6 +488,8 @@ class LLM:
             self.cache = CallCache(p if p.suffix else p/'calls.sqlite')
         self.usage = Usage()
         self._clients = {}
+        self.batch_mode, self.fast, self._sessions = batch, fast, {}
+        self.limiter = RateLimiter(concurrency, max_concurrency, tpm, adaptive)
 
     def __repr__(self):
         mode = 'replay' if self.replay else ('cached' if self.cache is not None else 'no cache')
@@ -514,7 +638,7 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
     while True:
         attempt += 1
         try:  # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
-            r = await asyncio.wait_for(self._client().chat.completions.create(
+            r = await asyncio.wait_for(self._chat(
                     model=model, messages=messages, extra_headers=headers, **call), self.timeout)
             u = r.usage
             pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
@@ -575,8 +699,91 @@ async def _closing(self:LLM, coro):
     finally:
         loop = asyncio.get_running_loop()
         if (c := self._clients.pop(id(loop), None)): await c[1].close()
+        if (s := self._sessions.pop(id(loop), None)): await s[1].close()
 
 LLM.call, LLM._closing = _call, _closing
+
+# %% ../nbs/00_llm.ipynb #e901ec7a
+try: import aiohttp
+except ImportError: aiohttp = None  # the typed client serves every call
+try: import httpx2 as _httpx  # the HTTP library of the installed `openai` (httpx2 from openai 3)
+except ImportError: import httpx as _httpx
+from openai.types.chat import ChatCompletion
+
+_STATUS_ERRORS = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
+                  404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
+                  429: openai.RateLimitError}
+
+def _plain(o) -> bool:
+    "Whether `o` is plain JSON data (typed objects such as a pydantic `response_format` need the typed client)."
+    if isinstance(o, dict): return all(isinstance(k, str) and _plain(v) for k, v in o.items())
+    if isinstance(o, (list, tuple)): return all(_plain(v) for v in o)
+    return o is None or isinstance(o, (str, int, float, bool))
+
+def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusError:
+    "The `openai` exception the typed client would raise for this HTTP error reply."
+    try: body = json.loads(raw)
+    except ValueError: body = None
+    err = body.get('error') if isinstance(body, dict) else None
+    msg = err.get('message') if isinstance(err, dict) else raw[:300].decode('utf-8', 'replace')
+    resp = _httpx.Response(status, headers=list(headers.items()), content=raw, request=_httpx.Request('POST', url))
+    cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
+    return cls(f"Error code: {status} - {msg}", response=resp, body=err if err is not None else body)
+
+def fast_path(self:LLM, params:dict) -> bool:
+    "Whether a chat call with `params` goes over plain aiohttp: not Azure, no custom client options, plain JSON parameters."
+    return bool(self.fast and aiohttp is not None and not self.azure_endpoint and not self._client_kw and _plain(params))
+
+def _session(self:LLM):
+    loop = asyncio.get_running_loop()
+    s = self._sessions.get(id(loop))
+    if s is None or s[0] is not loop:
+        self._sessions = {k:v for k,v in self._sessions.items() if not v[0].is_closed()}
+        h = {'Authorization': f'Bearer {self._api_key or "no-key"}', 'Content-Type': 'application/json',
+             'Accept': 'application/json', 'User-Agent': 'ragnb (aiohttp)'}
+        for k, env in (('OpenAI-Organization', 'OPENAI_ORG_ID'), ('OpenAI-Project', 'OPENAI_PROJECT_ID')):
+            if os.environ.get(env): h[k] = os.environ[env]
+        s = (loop, aiohttp.ClientSession(headers=h, connector=aiohttp.TCPConnector(limit=0),
+                                         timeout=aiohttp.ClientTimeout(total=self.timeout)))
+        self._sessions[id(loop)] = s
+    return s[1]
+
+async def _post_chat(self:LLM, body:dict, headers:dict):
+    "POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the failure."
+    url = f"{self.base_url}/chat/completions"
+    try:
+        async with _session(self).post(url, data=json.dumps(body).encode(), headers=headers) as resp:
+            raw = await resp.read()
+            status, rh = resp.status, resp.headers
+    except asyncio.TimeoutError as e: raise openai.APITimeoutError(_httpx.Request('POST', url)) from e
+    except aiohttp.ClientError as e:
+        raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=_httpx.Request('POST', url)) from e
+    if status >= 400: raise _status_error(status, rh, raw, url)
+    try: return rh, ChatCompletion.model_validate_json(raw)
+    except ValueError: pass  # a lenient server's reply (a field missing): built without validation, as the typed client does
+    try: return rh, ChatCompletion.construct(**json.loads(raw))
+    except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
+
+async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=None, **params):
+    "One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed client."
+    est = _est_tokens(messages) + int(params.get('max_tokens') or params.get('max_completion_tokens') or 0)
+    lim, used = self.limiter, None
+    await lim.acquire(est)
+    try:
+        if fast_path(self, params):
+            rh, r = await _post_chat(self, {'model':model, 'messages':messages, **params}, extra_headers or {})
+        else:
+            raw = await self._client().chat.completions.with_raw_response.create(model=model, messages=messages,
+                                                                                 extra_headers=extra_headers, **params)
+            rh, r = raw.headers, raw.parse()
+        lim.observe(rh, 200)
+        used = r.usage.total_tokens if getattr(r, 'usage', None) else None
+        return r
+    except openai.APIStatusError as e:
+        lim.observe(e.response.headers, e.status_code, retry_after(e)); raise
+    finally: await lim.release(est, used)
+
+LLM._chat, LLM.fast_path = _chat, fast_path
 
 # %% ../nbs/00_llm.ipynb #0254d2c1
 def _as_request(r, i) -> Request:
@@ -602,14 +809,18 @@ LLM.estimate = _estimate
 
 # %% ../nbs/00_llm.ipynb #2791f92b
 async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
-                  show_estimate:int=100) -> list[Result]:
+                  show_estimate:int=100, mode:str|None=None) -> list[Result]:
     "Run `requests` concurrently; one `Result` per request, in order. Prints an estimate above `show_estimate` calls."
+    if (mode or ('batch' if self.batch_mode else 'online')) == 'batch':  # the provider's Batch API (ragnb.batch)
+        from .batch import abatch_api
+        return await abatch_api(self, requests, parse, desc, **(self.batch_mode if isinstance(self.batch_mode, dict) else {}))
+    if mode not in (None, 'online'): raise ValueError(f"mode must be 'online' or 'batch', not {mode!r}")
     reqs = [_as_request(r, i) for i, r in enumerate(requests)]
     if show_estimate and len(reqs) >= show_estimate:
         e = self.estimate(reqs)
         print(f"{desc}: {e['requests']} requests, {e['cached']} cached, {e['to_call']} to call, "
               f"~{e['prompt_tokens']:,} prompt tokens, ~${e['input_cost']} input")
-    sem = asyncio.Semaphore(self.concurrency)
+    sem = asyncio.Semaphore(self.limiter.ceiling)
     bar = tqdm(total=len(reqs), desc=desc, disable=not self.progress or len(reqs) < 2, leave=False)
     async def one(r):
         async with sem:
@@ -621,11 +832,37 @@ async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:st
     try: return await asyncio.gather(*(one(r) for r in reqs))
     finally: bar.close()
 
-def _batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls', show_estimate:int=100) -> list[Result]:
-    "Sync `abatch`: works in scripts and in Jupyter cells."
-    return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate)))
+def _batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls', show_estimate:int=100,
+           mode:str|None=None) -> list[Result]:
+    "Sync `abatch`: works in scripts and in Jupyter cells. `mode='batch'` goes through the provider's Batch API."
+    return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate, mode)))
 
 LLM.abatch, LLM.batch = _abatch, _batch
+
+# %% ../nbs/00_llm.ipynb #019eb2f1
+def as_requests(requests:Iterable # Requests, dicts or message lists
+               ) -> list[Request]:
+    "`requests` as `Request`s, each id defaulting to its position."
+    return [_as_request(r, i) for i, r in enumerate(requests)]
+
+def prompt_id(p # A `Prompt`, a prompt id string, or None
+             ) -> str|None:
+    "The `name@version` id of a prompt."
+    return _prompt_id(p)
+
+def _key_of(self:LLM, r:Request) -> str:
+    "The cache key `acall` files request `r`'s reply under."
+    return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params), _prompt_id(r.prompt))
+
+def _chat_body(self:LLM, r:Request) -> dict:
+    "The JSON body `acall` posts for request `r`."
+    return {'model':r.model or self.model, 'messages':r.messages, **_params(self, r.params)}
+
+def _typed_client(self:LLM) -> openai.AsyncOpenAI:
+    "The typed `openai` client of this event loop (Azure's when `azure_endpoint` is set), e.g. for the Batch API."
+    return self._client()
+
+LLM.key_of, LLM.chat_body, LLM.client = _key_of, _chat_body, _typed_client
 
 # %% ../nbs/00_llm.ipynb #3f9f5b49
 def _image_ref(part:dict) -> dict:

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'METRIC_GROUPS', 'METRICS', 'EXTRAS', 'LABEL_FIELDS',
            'TEXT_FIELDS', 'CLAIM_FIELDS', 'ResultError', 'CheckingDataError', 'LabelBatch', 'claim_metrics', 'overall',
-           'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'compare', 'RAGResult', 'load_results',
+           'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'load_results',
            'results_frame', 'attach_metrics', 'save_results', 'add_cli']
 
 # %% ../nbs/06a_metrics.ipynb #6ff863f1
@@ -358,6 +358,31 @@ def _excluded(results:list, ids:list, z:np.ndarray) -> list:
         out.append(tuple(k for k, forced in zip(METRICS, z[i]) if forced and k in hit))
     return out
 
+# %% ../nbs/06a_metrics.ipynb #b7f36788
+from .engine import map_items
+
+def _score_block(item):
+    offset, results, name, strict = item
+    results = [dict(r, query_id=str(offset + i)) if isinstance(r, dict) and 'query_id' not in r else r
+               for i, r in enumerate(results)]
+    s = score(results, name, strict)
+    return s.per_result, s.errors
+
+def score_many(results, # Results, as for `score`
+               name:str='system', # The system's name
+               strict:bool=False, # Raise on the first malformed result
+               engine:str='local', # 'local' or 'ray'
+               workers:int|None=1, # Local processes, or CPUs of a local Ray
+               block:int=20_000 # Results per work item
+              ) -> Scores:
+    "`score` in blocks of results on `workers` processes or a Ray cluster: the same per-result metrics and errors."
+    if isinstance(results, pd.DataFrame): results = results.to_dict('records')
+    results = list(results)
+    if engine == 'local' and (workers or 1) <= 1: return score(results, name, strict)
+    parts = map_items(_score_block, [(i, results[i:i+block], name, strict) for i in range(0, len(results), block)], engine, workers)
+    if not parts: return score([], name, strict)
+    return Scores(pd.concat([p for p, _ in parts]), [e for _, es in parts for e in es], name)
+
 # %% ../nbs/06a_metrics.ipynb #ef5b64c2
 def compare(
     systems:Iterable[Scores],  # the `Scores` of each system (named by `Scores.name`)
@@ -501,6 +526,7 @@ def save_results(
     return s
 
 # %% ../nbs/06a_metrics.ipynb #e7626c51
+from .engine import add_engine_args
 def _cli_metrics(args) -> int:
     try: d = json.loads(Path(args.file).read_text())
     except (OSError, json.JSONDecodeError) as e:
@@ -510,7 +536,7 @@ def _cli_metrics(args) -> int:
     if dup := duplicate_ids(d['results']):
         print(f"ragnb metrics: {args.file}: query_id(s) occur more than once: {', '.join(map(repr, dup[:10]))}",
               file=sys.stderr); return 2
-    s = score(d['results'])
+    s = score_many(d['results'], engine=args.engine, workers=args.workers)
     print(json.dumps(s.overall, indent=2))
     for e in s.errors: print(f"ragnb metrics: {args.file}: {e}", file=sys.stderr)
     print(f"ragnb metrics: {args.file}: {s.coverage_line()}", file=sys.stderr)
@@ -522,4 +548,5 @@ def add_cli(
     "Register `ragnb metrics`."
     p = sub.add_parser('metrics', help="RAGChecker's 11 metrics from a checked results file (no model call)")
     p.add_argument('file', help='RAGChecker JSON with the four label matrices per result')
+    add_engine_args(p)
     p.set_defaults(func=_cli_metrics)

@@ -184,22 +184,27 @@ def parse_document(
     llm:LLM|None=None,  # vision model for PDF pages (None: the environment's, or offline)
     offline:bool=False,  # PDF pages without a model (PyMuPDF text and table finder)
     pages:list[int]|None=None,  # PDF pages to parse, from 1 (default: all)
+    engine:str='local',  # where PDF regions and offline pages are computed: 'local' or 'ray' (model calls stay here)
+    workers:int|None=1,  # local processes, or CPUs of a local Ray
     max_image_bytes:int=MAX_IMAGE_BYTES,  # DOCX/PPTX: a larger picture (uncompressed) is not read, its segment fails
     max_part_bytes:int=MAX_PART_BYTES,  # DOCX/PPTX: a larger other part makes the file unreadable
 )->ParsedDoc:
     "Parse `path` into a `ParsedDoc`: PDFs page by page, Word and PowerPoint files natively."
     if Path(path).suffix.lower() in ('.docx', '.pptx'):
         return parse_office(path, out_dir, max_image_bytes, max_part_bytes)
-    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages)
+    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers)
+
 
 # %% ../nbs/05b_multimodal.ipynb #34f6fba7
+from .engine import add_engine_args
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
     office = Path(args.file).suffix.lower() in ('.docx', '.pptx')
     try:
-        llm = None if args.offline or office else LLM(vision_model=args.model, **call_options(args))
+        llm = None if args.offline or office else LLM(vision_model=args.model, batch=args.batch, **call_options(args))
         res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=args.pages,
-                             max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6))
+                             max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
+                             engine=args.engine, workers=args.workers)
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
     ok = len(res.pages) - len(res.failures)
@@ -211,6 +216,7 @@ def _cli_parse(args)->int:
         if p.failure is not None:
             print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
     return 1 if res.failures else 0
+
 
 # %% ../nbs/05b_multimodal.ipynb #66c08246
 def add_cli(
@@ -228,6 +234,9 @@ def add_cli(
     p.add_argument('--max-part-mb', type=float, default=MAX_PART_BYTES / 1e6,
                    help='DOCX/PPTX: any other part larger than this, uncompressed, makes the file unreadable '
                         '(default: %(default)g)')
+    p.add_argument('--batch', action='store_true',
+                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
     add_call_options(p)
+    add_engine_args(p)
     p.set_defaults(func=_cli_parse)
 

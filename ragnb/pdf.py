@@ -17,7 +17,8 @@ from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, 
 # %% auto #0
 __all__ = ['open_pdf', 'drawing_rects', 'image_rects', 'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables',
            'iou', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'read_page_reply', 'reading_order',
-           'offline_page', 'text_quality', 'page_messages', 'parse_pdf', 'add_cli']
+           'offline_page', 'text_quality', 'page_messages', 'regions_many', 'find_regions', 'renumber_tables',
+           'offline_pages', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -364,6 +365,79 @@ def page_messages(
     msgs[-1]['content'] = [text_part(msgs[-1]['content']), image_part(marked)]
     return msgs
 
+# %% ../nbs/05_pdf.ipynb #2e1b9930
+import functools
+from .engine import map_items, add_engine_args
+
+@functools.lru_cache(maxsize=8)
+def _opened(path:str):
+    "A PDF and its id, opened once per worker process."
+    return open_pdf(path), doc_id(path)
+
+def _regions_item(item):
+    path, pno, kw = item
+    doc, did = _opened(path)
+    return [Region(did, pno, i, bb) for i, bb in enumerate(page_regions(doc[pno-1], **kw), 1)]
+
+def regions_many(
+    paths,  # a PDF, or a list of PDFs
+    pages:list[int]|None=None,  # page numbers from 1, in every file (default: all)
+    engine:str='local',  # 'local' or 'ray'
+    workers:int|None=1,  # local processes, or CPUs of a local Ray
+    **kwargs,  # passed to `page_regions`
+)->dict[str, list[Region]]:
+    "The regions of many PDFs, page by page on `workers` processes or a Ray cluster: `{path: pdf_regions(path, pages)}`."
+    paths = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
+    items = []
+    for p in paths:
+        n = open_pdf(p).page_count
+        for pno in pages or range(1, n+1):
+            if not 1 <= pno <= n: raise DocumentError(f"{p}: no page {pno} (it has {n})")
+            items.append((p, pno, kwargs))
+    out = {p: [] for p in paths}
+    for (p, *_), rs in zip(items, map_items(_regions_item, items, engine, workers)): out[p] += rs
+    return out
+
+def find_regions(
+    path:str|Path,  # PDF file
+    pages:list[int]|None=None,  # page numbers from 1 (default: all)
+    engine:str='local',  # 'local' or 'ray'
+    workers:int|None=1,  # local processes, or CPUs of a local Ray
+    **kwargs,  # passed to `page_regions`
+)->list[Region]:
+    "`pdf_regions` on an engine: in this process, or page by page on workers."
+    if engine == 'local' and (workers or 1) <= 1: return pdf_regions(path, pages, **kwargs)
+    return regions_many(path, pages, engine, workers, **kwargs)[str(path)]
+
+# %% ../nbs/05_pdf.ipynb #719f542f
+_FIRST = 10**9  # the number a page's first table gets while pages are parsed apart (renumbered after)
+
+def _offline_item(item):
+    path, pno, regions = item
+    return offline_page(_opened(path)[0][pno-1], regions, _FIRST)
+
+def renumber_tables(
+    pp:ParsedPage,  # a page parsed with its first table numbered `_FIRST`
+    first:int,  # the number its first table gets
+)->ParsedPage:
+    "Number a page's tables from `first`: their names, their links in the markdown."
+    names = {f"table_{_FIRST + j}": f"table_{first + j}" for j in range(len(pp.tables))}
+    for old, new in names.items(): pp.markdown = pp.markdown.replace(f"[{old}]({old}.html)", f"[{new}]({new}.html)")
+    pp.tables = {names.get(k, k): v for k, v in pp.tables.items()}
+    return pp
+
+def offline_pages(
+    path:str|Path,  # the PDF
+    pnos:list[int],  # its pages to parse, from 1
+    by_page:dict,  # page number -> its (rendered) regions
+    engine:str='local',  # 'local' or 'ray'
+    workers:int|None=1,  # local processes, or CPUs of a local Ray
+)->list[ParsedPage]:
+    "`offline_page` for many pages on workers, tables numbered through the document as a single pass numbers them."
+    pps, n = map_items(_offline_item, [(str(path), pno, by_page[pno]) for pno in pnos], engine, workers), 1
+    for pp in pps: renumber_tables(pp, n); n += len(pp.tables)
+    return pps
+
 # %% ../nbs/05_pdf.ipynb #8da3f5f1
 def parse_pdf(
     path:str|Path,  # the PDF
@@ -375,20 +449,23 @@ def parse_pdf(
     model:str|None=None,  # vision model (default: `llm.vision_model`)
     page_zoom:float=3,  # zoom of the marked page images
     crop_zoom:float=4,  # zoom of the region crops
+    engine:str='local',  # where regions and offline pages are computed: 'local' or 'ray' (model calls stay here)
+    workers:int|None=1,  # local processes, or CPUs of a local Ray
     **region_kw,  # passed to `page_regions`
 )->ParsedDoc:
     "Parse a PDF into markdown pages, HTML tables and image crops in `out_dir`, page failures recorded."
     path, out = Path(path), Path(out_dir)
     doc, did = open_pdf(path), doc_id(path)
     claim_folder(out, ParsedDoc(str(path), did, '', []))
-    regions = render_regions(path, pdf_regions(path, pages, **region_kw), out, zoom=crop_zoom)
+    regions = render_regions(path, find_regions(path, pages, engine, workers, **region_kw), out, zoom=crop_zoom)
     pnos = pages or list(range(1, doc.page_count+1))
     by_page = {pno: [r for r in regions if r.page == pno] for pno in pnos}
     marked = {pno: str(mark_page(path, pno, by_page[pno], out, zoom=page_zoom)) for pno in pnos}
     parsed, n = [], 1
     if offline:
-        for pno in pnos:
-            pp = offline_page(doc[pno-1], by_page[pno], n); pp.image = marked[pno]
+        apart = offline_pages(path, pnos, by_page, engine, workers) if engine != 'local' or (workers or 1) > 1 else None
+        for i, pno in enumerate(pnos):
+            pp = apart[i] if apart else offline_page(doc[pno-1], by_page[pno], n); pp.image = marked[pno]
             parsed.append(pp); n += len(pp.tables)
         res = ParsedDoc(str(path), did, 'offline', parsed, out_dir=str(out))
     else:
@@ -416,7 +493,7 @@ def parse_pdf(
 def _cli_regions(args)->int:
     "Print the regions of a PDF, optionally rendering crops and marked pages."
     pages = [int(p) for p in args.pages.split(',')] if args.pages else None
-    try: regions = pdf_regions(args.file, pages)
+    try: regions = find_regions(args.file, pages, args.engine, args.workers)
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
     if args.render:
@@ -434,4 +511,5 @@ def add_cli(sub):
     p.add_argument('--json', action='store_true', help='print a JSON list of regions')
     p.add_argument('--render', metavar='DIR', help='write region crops and marked pages to DIR')
     p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all)')
+    add_engine_args(p)
     p.set_defaults(func=_cli_regions)

@@ -12,7 +12,7 @@ from typing import Callable
 from .llm import LLM
 
 # %% auto #0
-__all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
+__all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'admit', 'rate_headers', 'batch_api', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
 
 # %% ../nbs/02_scripted.ipynb #f74092d6
 RULES: dict[str, Callable] = {}
@@ -126,7 +126,12 @@ class ScriptedServer:
                  truncate:float=0.0, # Share of replies cut off halfway, with finish_reason "length"
                  trickle:float=0.0, # Seconds between the bytes of every reply body (a server that sends one byte at a time)
                  model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
-                 structured:str='json_schema' # response_format: 'json_schema' (both kinds honoured), 'json_object' (llama-cpp-python: 422 to json_schema), 'refuse' (400), 'ignore'
+                 structured:str='json_schema', # response_format: 'json_schema' (both kinds honoured), 'json_object' (llama-cpp-python: 422 to json_schema), 'refuse' (400), 'ignore'
+                 rate_limits:dict|None=None, # {'requests':n, 'tokens':m, 'window':s}: a budget per window in x-ratelimit-* headers; over it, 429
+                 batch_latency:float=0.0, # Extra seconds per Batch API line
+                 batch_faults:dict|None=None, # Shares of Batch API lines failing: {'500':p, '400':p}
+                 expire_after:int|None=None, # The first `expire_batches` batches expire after this many lines
+                 expire_batches:int=1
                 ):
         self.port, self.latency, self.faults, self.malformed = port, latency, faults or {}, malformed
         self.hang, self.retry_after, self.rules = hang, retry_after, {**RULES, **(rules or {})}
@@ -135,6 +140,9 @@ class ScriptedServer:
         self.structured = structured
         self.rng, self.lock, self.requests, self.httpd = random.Random(seed), threading.Lock(), [], None
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
+        self.seed, self.rate_limits, self._used, self._window_end = seed, rate_limits or {}, {'requests':0, 'tokens':0}, 0.0
+        self.batch_latency, self.batch_faults, self.expire_after, self.expire_batches = batch_latency, batch_faults or {}, expire_after, expire_batches
+        self.files, self.batches = {}, {}  # the Batch API's uploaded files and batches
 
     @property
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
@@ -167,20 +175,24 @@ class ScriptedServer:
                 try:
                     self.send_response(code)
                     self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
-                    for k, v in (headers or {}).items(): self.send_header(k, v)
+                    for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items(): self.send_header(k, v)
                     self.end_headers()
                     if not srv.trickle: return self.wfile.write(body)
                     for i in range(len(body)):
                         self.wfile.write(body[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
                 except (BrokenPipeError, ConnectionResetError): pass
             def do_GET(self):
+                if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
                 if self.path.rstrip('/').endswith('/models'):
                     return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model', 'owned_by':'ragnb'}]})
                 self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
             def do_POST(self):
+                if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
                 body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
                 prompt = self.headers.get('X-Ragnb-Prompt')
                 fault, garble, u, seed, cut = srv._draw()
+                if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
+                elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
                 entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault, 'time':time.time(),
                          'body':body, 'headers':dict(self.headers)}
                 with srv.lock:
@@ -257,6 +269,151 @@ class ScriptedServer:
     def calls(self, prompt:str|None=None) -> list[dict]:
         "Logged chat requests, optionally only those for prompt name `prompt`."
         return [r for r in self.requests if prompt is None or (r['prompt'] or '').split('@')[0] == prompt]
+
+# %% ../nbs/02_scripted.ipynb #f1420172
+def _roll(self:ScriptedServer, now:float):
+    "Start a new rate-limit window when the last one has ended."
+    w = self.rate_limits.get('window', 60.0)
+    if now >= self._window_end: self._used, self._window_end = {'requests':0, 'tokens':0}, now + w
+
+def admit(self:ScriptedServer, body:dict # The chat request
+         ) -> bool:
+    "Count a request against `rate_limits` (prompt tokens + `max_tokens`); False when the window's budget is spent."
+    toks = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in body.get('messages') or []) + int(body.get('max_tokens') or 0)
+    rl = self.rate_limits
+    with self.lock:
+        _roll(self, time.time())
+        if (self._used['requests'] + 1 > rl.get('requests', math.inf) or self._used['tokens'] + toks > rl.get('tokens', math.inf)):
+            return False
+        self._used['requests'] += 1; self._used['tokens'] += toks
+        return True
+
+def rate_headers(self:ScriptedServer) -> dict:
+    "OpenAI's `x-ratelimit-*` headers for the current window."
+    rl, now = self.rate_limits, time.time()
+    with self.lock:
+        _roll(self, now)
+        reset, h = f"{max(1, int((self._window_end - now) * 1000))}ms", {}
+        for k in ('requests', 'tokens'):
+            if k in rl: h.update({f'x-ratelimit-limit-{k}':str(rl[k]), f'x-ratelimit-remaining-{k}':str(max(0, rl[k] - self._used[k])),
+                                  f'x-ratelimit-reset-{k}':reset})
+    return h
+
+ScriptedServer.admit, ScriptedServer.rate_headers = admit, rate_headers
+
+# %% ../nbs/02_scripted.ipynb #d40c94b0
+import email.parser, http.client
+from concurrent.futures import ThreadPoolExecutor
+
+def _is_batch_api(path:str) -> bool: return bool(re.search(r'/v1/(files|batches)(/|\?|$)', path))
+
+def _multipart(ctype:str, body:bytes) -> dict:
+    "The fields of a multipart/form-data body: {name: (filename, bytes)}."
+    msg = email.parser.BytesParser().parsebytes(b'Content-Type: ' + ctype.encode() + b'\r\n\r\n' + body)
+    return {p.get_param('name', header='content-disposition'): (p.get_filename(), p.get_payload(decode=True))
+            for p in msg.get_payload()}
+
+def _file_obj(fid, f): return {'id':fid, 'object':'file', 'bytes':len(f['data']), 'created_at':f['created_at'],
+                               'filename':f['filename'], 'purpose':f['purpose'], 'status':'processed'}
+
+def batch_api(self:ScriptedServer, h, method:str):
+    "Answer the Batch API on handler `h`: upload and read files, create, list, retrieve and cancel batches."
+    path = h.path.split('?')[0].rstrip('/')
+    with self.lock: self.requests.append({'path':h.path, 'prompt':None, 'model':None, 'fault':None, 'time':time.time(),
+                                          'body':None, 'headers':dict(h.headers), 'method':method})
+    def err(code, msg): return h._send(code, {'error':{'message':msg, 'type':'invalid_request_error'}})
+    body = h.rfile.read(int(h.headers.get('Content-Length', 0) or 0)) if method == 'POST' else b''
+    if method == 'POST' and path.endswith('/files'):
+        fields = _multipart(h.headers.get('Content-Type', ''), body)
+        if 'file' not in fields: return err(400, "a multipart 'file' field is required")
+        with self.lock:
+            fid = f"file-{len(self.files) + 1:06d}"
+            self.files[fid] = {'data':fields['file'][1], 'filename':fields['file'][0], 'created_at':int(time.time()),
+                               'purpose':(fields.get('purpose') or (None, b'batch'))[1].decode()}
+        return h._send(200, _file_obj(fid, self.files[fid]))
+    if m := re.fullmatch(r'.*/files/([\w-]+)(/content)?', path):
+        f = self.files.get(m[1])
+        if f is None: return err(404, f"no file {m[1]}")
+        if not m[2]: return h._send(200, _file_obj(m[1], f))
+        h.send_response(200); h.send_header('Content-Type', 'application/octet-stream')
+        h.send_header('Content-Length', str(len(f['data']))); h.end_headers(); h.wfile.write(f['data']); return
+    if method == 'POST' and path.endswith('/batches'):
+        req = json.loads(body or b'{}')
+        if req.get('input_file_id') not in self.files: return err(400, f"no input file {req.get('input_file_id')}")
+        with self.lock:
+            bid = f"batch_{len(self.batches) + 1:06d}"
+            self.batches[bid] = {'id':bid, 'object':'batch', 'endpoint':req.get('endpoint'), 'errors':None,
+                'input_file_id':req['input_file_id'], 'completion_window':req.get('completion_window', '24h'),
+                'status':'validating', 'output_file_id':None, 'error_file_id':None, 'created_at':int(time.time()),
+                'request_counts':{'total':0, 'completed':0, 'failed':0}, 'metadata':req.get('metadata')}
+        threading.Thread(target=self._run_batch, args=(bid,), daemon=True).start()
+        return h._send(200, self.batches[bid])
+    if method == 'GET' and path.endswith('/batches'):
+        with self.lock: data = sorted(self.batches.values(), key=lambda b: b['id'], reverse=True)
+        return h._send(200, {'object':'list', 'data':data, 'has_more':False,
+                             'first_id':data[0]['id'] if data else None, 'last_id':data[-1]['id'] if data else None})
+    if m := re.fullmatch(r'.*/batches/([\w-]+)(/cancel)?', path):
+        b = self.batches.get(m[1])
+        if b is None: return err(404, f"no batch {m[1]}")
+        if m[2] and b['status'] not in ('completed', 'failed', 'expired', 'cancelled'): b['status'] = 'cancelling'
+        return h._send(200, b)
+    return err(404, f"no route {method} {h.path}")
+
+def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
+    "One input line answered: through this server's own chat endpoint, or failed by `batch_faults`."
+    cid = line.get('custom_id')
+    u = int(hashlib.sha256(f"{self.seed}:{cid}".encode()).hexdigest()[:8], 16) / 2**32
+    for code, p in self.batch_faults.items():
+        if u < p:
+            return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None, 'response':{'status_code':int(code),
+                    'body':{'error':{'message':f'injected batch failure {code}', 'type':'server_error'}}}}
+        u -= p
+    if self.batch_latency: time.sleep(self.batch_latency)
+    prompt = cid.rsplit('|', 1)[0] if '|' in cid else ''
+    conn.request('POST', line.get('url', '/v1/chat/completions'), json.dumps(line.get('body')),
+                  {'Content-Type':'application/json', 'X-Ragnb-Prompt':prompt, 'X-Ragnb-Batch':bid})
+    r = conn.getresponse()
+    return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None, 'response':{'status_code':r.status, 'body':json.loads(r.read())}}
+
+def _run_batch(self:ScriptedServer, bid:str):
+    "Work through a batch's lines in the background; the first `expire_after` batches stop there and expire."
+    b = self.batches[bid]
+    lines = [json.loads(l) for l in self.files[b['input_file_id']]['data'].decode().splitlines() if l.strip()]
+    b['request_counts']['total'], b['status'] = len(lines), 'in_progress'
+    expire = self.expire_after if int(bid.split('_')[1]) <= self.expire_batches else None
+    out, errs, claimed, claim = [], [], [0], threading.Lock()
+    def work(_):  # four workers take the lines in turn until none is left, the batch is cancelled, or it expires
+        conn, res = http.client.HTTPConnection('127.0.0.1', self.port, timeout=60), []
+        while True:
+            with claim:
+                i = claimed[0]
+                if i >= len(lines) or b['status'] == 'cancelling' or (expire is not None and i >= expire): break
+                claimed[0] += 1
+            r = self._batch_line(conn, bid, lines[i])
+            with self.lock: b['request_counts']['completed' if r['response']['status_code'] == 200 else 'failed'] += 1
+            res.append(r)
+        conn.close(); return res
+    with ThreadPoolExecutor(4) as ex:
+        for r in [r for res in ex.map(work, range(4)) for r in res]: (out if r['response']['status_code'] == 200 else errs).append(r)
+    done = {r['custom_id'] for r in out + errs}
+    status = 'cancelled' if b['status'] == 'cancelling' else 'expired' if len(done) < len(lines) else 'completed'
+    for line in lines:
+        if line['custom_id'] not in done:
+            code = 'batch_expired' if status == 'expired' else 'batch_cancelled'
+            errs.append({'id':f"{bid}-{line['custom_id']}", 'custom_id':line['custom_id'], 'response':None,
+                         'error':{'code':code, 'message':'This request could not be executed before the completion window expired.'
+                                  if status == 'expired' else 'The batch was cancelled.'}})
+    def save(rows):
+        if not rows: return None
+        with self.lock:
+            fid = f"file-{len(self.files) + 1:06d}"
+            self.files[fid] = {'data':''.join(json.dumps(r) + '\n' for r in rows).encode(), 'filename':f'{bid}_output.jsonl',
+                               'created_at':int(time.time()), 'purpose':'batch_output'}
+        return fid
+    b['status'] = 'finalizing'
+    b.update(output_file_id=save(out), error_file_id=save(errs), status=status, completed_at=int(time.time()))
+
+ScriptedServer.batch_api, ScriptedServer._batch_line, ScriptedServer._run_batch = batch_api, _batch_line, _run_batch
 
 # %% ../nbs/02_scripted.ipynb #dacdd03b
 def add_cli(sub):
