@@ -203,3 +203,12 @@ def test_call_cache_from_several_processes(tmp_path):
     ps = [subprocess.Popen([sys.executable, '-c', CACHE_WRITER, str(tmp_path/'c.sqlite'), f'w{i}']) for i in range(4)]
     assert [p.wait() for p in ps] == [0] * 4
     assert len(CallCache(tmp_path/'c.sqlite')) == 200
+
+def test_cached_and_replay_runs_make_no_batch(tmp_path):
+    with ScriptedServer() as srv:
+        make(srv, tmp_path/'c.sqlite').batch(REQS)           # an online run fills the cache
+        rs = make(srv, tmp_path/'c.sqlite', batch={'poll': 0.02}).batch(REQS)
+        rp = make(srv, tmp_path/'c.sqlite', batch=True, replay=True).batch(REQS + [Request(msg('never asked'), id='new')])
+        assert srv.batches == {} and srv.files == {}
+    assert all(r.cached for r in rs) and not (tmp_path/'batches').exists()
+    assert rp[-1].failure.kind == 'replay_miss' and all(r.ok for r in rp[:-1])
