@@ -40,11 +40,11 @@ class BatchJobs:
     "The Batch API jobs of one call cache, one JSON file each in `<cache folder>/batches/`, so a rerun finds them."
     def __init__(self, folder:str|Path # The folder of job files
                 ):
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = Path(folder)  # made by the first `save`
 
     def save(self, job:dict):
         "Write `job` atomically (a kill never leaves half a file)."
+        self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.folder/f".{job['job']}.tmp"
         tmp.write_text(json.dumps(job, indent=1))
         os.replace(tmp, self.folder/f"{job['job']}.json")
@@ -181,11 +181,12 @@ async def abatch_api(llm:LLM, # The LLM: its cache receives the replies
     if on_expired not in ('resubmit', 'online'): raise ValueError(f"on_expired must be 'resubmit' or 'online', not {on_expired!r}")
     reqs = as_requests(requests)
     if llm.cache is None: raise ValueError("batch mode fills the call cache: make the LLM with cache=True")
+    if llm.replay: return await llm.abatch(reqs, parse, desc, show_estimate=0, mode='online')  # answers come from the cache only
     poll = float(os.environ.get('RAGNB_BATCH_POLL', 30)) if poll is None else poll
     todo = {}
     for r in reqs:
         k = llm.key_of(r)
-        if not llm.replay and k not in todo and k not in llm.cache: todo[k] = r
+        if k not in todo and k not in llm.cache: todo[k] = r
     jobs, filled = BatchJobs(llm.cache.path.parent/'batches'), {}
     active = [j for j in jobs.open(llm.base_url) if todo.keys() & j['keys'].keys()]
     for j in active: print(f"{desc}: resuming Batch API job {j['job']} (batch {j.get('batch_id') or 'not yet created'})")

@@ -328,6 +328,7 @@ class _Budget:
     def wait(self, need, now) -> float:
         if self.left is None: return 0.0
         if now >= self.reset and self.limit: self.left, self.reset = self.limit, now + self.period  # refilled
+        need = min(need, self.limit or need)  # a call larger than the whole budget waits for a full one, not forever
         return self.reset - now if self.left < need and now < self.reset else 0.0
 
 class RateLimiter:

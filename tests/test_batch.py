@@ -203,3 +203,21 @@ def test_call_cache_from_several_processes(tmp_path):
     ps = [subprocess.Popen([sys.executable, '-c', CACHE_WRITER, str(tmp_path/'c.sqlite'), f'w{i}']) for i in range(4)]
     assert [p.wait() for p in ps] == [0] * 4
     assert len(CallCache(tmp_path/'c.sqlite')) == 200
+
+def test_cached_and_replay_runs_make_no_batch(tmp_path):
+    with ScriptedServer() as srv:
+        make(srv, tmp_path/'c.sqlite').batch(REQS)           # an online run fills the cache
+        rs = make(srv, tmp_path/'c.sqlite', batch={'poll': 0.02}).batch(REQS)
+        rp = make(srv, tmp_path/'c.sqlite', batch=True, replay=True).batch(REQS + [Request(msg('never asked'), id='new')])
+        assert srv.batches == {} and srv.files == {}
+    assert all(r.cached for r in rs) and not (tmp_path/'batches').exists()
+    assert rp[-1].failure.kind == 'replay_miss' and all(r.ok for r in rp[:-1])
+
+def test_a_call_larger_than_the_token_budget_still_runs(tmp_path):
+    with ScriptedServer(latency=0.01, rate_limits={'tokens': 10_000, 'window': 0.3}) as srv:
+        l = make(srv, None, cache=False, concurrency=2, max_retries=6)
+        assert l.call(msg('short')).ok                       # the headers now say the budget is 10,000 tokens a window
+        l.limiter.tokens.left = 0                              # spent, as if other calls had used it
+        t = time.monotonic(); r = l.call(msg('word ' * 20_000))   # ~25,000 tokens: more than a whole window allows
+    # it goes out after each refill instead of waiting forever, and the server's 429s end as a recorded failure
+    assert r.failure.kind == 'rate_limit' and r.attempts == 7 and time.monotonic() - t < 20
