@@ -19,12 +19,13 @@ from ragnb.pages import DocumentError, ParsedDoc, ParsedPage, Segment
 from ragnb.pdf import parse_pdf
 from ragnb.retrieval import RETRIEVAL_METRICS, Relevance, RetrievalReport
 from ragnb.scripted import ScriptedServer
+from ragnb.samples import sample_path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT.parent/'shared'/'data'/'documents'
-RAGCHECKER = ROOT.parent/'shared'/'data'/'ragchecker'/'examples'
+DOCS = sample_path('documents')
+RAGCHECKER = sample_path('ragchecker', 'examples')
 GUIDE = sample_docs()/'what_makes_documentation_good.md'
-needs_docs = pytest.mark.skipif(not DOCS.exists(), reason='shared documents not present')
+needs_docs = pytest.mark.skipif(not DOCS.exists(), reason='sample documents not present (nbs/data)')
 
 
 def msg(t): return [{'role': 'user', 'content': t}]

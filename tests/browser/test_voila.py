@@ -6,8 +6,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 SHOTS = Path(os.environ.get('RAGNB_SCREENSHOTS', HERE / 'screenshots'))
-DATA = HERE.parents[1].parent / 'shared' / 'data'
-OUTPUTS = DATA / 'ragchecker/examples/checking_outputs.json'
+from ragnb.samples import sample_path
+OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
 CHROMIUM = os.environ.get('RAGNB_CHROMIUM', '/usr/bin/chromium')
 
 pytestmark = [pytest.mark.skipif(os.environ.get('RAGNB_BROWSER') != '1', reason='real-browser check: set RAGNB_BROWSER=1'),
