@@ -583,7 +583,7 @@ def _cut(completion_tokens:int, text:str|None) -> str:
 
 def _describe(self:LLM, e:Exception, kind:str) -> str:
     "A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error body."
-    if isinstance(e, asyncio.TimeoutError):
+    if isinstance(e, asyncio.TimeoutError) or kind == 'timeout':  # our deadline, or the transport's
         return f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= or RAGNB_TIMEOUT)"
     if kind in ('connection', 'timeout'): return f"{type(e).__name__} at {self.base_url}: {e}"
     return _error_text(e)

@@ -237,7 +237,7 @@ def flat_metrics(
     names = [m for g in METRIC_GROUPS.values() for m in g]
     missing = [m for m in names if m not in flat]
     if missing: raise KeyError(f"metrics lack {missing}")
-    vals = {m: float(flat[m]) for m in names}
+    vals = {m: float('nan') if flat[m] is None else float(flat[m]) for m in names}  # None: left out (no claims)
     grouped = any(isinstance(v, dict) for v in metrics.values())
     return vals if grouped else {m: v*100 for m, v in vals.items()}
 

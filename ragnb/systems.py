@@ -404,9 +404,12 @@ def bootstrap_mean(x:np.ndarray, # Values, one row per question (a column per me
                    n_resamples:int=2000, # Resamples of the questions
                    seed:int=0 # Seed of the resampling (the same for every system, so intervals are reproducible)
                   ) -> tuple:
-    "Mean of each column and its percentile bootstrap interval, resampling rows."
+    "Mean of each column and its percentile bootstrap interval, resampling rows; NaN (a left-out value) is not counted."
     x = np.asarray(x, dtype=float).reshape(len(x), -1)
-    m = x.mean(0) if len(x) else np.full(x.shape[1], np.nan)
+    ok = ~np.isnan(x)
+    x0, w = np.where(ok, x, 0.0), ok.astype(float)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        m = x0.sum(0) / w.sum(0) if len(x) else np.full(x.shape[1], np.nan)
     if len(x) < 2: return m, m.copy(), m.copy()
     n, rng, means = len(x), np.random.default_rng(seed), np.empty((n_resamples, x.shape[1]))
     step = max(1, 2_000_000 // n)  # resamples per block: 16 MB of counts at a time
@@ -414,9 +417,10 @@ def bootstrap_mean(x:np.ndarray, # Values, one row per question (a column per me
         k = min(step, n_resamples - s)
         idx = rng.integers(0, n, size=(k, n))   # each row: one resample of the questions
         counts = np.bincount((idx + n * np.arange(k)[:, None]).ravel(), minlength=k * n).reshape(k, n)
-        means[s:s + k] = counts @ x / n         # its means, as one matrix product
+        with np.errstate(invalid='ignore', divide='ignore'):
+            means[s:s + k] = (counts @ x0) / (counts @ w)  # its means over the values present, as matrix products
     a = (1 - confidence) / 2
-    return m, np.quantile(means, a, axis=0), np.quantile(means, 1 - a, axis=0)
+    return m, np.nanquantile(means, a, axis=0), np.nanquantile(means, 1 - a, axis=0)
 
 # %% ../nbs/07b_systems.ipynb #de259d9f
 def load_checked(path, # A checked results file: `ragnb check`'s output, or RAGChecker's

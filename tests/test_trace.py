@@ -122,7 +122,7 @@ def test_no_api_key_and_no_image_bytes_in_the_cache(tmp_path):
         reqs = [Request(msg(f'question {i}'), id=f'q{i}') for i in range(10)]
         reqs.append(Request([{'role': 'user', 'content': [text_part('Parse this page.'), image_part(data)]}], id='page'))
         rs = llm.batch(reqs)
-    assert all(q['headers'].get('authorization') == f'Bearer {key}' for q in srv.requests)  # the key was used...
+    assert all({k.lower(): v for k, v in q['headers'].items()}.get('authorization') == f'Bearer {key}' for q in srv.requests)  # the key was used...
     stored = _stored_text(tmp_path/'c.sqlite')
     assert key not in stored  # ...and written nowhere
     b64 = base64.b64encode(data).decode()
