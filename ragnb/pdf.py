@@ -12,7 +12,7 @@ import nh3, numpy as np, pymupdf, shapely
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
-                         IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html)
+                         IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
 # %% auto #0
 __all__ = ['open_pdf', 'drawing_rects', 'image_rects', 'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables',
@@ -492,7 +492,7 @@ def parse_pdf(
 # %% ../nbs/05_pdf.ipynb #7ab933f9
 def _cli_regions(args)->int:
     "Print the regions of a PDF, optionally rendering crops and marked pages."
-    pages = [int(p) for p in args.pages.split(',')] if args.pages else None
+    pages = args.pages  # a list of page numbers, checked by argparse (`page_list`)
     try: regions = find_regions(args.file, pages, args.engine, args.workers)
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
@@ -510,6 +510,6 @@ def add_cli(sub):
     p.add_argument('file', help='PDF file')
     p.add_argument('--json', action='store_true', help='print a JSON list of regions')
     p.add_argument('--render', metavar='DIR', help='write region crops and marked pages to DIR')
-    p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all)')
+    p.add_argument('--pages', type=page_list, help='comma-separated page numbers, from 1 (default: all)')
     add_engine_args(p)
     p.set_defaults(func=_cli_regions)

@@ -444,3 +444,11 @@ def test_latin1_files_load_with_encoding(tmp_path, monkeypatch, capsys):
         assert 'skipped cafe.md: not valid utf-8: byte 5' in capsys.readouterr().err and srv.requests == []
         assert main(['generate', str(tmp_path/'docs'), '--out', str(tmp_path/'b.jsonl'), '--encoding', 'latin-1']) == 0
     assert 'documents: 1' in capsys.readouterr().out
+
+
+def test_regions_pages_are_checked_by_argparse(capsys):
+    "`ragnb regions --pages 1,abc` is a usage error naming the bad page, not a ValueError from int()."
+    from ragnb.cli import main
+    pdf = sample_path('documents', 'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf')
+    with pytest.raises(SystemExit) as e: main(['regions', str(pdf), '--pages', '1,abc'])
+    assert e.value.code == 2 and "'abc'" in capsys.readouterr().err
