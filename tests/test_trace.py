@@ -282,7 +282,8 @@ def test_memory_is_bounded_and_the_cache_keeps_every_trace(llm):
     llm.trace_memory = 5
     rs = llm.batch([Request(msg(f'question {i}'), id=f'q{i}') for i in range(12)])
     mem = llm.__dict__['_traces']
-    assert sum(map(len, mem.values())) == 5 and set(mem) == {f'q{i}' for i in range(7, 12)}
+    ids = {f'q{i}' for i in range(12)}  # the 12 calls finish in any order (16 in flight): the last 5 to finish stay
+    assert sum(map(len, mem.values())) == 5 and len(mem) == 5 and set(mem) <= ids
     assert all(llm.trace_for(r.id) == [r.trace] for r in rs)  # the older ones come back from the cache
 
 def test_a_trace_that_cannot_be_stored_is_a_warning_not_a_failure(llm):
