@@ -16,7 +16,8 @@ from ragnb.generate import generate_questions, critique, parse_rating, QA, RATIN
 from ragnb.documents import Document, split_document
 
 HERE = Path(__file__).parent
-SHARED = Path(os.environ.get('RAGNB_SHARED', HERE.parents[1]/'shared'))/'data'
+from ragnb.samples import sample_path
+SHARED = sample_path()  # the repository's nbs/data
 
 def covered(fact:str, claims:list) -> bool:
     "A gold fact counts as extracted when most of its content words are in one claim."

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from ragnb.llm import LLM
 
-SHARED = Path(os.environ.get('RAGNB_SHARED', Path(__file__).resolve().parents[3]/'shared')) / 'data'
 REPORT: dict = {}
 
 def pytest_collection_modifyitems(config, items):
@@ -33,8 +32,9 @@ def live_llm(tmp_path_factory):
 
 @pytest.fixture
 def shared():
-    if not SHARED.exists(): pytest.skip(f'shared data not found at {SHARED}')
-    return SHARED
+    "The repository's own sample data (nbs/data): the same files the live tests read."
+    from ragnb.samples import sample_path
+    return sample_path()
 
 @pytest.fixture
 def record():
