@@ -361,8 +361,9 @@ def batch_api(self:ScriptedServer, h, method:str):
 
 def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
     "One input line answered: through this server's own chat endpoint, or failed by `batch_faults`."
-    cid = line.get('custom_id')
-    u = int(hashlib.sha256(f"{self.seed}:{cid}".encode()).hexdigest()[:8], 16) / 2**32
+    cid = line.get('custom_id')  # its cache key names the endpoint, so its port: the draw hashes the body instead
+    body = json.dumps(line.get('body'), sort_keys=True)
+    u = int(hashlib.sha256(f"{self.seed}:{body}".encode()).hexdigest()[:8], 16) / 2**32
     for code, p in self.batch_faults.items():
         if u < p:
             return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None, 'response':{'status_code':int(code),
