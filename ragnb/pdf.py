@@ -13,10 +13,12 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 # %% auto #0
-__all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'OFFLINE_MARK', 'DocumentError', 'open_pdf', 'drawing_rects', 'image_rects',
-           'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'doc_id', 'Region',
-           'pdf_regions', 'render_regions', 'mark_page', 'sanitize_html', 'Segment', 'read_page_reply', 'ParsedPage',
-           'cells_html', 'reading_order', 'offline_page', 'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
+__all__ = ['DETECTORS', 'KINDS', 'REGIONS_VERSION', 'TABLE_TAGS', 'TABLE_ATTRS', 'OFFLINE_MARK', 'REGIONS_JSON', 'DocumentError',
+           'open_pdf', 'drawing_rects', 'image_rects', 'merge_rects', 'text_rects', 'absorb', 'page_regions',
+           'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_boxes', 'default_detectors', 'detect_regions',
+           'regions_cache_path', 'RegionCache', 'doc_id', 'Region', 'pdf_regions', 'render_regions', 'mark_page',
+           'sanitize_html', 'Segment', 'read_page_reply', 'ParsedPage', 'cells_html', 'reading_order', 'offline_page',
+           'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 class DocumentError(ValueError):
@@ -178,6 +180,173 @@ def iou(a, b)->float:
     union = (a[2]-a[0])*(a[3]-a[1]) + (b[2]-b[0])*(b[3]-b[1]) - inter
     return inter/union if union > 0 else 0.
 
+# %% ../nbs/05_pdf.ipynb #c3e70338
+import importlib.util, inspect
+
+def has_layout()->bool:
+    "Whether PyMuPDF's page-layout model is installed (pymupdf >= 2 ships it; `pymupdf-layout` adds it to 1.x)."
+    if importlib.util.find_spec('pymupdf.layout') is None: return False
+    import pymupdf.layout  # activates the model for `Page.get_layout` (pymupdf 2 does this on import)
+    return True
+
+def _finder_params()->set:
+    "The parameters of PyMuPDF's table finder (`Page.find_tables` only passes its keywords on)."
+    from pymupdf.table import find_tables
+    return set(inspect.signature(find_tables).parameters)
+
+# PyMuPDF >= 2 gates its table finder by the layout model unless told not to; the 'tables' detector is the rule finder
+_RULES_ONLY = {'use_layout': False} if 'use_layout' in _finder_params() else {}
+
+def table_boxes(
+    page:pymupdf.Page,  # page to read
+    min_cells:int=2,  # keep tables with at least this many rows and this many columns
+)->list[tuple]:
+    "Boxes of the tables PyMuPDF's table finder builds from ruling lines (the layout model left out)."
+    if hasattr(pymupdf, 'no_recommend_layout'): pymupdf.no_recommend_layout()
+    tf = page.find_tables(**_RULES_ONLY)
+    return [tuple(t.bbox) for t in (tf.tables if tf else []) if t.row_count >= min_cells and t.col_count >= min_cells]
+
+def layout_boxes(page:pymupdf.Page)->list[tuple]:
+    "The layout model's boxes of `page` as (x0, y0, x1, y1, class), e.g. 'table', 'picture', 'text'; [] without the model."
+    if not has_layout(): return []
+    page.get_layout()
+    return [(*(float(v) for v in b[:4]), str(b[-1])) for b in page.layout_information or []]
+
+# %% ../nbs/05_pdf.ipynb #d47567c2
+DETECTORS = ('drawings', 'tables', 'layout')  # the seed's drawing clustering, PyMuPDF's table finder, its layout model
+KINDS = ('table', 'figure', 'drawing')
+_TEXT_CLASSES = {'text', 'list-item', 'section-header', 'page-header', 'page-footer', 'caption', 'footnote', 'title'}
+
+def default_detectors()->tuple:
+    "All three detectors when the layout model is installed, else drawings and tables."
+    return DETECTORS if has_layout() else DETECTORS[:2]
+
+def _detectors(detectors:tuple|list|None)->tuple:
+    "The detectors to run: `detectors`, checked, or the default ones."
+    dets = tuple(default_detectors() if detectors is None else detectors)
+    if unknown := set(dets) - set(DETECTORS): raise ValueError(f"unknown detector(s) {sorted(unknown)}; choose from {DETECTORS}")
+    return dets
+
+def _area(b)->float: return max(0., b[2]-b[0]) * max(0., b[3]-b[1])
+def _inter(a, b)->float: return _area((max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])))
+def _same(a, b, overlap)->bool: return _inter(a, b) >= overlap * min(_area(a), _area(b)) > 0
+
+def _covered(b, others)->float:
+    "Share of box `b`'s area covered by the union of the boxes `others`."
+    if not len(others) or _area(b) == 0: return 0.
+    u = shapely.union_all(shapely.box(*np.asarray(others, dtype=float)[:, :4].T))
+    return float(shapely.area(shapely.intersection(u, shapely.box(*b[:4])))) / _area(b)
+
+def _groups(boxes:list, overlap:float)->np.ndarray:
+    "Group label of each box: boxes sharing at least `overlap` of the smaller one's area are grouped (transitively)."
+    n = len(boxes)
+    if n == 0: return np.zeros(0, int)
+    g = shapely.box(*np.asarray(boxes, dtype=float).T)
+    i, j = shapely.STRtree(g).query(g, predicate='intersects')
+    keep = np.array([_same(boxes[a], boxes[b], overlap) for a, b in zip(i, j)], dtype=bool)
+    return connected_components(coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n)), directed=False)[1]
+
+# %% ../nbs/05_pdf.ipynb #2c4597e4
+def detect_regions(
+    page:pymupdf.Page,  # page to analyse
+    detectors:tuple|list|None=None,  # any of 'drawings', 'tables', 'layout' (default: `default_detectors()`)
+    overlap:float=0.5,  # boxes sharing this much of the smaller one's area are one region
+    decorations:bool=False,  # keep drawing-only page bands, page frames and thin boxes (True with drawings alone = the seed)
+    thin:float=45.,  # drawing-only boxes narrower or lower than this are decorations when the layout model found nothing there (pt)
+    text_share:float=0.8,  # a table finder box this much covered by the layout model's text is prose, not a table
+    **seed_kw,  # passed to `page_regions` (the drawings detector)
+)->list[dict]:
+    "The page's regions from each detector, merged: dicts with `bbox` (pt, top-left origin), `kind` and `source`."
+    dets = _detectors(detectors)
+    lay = layout_boxes(page) if 'layout' in dets else []
+    ran_layout = 'layout' in dets and has_layout()
+    text = [b[:4] for b in lay if b[4] in _TEXT_CLASSES]
+    cands = [(b, 'table', 'tables') for b in (table_boxes(page) if 'tables' in dets else [])]
+    cands += [(b[:4], 'table' if b[4] == 'table' else 'figure', 'layout') for b in lay if b[4] in ('table', 'picture')]
+    out, labels = [], _groups([c[0] for c in cands], overlap)
+    for g in np.unique(labels):
+        members = [c for c, l in zip(cands, labels) if l == g]
+        bs = np.array([c[0] for c in members])
+        bbox = (*bs[:, :2].min(0), *bs[:, 2:].max(0))
+        said = [c[1] for c in members if c[2] == 'layout']  # the layout model's word on the kind wins (charts have grids)
+        if ran_layout and not said and _covered(bbox, text) >= text_share: continue  # a framed paragraph, not a table
+        kind = ('table' if 'table' in said else 'figure') if said else 'table'
+        out.append(dict(bbox=bbox, kind=kind, source={c[2] for c in members}))
+    if 'drawings' in dets:
+        imgs, pr, words = image_rects(page), page.rect, bool(page.get_text('text').strip())
+        for s in page_regions(page, **seed_kw):
+            agree = [r for r in out if _same(s, r['bbox'], overlap)]
+            for r in agree: r['source'].add('drawings')
+            if agree: continue
+            w, h, pic = s[2]-s[0], s[3]-s[1], _covered(s, imgs) >= 0.5
+            if not decorations and (
+                (w >= 0.9*pr.width and h < 0.1*pr.height) or (h >= 0.8*pr.height and w < 0.1*pr.width)  # page bands
+                or (_area(s) >= 0.8*_area(tuple(pr)) and words)  # a page frame or background behind the text
+                or (ran_layout and not pic and min(w, h) < thin)): continue  # rules, bars, boxed headings
+            out.append(dict(bbox=s, kind='figure' if pic else 'drawing', source={'drawings'}))
+    pr = page.rect
+    for r in out:
+        x0, y0, x1, y1 = r['bbox']
+        r['bbox'] = tuple(round(float(v), 2) for v in (max(x0, pr.x0), max(y0, pr.y0), min(x1, pr.x1), min(y1, pr.y1)))
+        r['source'] = tuple(d for d in DETECTORS if d in r['source'])
+    small = seed_kw.get('min_size', 20.)  # pictures as small as the seed's smallest region are icons or bullets
+    out = [r for r in out if min(r['bbox'][2]-r['bbox'][0], r['bbox'][3]-r['bbox'][1]) > (small if r['kind'] != 'table' else 0)]
+    return sorted(out, key=lambda r: (r['bbox'][1], r['bbox'][0]))
+
+# %% ../nbs/05_pdf.ipynb #f0fb2f46
+import sqlite3
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+
+REGIONS_VERSION = 1  # bump when detection changes: cached regions of older versions are then ignored
+
+def regions_cache_path()->Path:
+    "The region cache: `regions.sqlite` in ragnb's cache folder (`RAGNB_CACHE_DIR`, else the user's cache folder)."
+    from ragnb.llm import default_cache_dir
+    return default_cache_dir()/'regions.sqlite'
+
+def _settings_key(detectors:tuple, kw:dict)->str:
+    "What the regions of a page depend on besides the file: detectors, parameters, versions."
+    return json.dumps(dict(version=REGIONS_VERSION, pymupdf=pymupdf.VersionBind, layout=has_layout() and 'layout' in detectors,
+                           detectors=sorted(detectors), **kw), sort_keys=True, default=str)
+
+class RegionCache:
+    "Regions per (document SHA-256, page, settings) in a SQLite file; only the calling process writes."
+    def __init__(self, path:str|Path|None=None):
+        self.path = Path(path or regions_cache_path()); self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._db() as db: db.execute('CREATE TABLE IF NOT EXISTS regions (sha TEXT, page INT, settings TEXT, found TEXT, PRIMARY KEY (sha, page, settings))')
+    def _db(self): return sqlite3.connect(self.path, timeout=30)
+    def get(self, sha:str, pages:list[int], settings:str)->dict:
+        "The cached regions of those `pages` that are cached: {page: [region dict, ...]}."
+        with self._db() as db:
+            rows = db.execute(f"SELECT page, found FROM regions WHERE sha=? AND settings=? AND page IN ({','.join('?'*len(pages))})",
+                              (sha, settings, *pages)).fetchall()
+        return {p: [dict(r, bbox=tuple(r['bbox']), source=tuple(r['source'])) for r in json.loads(f)] for p, f in rows}
+    def put(self, sha:str, found:dict, settings:str):
+        "Store {page: [region dict, ...]}."
+        with self._db() as db:
+            db.executemany('INSERT OR REPLACE INTO regions VALUES (?, ?, ?, ?)', [(sha, p, settings, json.dumps(rs)) for p, rs in found.items()])
+
+def _detect_pages(path:str, pages:list[int], detectors:tuple, kw:dict)->dict:
+    "Regions of some pages of one PDF (the unit of work of one process); a failure names the file and page."
+    doc, out = open_pdf(path), {}
+    for p in pages:
+        try: out[p] = detect_regions(doc[p-1], detectors, **kw)
+        except Exception as e: raise DocumentError(f"{path}: page {p}: region detection failed ({e.__class__.__name__}: {e})") from e
+    return out
+
+def _run_pages(path:str, pages:list[int], detectors:tuple, kw:dict, workers:int=1)->dict:
+    "Regions of `pages`, in this process or spread over `workers` spawned processes (pages interleaved)."
+    if workers <= 1 or len(pages) < 2: return _detect_pages(path, pages, detectors, kw)
+    import importlib
+    job = importlib.import_module('ragnb.pdf')._detect_pages  # the exported module, importable by a spawned process
+    n = min(len(pages), 4*workers)
+    chunks = [pages[i::n] for i in range(n)]
+    out = {}
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn')) as ex:
+        for part in ex.map(job, [path]*n, chunks, [detectors]*n, [kw]*n): out.update(part)
+    return {p: out[p] for p in pages}
+
 # %% ../nbs/05_pdf.ipynb #8e631d4e
 def doc_id(path:str|Path)->str:
     "A stable id for a file's content: the first 12 hex digits of its SHA-256."
@@ -197,27 +366,41 @@ class Region:
     index:int  # position on the page in reading order, from 1
     bbox:tuple  # x0, y0, x1, y1
     image:str|None = None  # path of the rendered crop, once rendered
+    kind:str = 'drawing'  # 'table', 'figure' or 'drawing' (see `detect_regions`)
+    source:tuple = ('drawings',)  # the detectors that found it: 'drawings', 'tables', 'layout'
     @property
     def name(self)->str: return f"{self.doc}_{self.page}_{self.index}.png"
-    def to_dict(self)->dict: return dict(page=self.page, index=self.index, bbox=list(self.bbox), image=self.image)
+    def to_dict(self)->dict:
+        return dict(page=self.page, index=self.index, bbox=list(self.bbox), kind=self.kind, source=list(self.source), image=self.image)
     def _repr_html_(self)->str:
         x0, y0, x1, y1 = self.bbox
-        head = f"<b>{escape(self.name)}</b> page {self.page}, region {self.index}: ({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f}) pt, {x1-x0:.0f}×{y1-y0:.0f}"
+        head = (f"<b>{escape(self.name)}</b> page {self.page}, region {self.index}, {escape(self.kind)} ({escape('+'.join(self.source))}): "
+                f"({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f}) pt, {x1-x0:.0f}×{y1-y0:.0f}")
         img = _png_html(self.image) if self.image and Path(self.image).exists() else '<i>not rendered</i>'
         return f"<div>{head}<br>{img}</div>"
 
 def pdf_regions(
     path:str|Path,  # PDF file
     pages:list[int]|None=None,  # page numbers from 1 (default: all)
-    **kwargs,  # passed to `page_regions`
+    detectors:tuple|list|None=None,  # 'drawings', 'tables', 'layout' (default: `default_detectors()`)
+    workers:int=1,  # processes detecting pages in parallel
+    cache:bool|str|Path=True,  # reuse regions found before: True (ragnb's cache folder), a SQLite path, or False
+    **kwargs,  # passed to `detect_regions` (and on to `page_regions`)
 )->list[Region]:
-    "The regions of every page of `path` (or of `pages`), as `Region` records."
+    "The regions of every page of `path` (or of `pages`), as `Region` records with their kind and source."
     doc, did = open_pdf(path), doc_id(path)
-    out = []
-    for pno in pages or range(1, doc.page_count+1):
+    pnos = list(pages or range(1, doc.page_count+1))
+    for pno in pnos:
         if not 1 <= pno <= doc.page_count: raise DocumentError(f"{path}: no page {pno} (it has {doc.page_count})")
-        out += [Region(did, pno, i, bb) for i, bb in enumerate(page_regions(doc[pno-1], **kwargs), 1)]
-    return out
+    dets = _detectors(detectors)
+    settings, sha = _settings_key(dets, kwargs), hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    store = RegionCache(None if cache is True else cache) if cache else None
+    found = store.get(sha, pnos, settings) if store else {}
+    if todo := [p for p in pnos if p not in found]:
+        new = _run_pages(str(path), todo, dets, kwargs, workers)
+        if store: store.put(sha, new, settings)
+        found.update(new)
+    return [Region(did, p, i, tuple(r['bbox']), kind=r['kind'], source=tuple(r['source'])) for p in pnos for i, r in enumerate(found[p], 1)]
 
 # %% ../nbs/05_pdf.ipynb #e0101ece
 def render_regions(
@@ -541,18 +724,36 @@ def _fake_pdf_page(messages:list, rng)->str:
     return '\n\n'.join(parts)
 
 # %% ../nbs/05_pdf.ipynb #7ab933f9
+REGIONS_JSON = """\
+--json prints a JSON list with one object per region, in page order and, on a page, in reading order:
+  page    int, the page number counted from 1
+  index   int, the region's position on its page, from 1 (crops are named <doc>_<page>_<index>.png)
+  bbox    [x0, y0, x1, y1] in PDF points (1/72 inch), origin at the page's TOP-LEFT corner, y growing downwards
+          (PyMuPDF's convention; the PDF file itself counts y up from the bottom-left)
+  kind    "table", "figure" or "drawing" (found by the drawings detector alone, neither table nor figure)
+  source  list of the detectors that found it: "drawings" (vector drawings and images clustered, the seed's
+          gptpdf method), "tables" (PyMuPDF's rule-based table finder), "layout" (PyMuPDF 2's layout model)
+  image   path of the rendered crop with --render DIR, else null
+Regions are cached per file content (SHA-256), page and settings in ragnb's cache folder ($RAGNB_CACHE_DIR)."""
+
 def _cli_regions(args)->int:
     "Print the regions of a PDF, optionally rendering crops and marked pages."
     pages = [int(p) for p in args.pages.split(',')] if args.pages else None
-    try: regions = pdf_regions(args.file, pages)
+    dets = ['drawings'] if args.seed else args.detectors.split(',') if args.detectors else None
+    kinds = set(args.kind.split(',')) if args.kind else set(KINDS)
+    if bad := kinds - set(KINDS): print(f"error: unknown kind(s) {sorted(bad)}; choose from {', '.join(KINDS)}", file=sys.stderr); return 2
+    try:
+        regions = pdf_regions(args.file, pages, detectors=dets, workers=args.workers, cache=not args.no_cache,
+                              **(dict(decorations=True) if args.seed else {}))
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
+    regions = [r for r in regions if r.kind in kinds]
     if args.render:
         render_regions(args.file, regions, args.render)
         for pno in sorted({r.page for r in regions}): mark_page(args.file, pno, [r for r in regions if r.page == pno], args.render)
     if args.json: print('[' + ',\n '.join(json.dumps(r.to_dict()) for r in regions) + ']')  # one region per line
     else:
-        for r in regions: print(f"page {r.page:>3} region {r.index:>2}  bbox {', '.join(f'{v:.1f}' for v in r.bbox)}  {r.image or ''}")
+        for r in regions: print(f"page {r.page:>3} region {r.index:>2}  {r.kind:<7} bbox {', '.join(f'{v:.1f}' for v in r.bbox)}  {'+'.join(r.source):<22} {r.image or ''}")
     return 0
 
 def _cli_parse(args)->int:
@@ -575,11 +776,18 @@ def _cli_parse(args)->int:
 
 def add_cli(sub):
     "Add the `regions` and `parse` subcommands to the `ragnb` command."
-    p = sub.add_parser('regions', help='find figure and table regions in a PDF (no model)')
+    p = sub.add_parser('regions', help='find figure and table regions in a PDF (no model)', epilog=REGIONS_JSON,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('file', help='PDF file')
-    p.add_argument('--json', action='store_true', help='print a JSON list of regions')
+    p.add_argument('--json', action='store_true', help='print a JSON list of regions (fields below)')
     p.add_argument('--render', metavar='DIR', help='write region crops and marked pages to DIR')
     p.add_argument('--pages', help='comma-separated page numbers, from 1 (default: all)')
+    p.add_argument('--detectors', metavar='LIST', help='comma-separated, from drawings,tables,layout '
+                   '(default: all three when the layout model is installed, else drawings,tables)')
+    p.add_argument('--seed', action='store_true', help="the seed's drawings method alone, unfiltered (reproduces the seed)")
+    p.add_argument('--kind', metavar='LIST', help='keep only these kinds, from table,figure,drawing (default: all)')
+    p.add_argument('--workers', type=int, default=1, metavar='N', help='processes detecting pages in parallel (default: 1)')
+    p.add_argument('--no-cache', action='store_true', help="detect again rather than reuse cached regions")
     p.set_defaults(func=_cli_regions)
     p = sub.add_parser('parse', help='parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images')
     p.add_argument('file', help='PDF, DOCX or PPTX file')
