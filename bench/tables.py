@@ -15,6 +15,7 @@ Methods (those whose library is missing are skipped with a note):
   refine      `page.find_tables(refine=True)` (pymupdf >= 2: cell grid refinement)
   pymupdf4llm `pymupdf4llm.to_json(...)` table cells (pymupdf >= 2 ships it; layout model)
   ragnb       `ragnb.pdf.offline_page` on the regions of `ragnb.pdf.pdf_regions`: the HTML it writes, read back
+  ragnb-light the same without the layout model (regions from drawings and the rule finder only, as on pymupdf 1.x)
 """
 import argparse, html.parser, inspect, json, sys, time
 from collections import Counter
@@ -112,11 +113,13 @@ def _pymupdf4llm(path, doc):
         out[pg['page_number']] = [b['table']['extract'] for b in pg['boxes'] if b.get('boxclass') == 'table' and b.get('table')]
     return out
 
-def _ragnb(path, doc):
-    from ragnb.pdf import offline_page, pdf_regions
-    regs = pdf_regions(path)
-    return {p.number+1: [g for h in offline_page(p, [r for r in regs if r.page == p.number+1]).tables.values() for g in html_grids(h)]
-            for p in doc}
+def _ragnb(detectors=None):
+    def run(path, doc):
+        from ragnb.pdf import offline_page, pdf_regions
+        regs = pdf_regions(path, detectors=detectors)
+        return {p.number+1: [g for h in offline_page(p, [r for r in regs if r.page == p.number+1]).tables.values() for g in html_grids(h)]
+                for p in doc}
+    return run
 
 def methods()->dict:
     "The available methods: name -> (function, why it is unavailable or None)."
@@ -127,7 +130,8 @@ def methods()->dict:
     except Exception as e: p4 = f'pymupdf4llm not importable ({e.__class__.__name__})'
     return {'lines': (_finder(**lines), None), 'default': (_finder(), None),
             'refine': (_finder(refine=True), None if 'refine' in ft else 'needs pymupdf >= 2'),
-            'pymupdf4llm': (_pymupdf4llm, p4), 'ragnb': (_ragnb, None)}
+            'pymupdf4llm': (_pymupdf4llm, p4), 'ragnb': (_ragnb(), None),
+            'ragnb-light': (_ragnb(['drawings', 'tables']), None)}
 
 def score(method, docs):
     "Found, human and written non-empty cells, tables written, and seconds, over `docs`."
@@ -152,7 +156,7 @@ def score(method, docs):
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--methods', default='lines,default,refine,pymupdf4llm,ragnb')
+    ap.add_argument('--methods', default='lines,default,refine,pymupdf4llm,ragnb,ragnb-light')
     ap.add_argument('--docs', help='comma-separated document stems (default: all 57)')
     ap.add_argument('--data', help='shared data folder (default: $RAGNB_SHARED, else ../shared)')
     a = ap.parse_args()

@@ -17,8 +17,8 @@ __all__ = ['DETECTORS', 'KINDS', 'REGIONS_VERSION', 'TABLE_TAGS', 'TABLE_ATTRS',
            'open_pdf', 'drawing_rects', 'image_rects', 'merge_rects', 'text_rects', 'absorb', 'page_regions',
            'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_boxes', 'default_detectors', 'detect_regions',
            'regions_cache_path', 'RegionCache', 'doc_id', 'Region', 'pdf_regions', 'render_regions', 'mark_page',
-           'sanitize_html', 'Segment', 'read_page_reply', 'ParsedPage', 'cells_html', 'reading_order', 'offline_page',
-           'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
+           'sanitize_html', 'Segment', 'read_page_reply', 'ParsedPage', 'table_grid', 'cells_html', 'reading_order',
+           'offline_page', 'page_messages', 'ParsedDoc', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 class DocumentError(ValueError):
@@ -535,6 +535,50 @@ class ParsedPage:
         body = _IMAGE_REF.sub(lambda m: f"*(image {m.group(2)})*", body)
         return head + ''.join(f"\n\n> warning: {escape(w)}" for w in self.warnings) + "\n\n---\n\n" + body
 
+# %% ../nbs/05_pdf.ipynb #a30ff529
+def _rows(words:list)->list[list]:
+    "Words grouped into rows: a word joins the row above when they share half the height of the smaller one."
+    rows = []
+    for w in sorted(words, key=lambda w: ((w[1]+w[3])/2, w[0])):
+        if rows and min(rows[-1][0][1], w[3]) - max(rows[-1][0][0], w[1]) >= 0.5*min(rows[-1][0][1]-rows[-1][0][0], w[3]-w[1]):
+            rows[-1][0] = (min(rows[-1][0][0], w[1]), max(rows[-1][0][1], w[3])); rows[-1][1].append(w)
+        else: rows.append([(w[1], w[3]), [w]])
+    return rows
+
+def _row_cells(band:tuple, words:list, gap:float)->list[list]:
+    "One row's words joined into cells [x0, x1, text] where they are closer than `gap` times the row's height."
+    cells = []
+    for w in sorted(words, key=lambda w: w[0]):
+        if cells and w[0] - cells[-1][1] < gap*(band[1]-band[0]): cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2] += ' ' + w[4]
+        else: cells.append([w[0], w[2], w[4]])
+    return cells
+
+def table_grid(
+    page:pymupdf.Page,  # the page
+    bbox:tuple,  # the table's box (pt, top-left origin)
+    gap:float=0.5,  # words closer than this many row heights are one cell
+)->list[list]:
+    "The table in `bbox` as rows of cell texts (None for an empty cell), from where its words are: no rules needed."
+    r = pymupdf.Rect(bbox)
+    words = [w for w in page.get_text('words') if r.contains(pymupdf.Point((w[0]+w[2])/2, (w[1]+w[3])/2))]
+    rows = [_row_cells(band, ws, gap) for band, ws in _rows(words)]
+    if not rows: return []
+    need = max(2, int(np.median([len(c) for c in rows])))  # body rows: as many cells as the median row, at least 2
+    spans = sorted((c[0], c[1]) for cs in rows if len(cs) >= need for c in cs) or sorted((c[0], c[1]) for cs in rows for c in cs)
+    cols = []  # the columns: x ranges of body cells, merged where they overlap
+    for a, b in spans:
+        if cols and a <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], b)
+        else: cols.append([a, b])
+    grid = []
+    for cs in rows:
+        row = [None]*len(cols)
+        for x0, x1, text in cs:  # a cell goes to the first column it overlaps, else the nearest one
+            hit = [i for i, (a, b) in enumerate(cols) if min(b, x1) > max(a, x0)]
+            i = hit[0] if hit else int(np.argmin([min(abs(a-x1), abs(b-x0)) for a, b in cols]))
+            row[i] = text if row[i] is None else f"{row[i]} {text}"
+        grid.append(row)
+    return grid
+
 # %% ../nbs/05_pdf.ipynb #d6f5e615
 def cells_html(
     rows:list[list],  # rows of cell texts (None for a cell covered by a merged one)
@@ -568,27 +612,37 @@ def reading_order(
     flush()
     return out
 
+def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
+    "The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes`."
+    out = []
+    for b in page.get_text('dict')['blocks']:
+        lines = []
+        for l in b.get('lines', []):
+            if not (seen := [s['bbox'] for s in l['spans'] if s['text'].strip()]): continue
+            a = np.array(seen); bb = (a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max())
+            if not any(_inside(bb, x) for x in boxes): lines.append((bb, ''.join(s['text'] for s in l['spans'])))
+        if lines:
+            a = np.array([bb for bb, _ in lines])
+            out.append((a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max(), ' '.join(t.strip() for _, t in lines)))
+    return out
+
 def offline_page(
     page:pymupdf.Page,  # the page
-    regions:list[Region],  # its regions (rendered or not)
+    regions:list[Region],  # its regions (rendered or not); those of kind 'table' become HTML tables
     first_table:int=1,  # number of the page's first table
 )->ParsedPage:
-    "Parse `page` without a model: PyMuPDF's text in reading order, its table finder as HTML, other regions as images."
-    if hasattr(pymupdf, 'no_recommend_layout'): pymupdf.no_recommend_layout()
-    found = [t for t in page.find_tables().tables if t.row_count]
-    items, tables = [], {}
-    for t in found:
-        name = f"table_{first_table + len(tables)}"
-        tables[name] = sanitize_html(cells_html(t.extract()))
-        items.append((*t.bbox, f"[{name}]({name}.html)"))
-    images = {}
+    "Parse `page` without a model: its text in reading order, table regions as HTML (`table_grid`), other regions as images."
+    items, tables, images, boxes = [], {}, {}, []
     for r in regions:
-        if any(_inside(t.bbox, r.bbox) or _inside(r.bbox, t.bbox) for t in found): continue
-        images[r.name] = r.image or r.name
-        items.append((*r.bbox, f"![]({r.name})"))
-    for x0, y0, x1, y1, text in _block_boxes(page):  # boxes of the visible text, blank spans ignored
-        if not text.strip() or any(_inside((x0, y0, x1, y1), t.bbox) for t in found): continue
-        items.append((x0, y0, x1, y1, re.sub(r"[ \t]*\n[ \t]*", " ", text.strip())))
+        grid = table_grid(page, r.bbox) if r.kind == 'table' else []
+        if grid:
+            name = f"table_{first_table + len(tables)}"
+            tables[name] = sanitize_html(cells_html([[c or '' for c in row] for row in grid]))
+            boxes.append(r.bbox); items.append((*r.bbox, f"[{name}]({name}.html)"))
+        else:
+            images[r.name] = r.image or r.name
+            items.append((*r.bbox, f"![]({r.name})"))
+    items += _text_outside(page, boxes)
     body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2))
     warnings = [] if page.get_text().strip() else ['no text layer (a scanned page): only vision parsing can read its text']
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
