@@ -7,10 +7,11 @@ there too; the `table` kind's share is the detector's false tables. Pages/s is w
 off (one process unless told otherwise), on whatever else this machine is doing.
 
 Configurations: the seed (`detectors=['drawings'], decorations=True`: the drawing/image clustering alone, unchanged),
-the rule-based table finder alone, the layout model alone (pymupdf >= 2), and the default union of all three. Then
+the rule-based table finder alone, the layout model alone (pymupdf >= 2), the union without the layout model (what
+pymupdf 1.x gives) and the default union of all three. Then
 the union again with `--workers` processes (default 2), checked to give the same regions.
 
-    python bench/regions.py [--docs eu-001,us-033] [--dir FOLDER] [--workers 2] [--sheet strays.png] [--data SHARED]
+    python bench/regions.py [--docs eu-001,us-033] [--dir FOLDER] [--workers 2] [--sheet strays.png] [--configs NAMES] [--data SHARED]
 
 `--dir` takes any folder of `ID.pdf` + `ID-reg.xml` pairs (ICDAR-2013 format, e.g. documents kept apart from the
 project). `--sheet` draws every union region that overlaps no human table on one contact sheet, for a visual audit.
@@ -69,6 +70,7 @@ if __name__ == '__main__':
     ap.add_argument('--data', help='shared data folder (default: $RAGNB_SHARED, else ../shared)')
     ap.add_argument('--workers', type=int, default=2, help='processes for the second union run (0: skip it)')
     ap.add_argument('--sheet', help='PNG contact sheet of the union regions that overlap no human table')
+    ap.add_argument('--configs', help='comma-separated configuration names to run (default: all)')
     a = ap.parse_args()
     names = a.docs.split(',') if a.docs else None
     if a.dir: docs = sorted(p for p in Path(a.dir).rglob('*.pdf') if p.with_name(p.stem+'-reg.xml').exists() and (not names or p.stem in names))
@@ -81,8 +83,10 @@ if __name__ == '__main__':
     print(f"pymupdf {pymupdf.VersionBind}, layout model {'installed' if has_layout() else 'absent'}; "
           f"{len(docs)} documents, {pages} pages, {sum(map(len, truth.values()))} human table regions\n")
     configs = {'seed (drawings)': dict(detectors=['drawings'], decorations=True), 'table finder': dict(detectors=['tables']),
-               'layout': dict(detectors=['layout']), 'union (default)': {}}
+               'layout': dict(detectors=['layout']), 'union without layout': dict(detectors=['drawings', 'tables']),
+               'union (default)': {}}
     if not has_layout(): del configs['layout']
+    if a.configs: configs = {k: v for k, v in configs.items() if k in a.configs.split(',')}
     print("| detector | in one region >= 90% | IoU >= 0.5 | regions | overlapping no table | of them tables | pages/s |")
     print("|---|---|---|---|---|---|---|")
     results = {}
@@ -91,6 +95,7 @@ if __name__ == '__main__':
         q, stray = quality(found, truth); results[name] = (found, q, stray)
         print(f"| {name} | {q['in90']:.1%} | {q['iou50']:.1%} | {q['regions']} | {q['stray']} ({q['stray']/max(q['regions'], 1):.1%}) "
               f"| {q['stray_kind']['table']} of {q['by_kind']['table']} | {pages/secs:.2f} |", flush=True)
+    if 'union (default)' not in results: sys.exit(0)
     found, q, stray = results['union (default)']
     print(f"\nunion: regions by kind {dict(q['by_kind'])}; overlapping no table by kind {dict(q['stray_kind'])}")
     print(f"union misses (page of a human table not covered on both measures): {q['missed'] or 'none'}")

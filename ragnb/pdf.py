@@ -335,16 +335,27 @@ def _detect_pages(path:str, pages:list[int], detectors:tuple, kw:dict)->dict:
         except Exception as e: raise DocumentError(f"{path}: page {p}: region detection failed ({e.__class__.__name__}: {e})") from e
     return out
 
+_POOLS = {}  # workers -> a pool of spawned processes, kept for the next document
+
+def _pool(workers:int)->ProcessPoolExecutor:
+    "A pool of `workers` processes, started once with `spawn` and reused: their layout model stays loaded."
+    if workers not in _POOLS: _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn'))
+    return _POOLS[workers]
+
 def _run_pages(path:str, pages:list[int], detectors:tuple, kw:dict, workers:int=1)->dict:
-    "Regions of `pages`, in this process or spread over `workers` spawned processes (pages interleaved)."
+    "Regions of `pages`, in this process or spread over `workers` processes (pages interleaved)."
     if workers <= 1 or len(pages) < 2: return _detect_pages(path, pages, detectors, kw)
     import importlib
+    from concurrent.futures.process import BrokenProcessPool
     job = importlib.import_module('ragnb.pdf')._detect_pages  # the exported module, importable by a spawned process
     n = min(len(pages), 4*workers)
     chunks = [pages[i::n] for i in range(n)]
     out = {}
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn')) as ex:
-        for part in ex.map(job, [path]*n, chunks, [detectors]*n, [kw]*n): out.update(part)
+    try:
+        for part in _pool(workers).map(job, [path]*n, chunks, [detectors]*n, [kw]*n): out.update(part)
+    except BrokenProcessPool as e:
+        _POOLS.pop(workers, None)
+        raise DocumentError(f"{path}: a region detection process died ({e})") from e
     return {p: out[p] for p in pages}
 
 # %% ../nbs/05_pdf.ipynb #8e631d4e
