@@ -4,7 +4,8 @@ For every human table region (a table spanning pages has one per page) it report
 tables with at least 90% of their area inside one detected region, and the share matched by a region at IoU >= 0.5.
 "No table" counts detected regions that overlap no human table at all: ICDAR marks tables only, so real figures count
 there too; the `table` kind's share is the detector's false tables. Pages/s is wall time of `pdf_regions` with the cache
-off (one process unless told otherwise), on whatever else this machine is doing.
+off (one process unless told otherwise), on whatever else this machine is doing; CPU s/page is this process's CPU
+time per page, which does not depend on the machine's other load.
 
 Configurations: the seed (`detectors=['drawings'], decorations=True`: the drawing/image clustering alone, unchanged),
 the rule-based table finder alone, the layout model alone (pymupdf >= 2), the union without the layout model (what
@@ -30,11 +31,11 @@ def inside(t, r)->float:
     return ix*iy/max(1e-9, (t[2]-t[0])*(t[3]-t[1]))
 
 def run(docs, workers=1, **kw):
-    "{(doc, page): [Region]} for every page of `docs`, and the seconds it took."
-    out, t = {}, time.perf_counter()
+    "{(doc, page): [Region]} for every page of `docs`, the wall seconds it took and this process's CPU seconds."
+    out, t, c = {}, time.perf_counter(), time.process_time()
     for d in docs:
         for r in pdf_regions(d, workers=workers, cache=False, **kw): out.setdefault((d.stem, r.page), []).append(r)
-    return out, time.perf_counter() - t
+    return out, time.perf_counter() - t, time.process_time() - c
 
 def quality(found, truth):
     "Recall at >= 90% inside and at IoU >= 0.5, missed tables, regions, regions overlapping no table (all, by kind)."
@@ -87,14 +88,14 @@ if __name__ == '__main__':
                'union (default)': {}}
     if not has_layout(): del configs['layout']
     if a.configs: configs = {k: v for k, v in configs.items() if k in a.configs.split(',')}
-    print("| detector | in one region >= 90% | IoU >= 0.5 | regions | overlapping no table | of them tables | pages/s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| detector | in one region >= 90% | IoU >= 0.5 | regions | overlapping no table | of them tables | pages/s | CPU s/page |")
+    print("|---|---|---|---|---|---|---|---|")
     results = {}
     for name, kw in configs.items():
-        found, secs = run(docs, **kw)
+        found, secs, cpu = run(docs, **kw)
         q, stray = quality(found, truth); results[name] = (found, q, stray)
         print(f"| {name} | {q['in90']:.1%} | {q['iou50']:.1%} | {q['regions']} | {q['stray']} ({q['stray']/max(q['regions'], 1):.1%}) "
-              f"| {q['stray_kind']['table']} of {q['by_kind']['table']} | {pages/secs:.2f} |", flush=True)
+              f"| {q['stray_kind']['table']} of {q['by_kind']['table']} | {pages/secs:.2f} | {cpu/pages:.2f} |", flush=True)
     if 'union (default)' not in results: sys.exit(0)
     found, q, stray = results['union (default)']
     print(f"\nunion: regions by kind {dict(q['by_kind'])}; overlapping no table by kind {dict(q['stray_kind'])}")
@@ -108,7 +109,7 @@ if __name__ == '__main__':
             line.append(f"{name} {round(qq['iou50']*qq['n'])}/{qq['n']} (IoU), {round(qq['in90']*qq['n'])}/{qq['n']} (90%), {qq['stray']} of {qq['regions']} no table")
         print(f"{doc}: " + '; '.join(line))
     if a.workers > 1:
-        f2, secs = run(docs, workers=a.workers)
+        f2, secs, _ = run(docs, workers=a.workers)
         same = {k: [(r.bbox, r.kind, r.source) for r in v] for k, v in f2.items()} == {k: [(r.bbox, r.kind, r.source) for r in v] for k, v in found.items()}
         print(f"\nunion with {a.workers} worker processes: {pages/secs:.2f} pages/s; same regions as one process: {'yes' if same else 'NO'}")
     if a.sheet:

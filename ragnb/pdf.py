@@ -206,7 +206,9 @@ def table_boxes(
     tf = page.find_tables(**_RULES_ONLY)
     return [tuple(t.bbox) for t in (tf.tables if tf else []) if t.row_count >= min_cells and t.col_count >= min_cells]
 
-def layout_boxes(page:pymupdf.Page)->list[tuple]:
+def layout_boxes(
+    page:pymupdf.Page,  # page to read
+)->list[tuple]:
     "The layout model's boxes of `page` as (x0, y0, x1, y1, class), e.g. 'table', 'picture', 'text'; [] without the model."
     if not has_layout(): return []
     page.get_layout()
@@ -312,20 +314,31 @@ def _settings_key(detectors:tuple, kw:dict)->str:
 
 class RegionCache:
     "Regions per (document SHA-256, page, settings) in a SQLite file; only the calling process writes."
-    def __init__(self, path:str|Path|None=None):
+    def __init__(self,
+                 path:str|Path|None=None,  # the SQLite file (default: `regions_cache_path()`)
+                ):
         self.path = Path(path or regions_cache_path()); self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._db() as db: db.execute('CREATE TABLE IF NOT EXISTS regions (sha TEXT, page INT, settings TEXT, found TEXT, PRIMARY KEY (sha, page, settings))')
-    def _db(self): return sqlite3.connect(self.path, timeout=30)
-    def get(self, sha:str, pages:list[int], settings:str)->dict:
+        self._run('CREATE TABLE IF NOT EXISTS regions (sha TEXT, page INT, settings TEXT, found TEXT, PRIMARY KEY (sha, page, settings))')
+    def _run(self, sql:str, *args, many:bool=False)->list:
+        db = sqlite3.connect(self.path, timeout=30)
+        try:
+            with db: return (db.executemany if many else db.execute)(sql, *args).fetchall()
+        finally: db.close()
+    def get(self,
+            sha:str,  # the document's SHA-256 (hex)
+            pages:list[int],  # page numbers from 1
+            settings:str,  # `_settings_key` of the detection
+           )->dict:
         "The cached regions of those `pages` that are cached: {page: [region dict, ...]}."
-        with self._db() as db:
-            rows = db.execute(f"SELECT page, found FROM regions WHERE sha=? AND settings=? AND page IN ({','.join('?'*len(pages))})",
-                              (sha, settings, *pages)).fetchall()
-        return {p: [dict(r, bbox=tuple(r['bbox']), source=tuple(r['source'])) for r in json.loads(f)] for p, f in rows}
-    def put(self, sha:str, found:dict, settings:str):
-        "Store {page: [region dict, ...]}."
-        with self._db() as db:
-            db.executemany('INSERT OR REPLACE INTO regions VALUES (?, ?, ?, ?)', [(sha, p, settings, json.dumps(rs)) for p, rs in found.items()])
+        rows = self._run('SELECT page, found FROM regions WHERE sha=? AND settings=?', (sha, settings))
+        return {p: [dict(r, bbox=tuple(r['bbox']), source=tuple(r['source'])) for r in json.loads(f)] for p, f in rows if p in set(pages)}
+    def put(self,
+            sha:str,  # the document's SHA-256 (hex)
+            found:dict,  # {page: [region dict, ...]}
+            settings:str,  # `_settings_key` of the detection
+           ):
+        "Store the regions of some pages."
+        self._run('INSERT OR REPLACE INTO regions VALUES (?, ?, ?, ?)', [(sha, p, settings, json.dumps(rs)) for p, rs in found.items()], many=True)
 
 def _detect_pages(path:str, pages:list[int], detectors:tuple, kw:dict)->dict:
     "Regions of some pages of one PDF (the unit of work of one process); a failure names the file and page."
