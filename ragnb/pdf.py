@@ -296,7 +296,7 @@ def detect_regions(
     return sorted(out, key=lambda r: (r['bbox'][1], r['bbox'][0]))
 
 # %% ../nbs/05_pdf.ipynb #f0fb2f46
-import sqlite3
+import signal, sqlite3
 from concurrent.futures import ProcessPoolExecutor
 import multiprocessing
 
@@ -352,7 +352,9 @@ _POOLS = {}  # workers -> a pool of spawned processes, kept for the next documen
 
 def _pool(workers:int)->ProcessPoolExecutor:
     "A pool of `workers` processes, started once with `spawn` and reused: their layout model stays loaded."
-    if workers not in _POOLS: _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn'))
+    if workers not in _POOLS:  # workers ignore Ctrl-C (the caller handles it) rather than each printing a traceback
+        _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn'),
+                                              initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
     return _POOLS[workers]
 
 def _run_pages(path:str, pages:list[int], detectors:tuple, kw:dict, workers:int=1)->dict:

@@ -367,7 +367,7 @@ def _region_styles(regions:list[dict])->dict:
 
 def plot_page_regions(
     image,  # The rendered page: a path, PNG bytes, a PIL image or an array
-    regions:list[dict],  # Records with `bbox` [x0, y0, x1, y1] in PDF points (top-left origin); `kind`/`index`/`label` optional
+    regions:list[dict],  # Records with `bbox` [x0, y0, x1, y1] in PDF points (top-left origin); `kind`, `index`, `label` ('' for none) optional
     page_size:tuple|None=None,  # The page's (width, height) in points; default: the image is at zoom 1
     title:str='',
 ) -> Figure:
@@ -382,11 +382,12 @@ def plot_page_regions(
         x0, y0, x1, y1 = r['bbox']
         colour, dash = styles.get(r.get('kind'), (OKABE_ITO[3], '-'))
         ax.add_patch(Rectangle((x0*sx, y0*sy), (x1-x0)*sx, (y1-y0)*sy, fill=False, edgecolor=colour, linestyle=dash, linewidth=2))
-        ax.text(x0*sx, y0*sy, f" {r.get('label', r.get('index', i+1))} ", color='white' if colour != '#E69F00' else 'black',
+        if (label := r.get('label', r.get('index', i+1))) == '': continue  # an empty label: the box alone
+        ax.text(x0*sx, y0*sy, f" {label} ", color='white' if colour != '#E69F00' else 'black',
                 fontsize=9, va='bottom', bbox=dict(facecolor=colour, edgecolor='none', pad=1))
     if styles:
         from matplotlib.lines import Line2D
         ax.legend([Line2D([], [], color=c, linestyle=d, linewidth=2) for c, d in styles.values()], list(styles),
-                  loc='upper right', fontsize=8, framealpha=0.9, title='kind', title_fontsize=8)
+                  loc='upper right', fontsize=8, framealpha=0.9, title='kind', title_fontsize=8, handlelength=4)
     if title: ax.set_title(title, fontsize=10)
     return fig
