@@ -116,7 +116,7 @@ def _pymupdf4llm(path, doc):
 def _ragnb(detectors=None):
     def run(path, doc):
         from ragnb.pdf import offline_page, pdf_regions
-        regs = pdf_regions(path, detectors=detectors)
+        regs = pdf_regions(path, detectors=detectors, cache=False)
         return {p.number+1: [g for h in offline_page(p, [r for r in regs if r.page == p.number+1]).tables.values() for g in html_grids(h)]
                 for p in doc}
     return run
