@@ -29,6 +29,8 @@ setuptools.setup(
                     'haystack': ['haystack-ai>=2.9'],
                     # ragas 0.4.3 imports a module that langchain-community 0.4 removed
                     'ragas': ['ragas>=0.2', 'langchain-community<0.4'],
+                    # PyMuPDF's page-layout model (onnxruntime; the model ships in the wheel): tables without rules, table vs figure
+                    'layout': ['pymupdf>=1.26.6,<2', 'pymupdf-layout>=1.26.6,<2'],
                     'scale': ['ray[data]>=2.9'],  # --engine ray: CPU-heavy stages as Ray Data pipelines
                     },
     python_requires='>=' + cfg['min_python'], zip_safe=False,

@@ -15,10 +15,12 @@ from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, 
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
 # %% auto #0
-__all__ = ['open_pdf', 'drawing_rects', 'image_rects', 'merge_rects', 'text_rects', 'absorb', 'page_regions', 'icdar_tables',
-           'iou', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'read_page_reply', 'reading_order',
-           'offline_page', 'text_quality', 'page_messages', 'regions_many', 'find_regions', 'renumber_tables',
-           'offline_pages', 'parse_pdf', 'add_cli']
+__all__ = ['DETECTORS', 'KINDS', 'REGIONS_VERSION', 'REGIONS_JSON', 'open_pdf', 'drawing_rects', 'image_rects', 'merge_rects',
+           'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_boxes',
+           'default_detectors', 'detect_regions', 'regions_cache_path', 'RegionCache', 'Region', 'pdf_regions',
+           'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'reading_order', 'offline_page',
+           'text_quality', 'page_messages', 'regions_many', 'find_regions', 'renumber_tables', 'offline_pages',
+           'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -177,7 +179,175 @@ def iou(a, b)->float:
     union = (a[2]-a[0])*(a[3]-a[1]) + (b[2]-b[0])*(b[3]-b[1]) - inter
     return inter/union if union > 0 else 0.
 
+# %% ../nbs/05_pdf.ipynb #c3e70338
+import importlib.util, inspect
+
+def has_layout()->bool:
+    "Whether PyMuPDF's page-layout model is installed (pymupdf >= 2 ships it; `pymupdf-layout` adds it to 1.x)."
+    if importlib.util.find_spec('pymupdf.layout') is None: return False
+    import pymupdf.layout  # activates the model for `Page.get_layout` (pymupdf 2 does this on import)
+    return True
+
+def _finder_params()->set:
+    "The parameters of PyMuPDF's table finder (`Page.find_tables` only passes its keywords on)."
+    from pymupdf.table import find_tables
+    return set(inspect.signature(find_tables).parameters)
+
+# PyMuPDF >= 2 gates its table finder by the layout model unless told not to; the 'tables' detector is the rule finder
+_RULES_ONLY = {'use_layout': False} if 'use_layout' in _finder_params() else {}
+
+def table_boxes(
+    page:pymupdf.Page,  # page to read
+    min_cells:int=2,  # keep tables with at least this many rows and this many columns
+)->list[tuple]:
+    "Boxes of the tables PyMuPDF's table finder builds from ruling lines (the layout model left out)."
+    if hasattr(pymupdf, 'no_recommend_layout'): pymupdf.no_recommend_layout()
+    tf = page.find_tables(**_RULES_ONLY)
+    return [tuple(t.bbox) for t in (tf.tables if tf else []) if t.row_count >= min_cells and t.col_count >= min_cells]
+
+def layout_boxes(
+    page:pymupdf.Page,  # page to read
+)->list[tuple]:
+    "The layout model's boxes of `page` as (x0, y0, x1, y1, class), e.g. 'table', 'picture', 'text'; [] without the model."
+    if not has_layout(): return []
+    page.get_layout()
+    return [(*(float(v) for v in b[:4]), str(b[-1])) for b in page.layout_information or []]
+
+# %% ../nbs/05_pdf.ipynb #d47567c2
+DETECTORS = ('drawings', 'tables', 'layout')  # the seed's drawing clustering, PyMuPDF's table finder, its layout model
+KINDS = ('table', 'figure', 'drawing')
+_TEXT_CLASSES = {'text', 'list-item', 'section-header', 'page-header', 'page-footer', 'caption', 'footnote', 'title'}
+
+def default_detectors()->tuple:
+    "All three detectors when the layout model is installed, else drawings and tables."
+    return DETECTORS if has_layout() else DETECTORS[:2]
+
+def _detectors(detectors:tuple|list|None)->tuple:
+    "The detectors to run: `detectors`, checked, or the default ones."
+    dets = tuple(default_detectors() if detectors is None else detectors)
+    if unknown := set(dets) - set(DETECTORS): raise ValueError(f"unknown detector(s) {sorted(unknown)}; choose from {DETECTORS}")
+    return dets
+
+def _area(b)->float: return max(0., b[2]-b[0]) * max(0., b[3]-b[1])
+def _inter(a, b)->float: return _area((max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])))
+def _same(a, b, overlap)->bool: return _inter(a, b) >= overlap * min(_area(a), _area(b)) > 0
+
+def _covered(b, others)->float:
+    "Share of box `b`'s area covered by the union of the boxes `others`."
+    if not len(others) or _area(b) == 0: return 0.
+    u = shapely.union_all(shapely.box(*np.asarray(others, dtype=float)[:, :4].T))
+    return float(shapely.area(shapely.intersection(u, shapely.box(*b[:4])))) / _area(b)
+
+def _groups(boxes:list, overlap:float)->np.ndarray:
+    "Group label of each box: boxes sharing at least `overlap` of the smaller one's area are grouped (transitively)."
+    n = len(boxes)
+    if n == 0: return np.zeros(0, int)
+    g = shapely.box(*np.asarray(boxes, dtype=float).T)
+    i, j = shapely.STRtree(g).query(g, predicate='intersects')
+    keep = np.array([_same(boxes[a], boxes[b], overlap) for a, b in zip(i, j)], dtype=bool)
+    return connected_components(coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n)), directed=False)[1]
+
+# %% ../nbs/05_pdf.ipynb #2c4597e4
+def detect_regions(
+    page:pymupdf.Page,  # page to analyse
+    detectors:tuple|list|None=None,  # any of 'drawings', 'tables', 'layout' (default: `default_detectors()`)
+    overlap:float=0.5,  # boxes sharing this much of the smaller one's area are one region
+    decorations:bool=False,  # keep drawing-only page bands, page frames and thin boxes (True with drawings alone = the seed)
+    thin:float=45.,  # drawing-only boxes narrower or lower than this are decorations when the layout model found nothing there (pt)
+    text_share:float=0.8,  # a table finder box this much covered by the layout model's text is prose, not a table
+    **seed_kw,  # passed to `page_regions` (the drawings detector)
+)->list[dict]:
+    "The page's regions from each detector, merged: dicts with `bbox` (pt, top-left origin), `kind` and `source`."
+    dets = _detectors(detectors)
+    lay = layout_boxes(page) if 'layout' in dets else []
+    ran_layout = 'layout' in dets and has_layout()
+    text = [b[:4] for b in lay if b[4] in _TEXT_CLASSES]
+    cands = [(b, 'table', 'tables') for b in (table_boxes(page) if 'tables' in dets else [])]
+    cands += [(b[:4], 'table' if b[4] == 'table' else 'figure', 'layout') for b in lay if b[4] in ('table', 'picture')]
+    out, labels = [], _groups([c[0] for c in cands], overlap)
+    for g in np.unique(labels):
+        members = [c for c, l in zip(cands, labels) if l == g]
+        bs = np.array([c[0] for c in members])
+        bbox = (*bs[:, :2].min(0), *bs[:, 2:].max(0))
+        said = [c[1] for c in members if c[2] == 'layout']  # the layout model's word on the kind wins (charts have grids)
+        if ran_layout and not said and _covered(bbox, text) >= text_share: continue  # a framed paragraph, not a table
+        kind = ('table' if 'table' in said else 'figure') if said else 'table'
+        out.append(dict(bbox=bbox, kind=kind, source={c[2] for c in members}))
+    if 'drawings' in dets:
+        imgs, pr, words = image_rects(page), page.rect, bool(page.get_text('text').strip())
+        for s in page_regions(page, **seed_kw):
+            agree = [r for r in out if _same(s, r['bbox'], overlap)]
+            for r in agree: r['source'].add('drawings')
+            if agree: continue
+            w, h, pic = s[2]-s[0], s[3]-s[1], _covered(s, imgs) >= 0.5
+            if not decorations and (
+                (w >= 0.9*pr.width and h < 0.1*pr.height) or (h >= 0.8*pr.height and w < 0.1*pr.width)  # page bands
+                or (_area(s) >= 0.8*_area(tuple(pr)) and words)  # a page frame or background behind the text
+                or (ran_layout and not pic and min(w, h) < thin)): continue  # rules, bars, boxed headings
+            out.append(dict(bbox=s, kind='figure' if pic else 'drawing', source={'drawings'}))
+    pr = page.rect
+    for r in out:
+        x0, y0, x1, y1 = r['bbox']
+        r['bbox'] = tuple(round(float(v), 2) for v in (max(x0, pr.x0), max(y0, pr.y0), min(x1, pr.x1), min(y1, pr.y1)))
+        r['source'] = tuple(d for d in DETECTORS if d in r['source'])
+    small = seed_kw.get('min_size', 20.)  # pictures as small as the seed's smallest region are icons or bullets
+    out = [r for r in out if min(r['bbox'][2]-r['bbox'][0], r['bbox'][3]-r['bbox'][1]) > (small if r['kind'] != 'table' else 0)]
+    return sorted(out, key=lambda r: (r['bbox'][1], r['bbox'][0]))
+
+# %% ../nbs/05_pdf.ipynb #f0fb2f46
+import sqlite3
+from importlib import metadata
+
+REGIONS_VERSION = 2  # bump when detection changes: cached regions of older versions are then ignored
+
+def regions_cache_path()->Path:
+    "The region cache: `regions.sqlite` in ragnb's cache folder (`RAGNB_CACHE_DIR`, else the user's cache folder)."
+    from ragnb.llm import default_cache_dir
+    return default_cache_dir()/'regions.sqlite'
+
+def _layout_version()->str|None:
+    "The version of the layout model's package, or None without it."
+    try: return metadata.version('pymupdf-layout')
+    except metadata.PackageNotFoundError: return 'pymupdf' if has_layout() else None
+
+def _settings_key(detectors:tuple, kw:dict)->str:
+    "What the regions of a page depend on besides the file: detectors, parameters, versions."
+    return json.dumps(dict(version=REGIONS_VERSION, pymupdf=pymupdf.VersionBind, layout='layout' in detectors and _layout_version(),
+                           detectors=sorted(detectors), **kw), sort_keys=True, default=str)
+
+class RegionCache:
+    "Regions per (document SHA-256, page, settings) in a SQLite file; only the calling process writes."
+    def __init__(self,
+                 path:str|Path|None=None,  # the SQLite file (default: `regions_cache_path()`)
+                ):
+        self.path = Path(path or regions_cache_path()); self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._run('CREATE TABLE IF NOT EXISTS regions (sha TEXT, page INT, settings TEXT, found TEXT, PRIMARY KEY (sha, page, settings))')
+    def _run(self, sql:str, *args, many:bool=False)->list:
+        db = sqlite3.connect(self.path, timeout=30)
+        try:
+            with db: return (db.executemany if many else db.execute)(sql, *args).fetchall()
+        finally: db.close()
+    def get(self,
+            sha:str,  # the document's SHA-256 (hex)
+            pages:list[int],  # page numbers from 1
+            settings:str,  # `_settings_key` of the detection
+           )->dict:
+        "The cached regions of those `pages` that are cached: {page: [region dict, ...]}."
+        rows = self._run('SELECT page, found FROM regions WHERE sha=? AND settings=?', (sha, settings))
+        return {p: [dict(r, bbox=tuple(r['bbox']), source=tuple(r['source'])) for r in json.loads(f)] for p, f in rows if p in set(pages)}
+    def put(self,
+            sha:str,  # the document's SHA-256 (hex)
+            found:dict,  # {page: [region dict, ...]}
+            settings:str,  # `_settings_key` of the detection
+           ):
+        "Store the regions of some pages."
+        self._run('INSERT OR REPLACE INTO regions VALUES (?, ?, ?, ?)', [(sha, p, settings, json.dumps(rs)) for p, rs in found.items()], many=True)
+
+
 # %% ../nbs/05_pdf.ipynb #8e631d4e
+import functools
+from .engine import map_items
+
 @dataclass
 class Region:
     "A figure or table region of a PDF page; `bbox` in points, top-left origin."
@@ -186,27 +356,58 @@ class Region:
     index:int  # position on the page in reading order, from 1
     bbox:tuple  # x0, y0, x1, y1
     image:str|None = None  # path of the rendered crop, once rendered
+    kind:str = 'drawing'  # 'table', 'figure' or 'drawing' (see `detect_regions`)
+    source:tuple = ('drawings',)  # the detectors that found it: 'drawings', 'tables', 'layout'
     @property
     def name(self)->str: return f"{self.doc}_{self.page}_{self.index}.png"
-    def to_dict(self)->dict: return dict(page=self.page, index=self.index, bbox=list(self.bbox), image=self.image)
+    def to_dict(self)->dict:
+        return dict(page=self.page, index=self.index, bbox=list(self.bbox), kind=self.kind, source=list(self.source), image=self.image)
     def _repr_html_(self)->str:
         x0, y0, x1, y1 = self.bbox
-        head = f"<b>{escape(self.name)}</b> page {self.page}, region {self.index}: ({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f}) pt, {x1-x0:.0f}×{y1-y0:.0f}"
+        head = (f"<b>{escape(self.name)}</b> page {self.page}, region {self.index}, {escape(self.kind)} ({escape('+'.join(self.source))}): "
+                f"({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f}) pt, {x1-x0:.0f}×{y1-y0:.0f}")
         img = png_html(self.image) if self.image and Path(self.image).exists() else '<i>not rendered</i>'
         return f"<div>{head}<br>{img}</div>"
+
+@functools.lru_cache(maxsize=8)
+def _opened(path:str):
+    "A PDF and its id, opened once per worker process."
+    return open_pdf(path), doc_id(path)
+
+def _regions_item(item)->list[dict]:
+    "The regions of one page, `item` = (path, page, detectors, options): a worker's unit of work; a failure names the file and page."
+    path, pno, dets, kw = item
+    try: return detect_regions(_opened(path)[0][pno-1], dets, **kw)
+    except Exception as e: raise DocumentError(f"{path}: page {pno}: region detection failed ({e.__class__.__name__}: {e})") from e
+
+def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='local', workers:int|None=1)->dict[str, list[Region]]:
+    "The regions of `pages` of each file: from the cache where it has them, the others detected through `map_items`."
+    dets, store = _detectors(detectors), (RegionCache(None if cache is True else cache) if cache else None)
+    settings, found, shas, todo = _settings_key(dets, kw), {}, {}, []
+    for p in paths:
+        n = open_pdf(p).page_count
+        pnos = list(pages or range(1, n+1))
+        for pno in pnos:
+            if not 1 <= pno <= n: raise DocumentError(f"{p}: no page {pno} (it has {n})")
+        shas[p] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
+        found[p] = dict.fromkeys(pnos) | (store.get(shas[p], pnos, settings) if store else {})
+        todo += [(p, pno, dets, kw) for pno in pnos if found[p][pno] is None]
+    for (p, pno, *_), rs in zip(todo, map_items(_regions_item, todo, engine, workers)): found[p][pno] = rs
+    for p in paths:
+        if store and (new := {pno: found[p][pno] for q, pno, *_ in todo if q == p}): store.put(shas[p], new, settings)
+    return {p: [Region(doc_id(p), pno, i, tuple(r['bbox']), kind=r['kind'], source=tuple(r['source']))
+                for pno, rs in found[p].items() for i, r in enumerate(rs, 1)] for p in paths}
 
 def pdf_regions(
     path:str|Path,  # PDF file
     pages:list[int]|None=None,  # page numbers from 1 (default: all)
-    **kwargs,  # passed to `page_regions`
+    detectors:tuple|list|None=None,  # 'drawings', 'tables', 'layout' (default: `default_detectors()`)
+    cache:bool|str|Path=True,  # reuse regions found before: True (ragnb's cache folder), a SQLite path, or False
+    **kwargs,  # passed to `detect_regions` (and on to `page_regions`)
 )->list[Region]:
-    "The regions of every page of `path` (or of `pages`), as `Region` records."
-    doc, did = open_pdf(path), doc_id(path)
-    out = []
-    for pno in pages or range(1, doc.page_count+1):
-        if not 1 <= pno <= doc.page_count: raise DocumentError(f"{path}: no page {pno} (it has {doc.page_count})")
-        out += [Region(did, pno, i, bb) for i, bb in enumerate(page_regions(doc[pno-1], **kwargs), 1)]
-    return out
+    "The regions of every page of `path` (or of `pages`), as `Region` records with their kind and source."
+    return _regions([str(path)], pages, detectors, cache, kwargs)[str(path)]
+
 
 # %% ../nbs/05_pdf.ipynb #e0101ece
 def render_regions(
@@ -279,6 +480,50 @@ def read_page_reply(
     if re.search(r"<[a-zA-Z!/]", TABLE_REF.sub('', md)): md = nh3.clean(md, tags=TABLE_TAGS - {'table'}, attributes={})
     return re.sub(r"\n{3,}", "\n\n", md).strip(), tables, images, warnings
 
+# %% ../nbs/05_pdf.ipynb #a30ff529
+def _rows(words:list)->list[list]:
+    "Words grouped into rows: a word joins the row above when they share half the height of the smaller one."
+    rows = []
+    for w in sorted(words, key=lambda w: ((w[1]+w[3])/2, w[0])):
+        if rows and min(rows[-1][0][1], w[3]) - max(rows[-1][0][0], w[1]) >= 0.5*min(rows[-1][0][1]-rows[-1][0][0], w[3]-w[1]):
+            rows[-1][0] = (min(rows[-1][0][0], w[1]), max(rows[-1][0][1], w[3])); rows[-1][1].append(w)
+        else: rows.append([(w[1], w[3]), [w]])
+    return rows
+
+def _row_cells(band:tuple, words:list, gap:float)->list[list]:
+    "One row's words joined into cells [x0, x1, text] where they are closer than `gap` times the row's height."
+    cells = []
+    for w in sorted(words, key=lambda w: w[0]):
+        if cells and w[0] - cells[-1][1] < gap*(band[1]-band[0]): cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2] += ' ' + w[4]
+        else: cells.append([w[0], w[2], w[4]])
+    return cells
+
+def table_grid(
+    page:pymupdf.Page,  # the page
+    bbox:tuple,  # the table's box (pt, top-left origin)
+    gap:float=0.5,  # words closer than this many row heights are one cell
+)->list[list]:
+    "The table in `bbox` as rows of cell texts (None for an empty cell), from where its words are: no rules needed."
+    r = pymupdf.Rect(bbox)
+    words = [w for w in page.get_text('words') if r.contains(pymupdf.Point((w[0]+w[2])/2, (w[1]+w[3])/2))]
+    rows = [_row_cells(band, ws, gap) for band, ws in _rows(words)]
+    if not rows: return []
+    need = max(2, int(np.median([len(c) for c in rows])))  # body rows: as many cells as the median row, at least 2
+    spans = sorted((c[0], c[1]) for cs in rows if len(cs) >= need for c in cs) or sorted((c[0], c[1]) for cs in rows for c in cs)
+    cols = []  # the columns: x ranges of body cells, merged where they overlap
+    for a, b in spans:
+        if cols and a <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], b)
+        else: cols.append([a, b])
+    grid = []
+    for cs in rows:
+        row = [None]*len(cols)
+        for x0, x1, text in cs:  # a cell goes to the first column it overlaps, else the nearest one
+            hit = [i for i, (a, b) in enumerate(cols) if min(b, x1) > max(a, x0)]
+            i = hit[0] if hit else int(np.argmin([min(abs(a-x1), abs(b-x0)) for a, b in cols]))
+            row[i] = text if row[i] is None else f"{row[i]} {text}"
+        grid.append(row)
+    return grid
+
 # %% ../nbs/05_pdf.ipynb #d6f5e615
 def _inside(a, b, share=0.5)->bool:
     "Whether more than `share` of box `a`'s area lies in box `b`."
@@ -301,27 +546,37 @@ def reading_order(
     flush()
     return out
 
+def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
+    "The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes`."
+    out = []
+    for b in page.get_text('dict')['blocks']:
+        lines = []
+        for l in b.get('lines', []):
+            if not (seen := [s['bbox'] for s in l['spans'] if s['text'].strip()]): continue
+            a = np.array(seen); bb = (a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max())
+            if not any(_inside(bb, x) for x in boxes): lines.append((bb, ''.join(s['text'] for s in l['spans'])))
+        if lines:
+            a = np.array([bb for bb, _ in lines])
+            out.append((a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max(), ' '.join(t.strip() for _, t in lines)))
+    return out
+
 def offline_page(
     page:pymupdf.Page,  # the page
-    regions:list[Region],  # its regions (rendered or not)
+    regions:list[Region],  # its regions (rendered or not); those of kind 'table' become HTML tables
     first_table:int=1,  # number of the page's first table
 )->ParsedPage:
-    "Parse `page` without a model: PyMuPDF's text in reading order, its table finder as HTML, other regions as images."
-    if hasattr(pymupdf, 'no_recommend_layout'): pymupdf.no_recommend_layout()
-    found = [t for t in page.find_tables().tables if t.row_count]
-    items, tables = [], {}
-    for t in found:
-        name = f"table_{first_table + len(tables)}"
-        tables[name] = sanitize_html(cells_html(t.extract()))
-        items.append((*t.bbox, f"[{name}]({name}.html)"))
-    images = {}
+    "Parse `page` without a model: its text in reading order, table regions as HTML (`table_grid`), other regions as images."
+    items, tables, images, boxes = [], {}, {}, []
     for r in regions:
-        if any(_inside(t.bbox, r.bbox) or _inside(r.bbox, t.bbox) for t in found): continue
-        images[r.name] = r.image or r.name
-        items.append((*r.bbox, f"![]({r.name})"))
-    for x0, y0, x1, y1, text in _block_boxes(page):  # boxes of the visible text, blank spans ignored
-        if not text.strip() or any(_inside((x0, y0, x1, y1), t.bbox) for t in found): continue
-        items.append((x0, y0, x1, y1, re.sub(r"[ \t]*\n[ \t]*", " ", text.strip())))
+        grid = table_grid(page, r.bbox) if r.kind == 'table' else []
+        if grid:
+            name = f"table_{first_table + len(tables)}"
+            tables[name] = sanitize_html(cells_html([[c or '' for c in row] for row in grid]))
+            boxes.append(r.bbox); items.append((*r.bbox, f"[{name}]({name}.html)"))
+        else:
+            images[r.name] = r.image or r.name
+            items.append((*r.bbox, f"![]({r.name})"))
+    items += _text_outside(page, boxes)
     body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2))
     warnings = [] if page.get_text().strip() else ['no text layer (a scanned page): only vision parsing can read its text']
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
@@ -366,48 +621,31 @@ def page_messages(
     return msgs
 
 # %% ../nbs/05_pdf.ipynb #2e1b9930
-import functools
-from .engine import map_items, add_engine_args
-
-@functools.lru_cache(maxsize=8)
-def _opened(path:str):
-    "A PDF and its id, opened once per worker process."
-    return open_pdf(path), doc_id(path)
-
-def _regions_item(item):
-    path, pno, kw = item
-    doc, did = _opened(path)
-    return [Region(did, pno, i, bb) for i, bb in enumerate(page_regions(doc[pno-1], **kw), 1)]
+from .engine import add_engine_args
 
 def regions_many(
     paths,  # a PDF, or a list of PDFs
     pages:list[int]|None=None,  # page numbers from 1, in every file (default: all)
     engine:str='local',  # 'local' or 'ray'
     workers:int|None=1,  # local processes, or CPUs of a local Ray
-    **kwargs,  # passed to `page_regions`
+    detectors:tuple|list|None=None,  # 'drawings', 'tables', 'layout' (default: `default_detectors()`)
+    cache:bool|str|Path=True,  # reuse regions found before: True (ragnb's cache folder), a SQLite path, or False
+    **kwargs,  # passed to `detect_regions` (and on to `page_regions`)
 )->dict[str, list[Region]]:
     "The regions of many PDFs, page by page on `workers` processes or a Ray cluster: `{path: pdf_regions(path, pages)}`."
     paths = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
-    items = []
-    for p in paths:
-        n = open_pdf(p).page_count
-        for pno in pages or range(1, n+1):
-            if not 1 <= pno <= n: raise DocumentError(f"{p}: no page {pno} (it has {n})")
-            items.append((p, pno, kwargs))
-    out = {p: [] for p in paths}
-    for (p, *_), rs in zip(items, map_items(_regions_item, items, engine, workers)): out[p] += rs
-    return out
+    return _regions(paths, pages, detectors, cache, kwargs, engine, workers)
 
 def find_regions(
     path:str|Path,  # PDF file
     pages:list[int]|None=None,  # page numbers from 1 (default: all)
     engine:str='local',  # 'local' or 'ray'
     workers:int|None=1,  # local processes, or CPUs of a local Ray
-    **kwargs,  # passed to `page_regions`
+    **kwargs,  # passed to `pdf_regions` (`detectors`, `cache`, and on to `detect_regions`)
 )->list[Region]:
     "`pdf_regions` on an engine: in this process, or page by page on workers."
-    if engine == 'local' and (workers or 1) <= 1: return pdf_regions(path, pages, **kwargs)
     return regions_many(path, pages, engine, workers, **kwargs)[str(path)]
+
 
 # %% ../nbs/05_pdf.ipynb #719f542f
 _FIRST = 10**9  # the number a page's first table gets while pages are parsed apart (renumbered after)
@@ -490,26 +728,51 @@ def parse_pdf(
     return res
 
 # %% ../nbs/05_pdf.ipynb #7ab933f9
+REGIONS_JSON = """\
+--json prints a JSON list with one object per region, in page order and, on a page, in reading order:
+  page    int, the page number counted from 1
+  index   int, the region's position on its page, from 1 (crops are named <doc>_<page>_<index>.png)
+  bbox    [x0, y0, x1, y1] in PDF points (1/72 inch), origin at the page's TOP-LEFT corner, y growing downwards
+          (PyMuPDF's convention; the PDF file itself counts y up from the bottom-left)
+  kind    "table", "figure" or "drawing" (found by the drawings detector alone, neither table nor figure)
+  source  list of the detectors that found it: "drawings" (vector drawings and images clustered, the seed's
+          gptpdf method), "tables" (PyMuPDF's rule-based table finder), "layout" (PyMuPDF's page-layout model, ragnb[layout])
+  image   path of the rendered crop with --render DIR, else null
+Regions are cached per file content (SHA-256), page and settings in ragnb's cache folder ($RAGNB_CACHE_DIR)."""
+
 def _cli_regions(args)->int:
     "Print the regions of a PDF, optionally rendering crops and marked pages."
     pages = args.pages  # a list of page numbers, checked by argparse (`page_list`)
-    try: regions = find_regions(args.file, pages, args.engine, args.workers)
+    dets = ['drawings'] if args.seed else args.detectors.split(',') if args.detectors else None
+    kinds = set(args.kind.split(',')) if args.kind else set(KINDS)
+    if bad := kinds - set(KINDS): print(f"error: unknown kind(s) {sorted(bad)}; choose from {', '.join(KINDS)}", file=sys.stderr); return 2
+    try:
+        regions = find_regions(args.file, pages, args.engine, args.workers, detectors=dets, cache=not args.no_cache,
+                               **(dict(decorations=True) if args.seed else {}))
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
+    regions = [r for r in regions if r.kind in kinds]
     if args.render:
         render_regions(args.file, regions, args.render)
         for pno in sorted({r.page for r in regions}): mark_page(args.file, pno, [r for r in regions if r.page == pno], args.render)
     if args.json: print('[' + ',\n '.join(json.dumps(r.to_dict()) for r in regions) + ']')  # one region per line
     else:
-        for r in regions: print(f"page {r.page:>3} region {r.index:>2}  bbox {', '.join(f'{v:.1f}' for v in r.bbox)}  {r.image or ''}")
+        for r in regions: print(f"page {r.page:>3} region {r.index:>2}  {r.kind:<7} bbox {', '.join(f'{v:.1f}' for v in r.bbox)}  {'+'.join(r.source):<22} {r.image or ''}")
     return 0
 
 def add_cli(sub):
     "Add the `regions` subcommand to the `ragnb` command."
-    p = sub.add_parser('regions', help='find figure and table regions in a PDF (no model)')
+    p = sub.add_parser('regions', help='find figure and table regions in a PDF (no model)', epilog=REGIONS_JSON,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('file', help='PDF file')
-    p.add_argument('--json', action='store_true', help='print a JSON list of regions')
+    p.add_argument('--json', action='store_true', help='print a JSON list of regions (fields below)')
     p.add_argument('--render', metavar='DIR', help='write region crops and marked pages to DIR')
     p.add_argument('--pages', type=page_list, help='comma-separated page numbers, from 1 (default: all)')
+    p.add_argument('--detectors', metavar='LIST', help='comma-separated, from drawings,tables,layout '
+                   '(default: all three when the layout model is installed, else drawings,tables)')
+    p.add_argument('--seed', action='store_true', help="the seed's drawings method alone, unfiltered (reproduces the seed)")
+    p.add_argument('--kind', metavar='LIST', help='keep only these kinds, from table,figure,drawing (default: all)')
+    p.add_argument('--no-cache', action='store_true', help="detect again rather than reuse cached regions")
     add_engine_args(p)
     p.set_defaults(func=_cli_regions)
+

@@ -17,10 +17,10 @@ from .prompts import CRITERIA
 
 # %% auto #0
 __all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'METRIC_GROUPS', 'LOWER_IS_BETTER',
-           'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'save_figure', 'DisplayFigure', 'min_text_px',
-           'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'flat_metrics',
-           'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_hit_rate',
-           'plot_page_regions']
+           'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'DisplayFigure',
+           'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map',
+           'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores',
+           'plot_hit_rate', 'plot_page_regions']
 
 # %% ../nbs/08_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -428,22 +428,40 @@ def _as_image(image):
     elif isinstance(image, (bytes, bytearray)): image = Image.open(io.BytesIO(image))
     return np.asarray(image.convert('RGB') if hasattr(image, 'convert') else image)
 
+# colour and line style per region kind: Okabe-Ito colours, and the dashes tell kinds apart without colour too
+REGION_STYLES = {'table': ('#0072B2', '-'), 'figure': ('#E69F00', '--'), 'drawing': ('#CC79A7', ':')}
+_OTHER_STYLES = [('#000000', '-.'), ('#009E73', (0, (5, 1, 1, 1, 1, 1))), ('#56B4E9', (0, (1, 3)))]
+
+def _region_styles(regions:list[dict])->dict:
+    "Colour and line style for each kind present in `regions` (known kinds first); {} when no region has a kind."
+    kinds = list(dict.fromkeys(r['kind'] for r in regions if r.get('kind')))
+    known = [k for k in REGION_STYLES if k in kinds]
+    others = [k for k in kinds if k not in REGION_STYLES]
+    return {**{k: REGION_STYLES[k] for k in known}, **{k: _OTHER_STYLES[i % len(_OTHER_STYLES)] for i, k in enumerate(others)}}
+
 def plot_page_regions(
     image,  # The rendered page: a path, PNG bytes, a PIL image or an array
-    regions:list[dict],  # Records with `bbox` [x0, y0, x1, y1] in PDF points (top-left origin); `index`/`label` optional
+    regions:list[dict],  # Records with `bbox` [x0, y0, x1, y1] in PDF points (top-left origin); `kind`, `index`, `label` ('' for none) optional
     page_size:tuple|None=None,  # The page's (width, height) in points; default: the image is at zoom 1
     title:str='',
 ) -> Figure:
-    "The page image with each region's box and number drawn on it."
+    "The page image with each region's box and label drawn on it, coloured by `kind` with a legend."
     img = _as_image(image); h, w = img.shape[:2]
     sx, sy = (w/page_size[0], h/page_size[1]) if page_size else (1, 1)
     fig = _new_figure(7, 7*h/w); ax = fig.add_axes((0, 0, 1, 1) if not title else (0, 0, 1, .95))
     ax.imshow(img); ax.axis('off')
+    styles = _region_styles(regions)
     for i, r in enumerate(regions):
         if 'bbox' not in r or len(r['bbox']) != 4: raise ValueError(f"region {i} has no 4-number 'bbox': {r!r}")
         x0, y0, x1, y1 = r['bbox']
-        ax.add_patch(Rectangle((x0*sx, y0*sy), (x1-x0)*sx, (y1-y0)*sy, fill=False, edgecolor=OKABE_ITO[3], linewidth=2))
-        ax.text(x0*sx, y0*sy, f" {r.get('label', r.get('index', i+1))} ", color='white', fontsize=9, va='bottom',
-                bbox=dict(facecolor=OKABE_ITO[3], edgecolor='none', pad=1))
+        colour, dash = styles.get(r.get('kind'), (OKABE_ITO[3], '-'))
+        ax.add_patch(Rectangle((x0*sx, y0*sy), (x1-x0)*sx, (y1-y0)*sy, fill=False, edgecolor=colour, linestyle=dash, linewidth=2))
+        if (label := r.get('label', r.get('index', i+1))) == '': continue  # an empty label: the box alone
+        ax.text(x0*sx, y0*sy, f" {label} ", color='white' if colour != '#E69F00' else 'black',
+                fontsize=9, va='bottom', bbox=dict(facecolor=colour, edgecolor='none', pad=1))
+    if styles:
+        from matplotlib.lines import Line2D
+        ax.legend([Line2D([], [], color=c, linestyle=d, linewidth=2) for c, d in styles.values()], list(styles),
+                  loc='upper right', fontsize=8, framealpha=0.9, title='kind', title_fontsize=8, handlelength=4)
     if title: ax.set_title(title, fontsize=10)
     return fig

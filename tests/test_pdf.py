@@ -1,14 +1,16 @@
 "Behaviour of ragnb.pdf: regions, rendering, the regions command, bad input."
-import argparse, io, json, subprocess, sys
+import argparse, hashlib, io, json, sqlite3, subprocess, sys
 from contextlib import redirect_stdout
 from pathlib import Path
 import pymupdf, pytest
-from ragnb.pdf import (DocumentError, Region, add_cli, doc_id, icdar_tables, iou, mark_page, merge_rects, open_pdf,
-                       page_regions, pdf_regions, render_regions)
+from ragnb.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, has_layout,
+                       icdar_tables, iou, mark_page, merge_rects, open_pdf, page_regions, pdf_regions, render_regions, table_boxes)
 from ragnb.samples import sample_path
 
 DOCS = sample_path('documents')
 EU = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu'
+ICDAR = DOCS/'icdar2013'
+needs_layout = pytest.mark.skipif(not has_layout(), reason='the layout model needs pymupdf-layout (pip install "ragnb[layout]")')
 
 def run_cli(*argv):
     "Run a `ragnb` subcommand (`regions` from ragnb.pdf, `parse` from ragnb.multimodal); return (exit code, stdout, stderr)."
@@ -105,7 +107,8 @@ def test_regions_cli_json(tmp_path):
     rows = json.loads(out)
     assert [(r['page'], r['index']) for r in rows] == [(2, 1), (2, 2), (3, 1)]
     for r in rows:
-        assert set(r) == {'page', 'index', 'bbox', 'image'} and len(r['bbox']) == 4
+        assert set(r) == {'page', 'index', 'bbox', 'kind', 'source', 'image'} and len(r['bbox']) == 4
+        assert r['kind'] == 'table' and {'drawings', 'tables'} <= set(r['source'])  # ruled tables
         assert Path(r['image']).exists()
     assert (tmp_path/f'{doc_id(EU/"eu-004.pdf")}_2.png').exists()  # marked page
     rc, out, _ = run_cli('regions', EU/'eu-004.pdf', '--json', '--pages', '2')
@@ -215,3 +218,130 @@ def test_parse_cli(tmp_path):
     assert (tmp_path/'page_2.md').exists() and (tmp_path/'table_2.html').exists()
     rc, out, err = run_cli('parse', tmp_path/'missing.pdf', '--out', tmp_path/'x', '--offline')
     assert rc == 2 and 'missing.pdf' in err
+
+# ---- tables without rules, kinds and sources, workers, cache ---------------------------------------------------
+ROWS = [('Region', 'Q1', 'Q2', 'Q3', 'Q4'), ('North', '412.5', '430.1', '455.0', '470.2'), ('South', '388.0', '391.7', '402.3', '415.9'),
+        ('East', '290.4', '301.2', '310.8', '322.6'), ('West', '505.1', '512.9', '530.4', '548.0'),
+        ('Centre', '350.6', '362.3', '371.1', '380.7'), ('Islands', '120.9', '125.4', '131.0', '136.2')]
+
+def borderless_page(doc):
+    "A page with a heading, prose and a table whose columns are aligned by whitespace only (no drawing at all)."
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 80), 'Quarterly retail sales by region', fontsize=14, fontname='hebo')
+    page.insert_textbox(pymupdf.Rect(72, 100, 523, 160), 'Retail sales grew in every region during the year. The table '
+                        'below lists the sales of each region by quarter, in millions of euros.', fontsize=10)
+    for i, row in enumerate(ROWS):
+        for x, cell in zip([72, 200, 280, 360, 440], row):
+            page.insert_text((x, 190 + 16*i), cell, fontsize=10, fontname='hebo' if i == 0 else 'helv')
+    page.insert_textbox(pymupdf.Rect(72, 310, 523, 380), 'Sales rose fastest in the West and slowest in the South. ' * 3, fontsize=10)
+    return page
+
+def ruled_page(doc):
+    "A page with a table drawn with rules around every cell, and a picture below it."
+    page = doc.new_page(width=595, height=842)
+    x0, y0, w, h = 72, 100, 90, 20
+    for i, row in enumerate(ROWS):
+        for j, cell in enumerate(row):
+            page.draw_rect(pymupdf.Rect(x0 + j*w, y0 + i*h, x0 + (j+1)*w, y0 + (i+1)*h), color=(0, 0, 0), width=0.7)
+            page.insert_text((x0 + j*w + 4, y0 + i*h + 14), cell, fontsize=10)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 120, 90), 0)
+    pix.set_rect(pix.irect, (40, 120, 200))
+    page.insert_image(pymupdf.Rect(150, 400, 450, 625), pixmap=pix)
+    return page
+
+def text_box(page, first='Region', last='136.2'):
+    "The box of the generated table's text, from its first cell to its last."
+    words = page.get_text('words')
+    a = next(w for w in words if w[4] == first); b = next(w for w in words if w[4] == last)
+    return (a[0], a[1], b[2], b[3])
+
+def inside(t, r):
+    ix, iy = max(0, min(t[2], r[2])-max(t[0], r[0])), max(0, min(t[3], r[3])-max(t[1], r[1]))
+    return ix*iy/((t[2]-t[0])*(t[3]-t[1]))
+
+@pytest.fixture
+def sample_pdf(tmp_path):
+    "Three pages: a borderless table, a ruled table with a picture, and prose only."
+    doc = pymupdf.open()
+    borderless_page(doc); ruled_page(doc)
+    doc.new_page(width=595, height=842).insert_textbox(pymupdf.Rect(72, 72, 523, 400), 'Plain prose without tables. ' * 40, fontsize=11)
+    doc.save(tmp_path/'sample.pdf')
+    return tmp_path/'sample.pdf'
+
+@needs_layout
+def test_borderless_table_is_found(sample_pdf):
+    page = open_pdf(sample_pdf)[0]
+    truth = text_box(page)
+    assert page_regions(page) == [] and table_boxes(page) == []  # no drawings, no rules: the old detectors see nothing
+    (r,) = detect_regions(page)
+    assert r['kind'] == 'table' and 'layout' in r['source']
+    assert inside(truth, r['bbox']) >= 0.9 and iou(truth, r['bbox']) >= 0.5, (truth, r)
+
+@needs_layout
+@needs_data
+def test_borderless_tables_on_a_real_page():
+    path = ICDAR/'us/us-033.pdf'  # page 2: two whitespace-aligned tables (Age Group / Proportion)
+    doc = open_pdf(path)
+    human = [bb for pno, bb in icdar_tables(ICDAR/'us/us-033-reg.xml', doc) if pno == 2]
+    assert page_regions(doc[1]) == [] and table_boxes(doc[1]) == []
+    found = [r for r in pdf_regions(path, [2], cache=False) if r.kind == 'table']
+    assert len(found) == len(human) == 2
+    for h in human: assert max(iou(h, r.bbox) for r in found) > 0.9
+
+def test_kinds_and_sources(sample_pdf):
+    page = open_pdf(sample_pdf)[1]
+    regions = detect_regions(page)
+    table = next(r for r in regions if r['kind'] == 'table')
+    assert {'drawings', 'tables'} <= set(table['source']) and inside(text_box(page), table['bbox']) >= 0.9
+    figure = next(r for r in regions if r['kind'] == 'figure')
+    assert 'drawings' in figure['source'] and iou(figure['bbox'], (150, 400, 450, 625)) > 0.9
+    assert all(r['kind'] in ('table', 'figure', 'drawing') and r['source'] for r in regions)
+    assert set(table['source']) == ({'drawings', 'tables', 'layout'} if has_layout() else {'drawings', 'tables'})
+    only_tables = detect_regions(page, ['tables'])
+    assert [(r['kind'], r['source']) for r in only_tables] == [('table', ('tables',))]
+    seed = detect_regions(page, ['drawings'], decorations=True)  # the seed's method alone, as it was
+    assert [r['bbox'] for r in seed] == page_regions(page)
+    with pytest.raises(ValueError, match='rules'): detect_regions(page, ['rules'])
+    regs = pdf_regions(sample_pdf, [2], cache=False)
+    assert [(r.kind, r.source) for r in regs] == [(r['kind'], r['source']) for r in regions]
+    d = regs[0].to_dict()
+    assert d['kind'] == regs[0].kind and d['source'] == list(regs[0].source) and json.loads(json.dumps(d)) == d
+
+def test_workers_give_the_same_regions(sample_pdf):
+    one = pdf_regions(sample_pdf, cache=False)
+    two = pdf_regions(sample_pdf, cache=False, workers=2)
+    assert one == two and {r.page for r in one} >= {2}
+
+def test_cache_is_keyed_by_content_page_and_settings(sample_pdf, tmp_path):
+    cache = tmp_path/'regions.sqlite'
+    first = pdf_regions(sample_pdf, cache=cache)
+    assert first == pdf_regions(sample_pdf, cache=False)
+    # what is stored is what is read back: mark the stored page 2 and ask again
+    sha = hashlib.sha256(sample_pdf.read_bytes()).hexdigest()
+    with sqlite3.connect(cache) as db:
+        (settings, found), = db.execute('SELECT settings, found FROM regions WHERE sha=? AND page=2', (sha,)).fetchall()
+        rows = json.loads(found); rows[0]['kind'] = 'drawing'
+        db.execute('UPDATE regions SET found=? WHERE sha=? AND page=2', (json.dumps(rows), sha))
+    again = pdf_regions(sample_pdf, cache=cache)
+    assert [r.kind for r in again if r.page == 2][0] == 'drawing'  # a cache hit: nothing recomputed
+    assert pdf_regions(sample_pdf, [2], cache=cache, detectors=['tables'])[0].source == ('tables',)  # other settings
+    copy = tmp_path/'copy.pdf'; copy.write_bytes(sample_pdf.read_bytes() + b'\n%changed\n')
+    assert pdf_regions(copy, [2], cache=cache)[0].kind == 'table'  # other content: found afresh
+    assert RegionCache(cache).get(sha, [1, 2, 3], settings).keys() == {1, 2, 3}
+
+def test_regions_cli_contract(sample_pdf):
+    rc, out, _ = run_cli('regions', sample_pdf, '--json', '--no-cache')
+    rows = json.loads(out)
+    assert rc == 0 and rows and all(set(r) == {'page', 'index', 'bbox', 'kind', 'source', 'image'} for r in rows)
+    rc, out, _ = run_cli('regions', sample_pdf, '--json', '--kind', 'figure', '--no-cache')
+    assert [r['kind'] for r in json.loads(out)] == ['figure']
+    rc, out, _ = run_cli('regions', sample_pdf, '--json', '--seed', '--pages', '2', '--no-cache')
+    assert [r['bbox'] for r in json.loads(out)] == [list(b) for b in page_regions(open_pdf(sample_pdf)[1])]
+    rc, _, err = run_cli('regions', sample_pdf, '--kind', 'chart')
+    assert rc == 2 and 'chart' in err
+    parser = argparse.ArgumentParser(prog='ragnb'); add_cli(parser.add_subparsers())
+    buf = io.StringIO()
+    with redirect_stdout(buf), pytest.raises(SystemExit): parser.parse_args(['regions', '--help'])
+    text = ' '.join(buf.getvalue().split())
+    for claim in ('PDF points', 'TOP-LEFT', 'counted from 1', 'kind', '"table", "figure" or "drawing"', 'source', '"layout"'):
+        assert claim in text, claim
