@@ -247,6 +247,34 @@ def _groups(boxes:list, overlap:float)->np.ndarray:
     keep = np.array([_same(boxes[a], boxes[b], overlap) for a, b in zip(i, j)], dtype=bool)
     return connected_components(coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n)), directed=False)[1]
 
+def _rows(words:list)->list[list]:
+    "Words grouped into rows: a word joins the row above when they share half the height of the smaller one."
+    rows = []
+    for w in sorted(words, key=lambda w: ((w[1]+w[3])/2, w[0])):
+        if rows and min(rows[-1][0][1], w[3]) - max(rows[-1][0][0], w[1]) >= 0.5*min(rows[-1][0][1]-rows[-1][0][0], w[3]-w[1]):
+            rows[-1][0] = (min(rows[-1][0][0], w[1]), max(rows[-1][0][1], w[3])); rows[-1][1].append(w)
+        else: rows.append([(w[1], w[3]), [w]])
+    return rows
+
+def _row_cells(band:tuple, words:list, gap:float)->list[list]:
+    "One row's words joined into cells [x0, x1, text] where they are closer than `gap` times the row's height."
+    cells = []
+    for w in sorted(words, key=lambda w: w[0]):
+        if cells and w[0] - cells[-1][1] < gap*(band[1]-band[0]): cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2] += ' ' + w[4]
+        else: cells.append([w[0], w[2], w[4]])
+    return cells
+
+def _header_above(page:pymupdf.Page, t:tuple, lay:list, gap:float=20.)->tuple:
+    "Table box `t` grown by a one-line text box right above it whose words fall into 2+ cells: a header row the layout model left out."
+    w = t[2]-t[0]
+    for b in lay:
+        if b[4] not in _TEXT_CLASSES or not (0 <= t[1]-b[3] <= gap and b[0] >= t[0]-w/4 and b[2] <= t[2]+w/4): continue
+        r = pymupdf.Rect(b[:4])
+        rows = _rows([x for x in page.get_text('words') if r.contains(pymupdf.Point((x[0]+x[2])/2, (x[1]+x[3])/2))])
+        if len(rows) == 1 and len(_row_cells(*rows[0], 0.5)) >= 2: return (min(t[0], b[0]), b[1], max(t[2], b[2]), t[3])
+    return t
+
+
 # %% ../nbs/05_pdf.ipynb #2c4597e4
 def detect_regions(
     page:pymupdf.Page,  # page to analyse
@@ -263,7 +291,8 @@ def detect_regions(
     ran_layout = 'layout' in dets and has_layout()
     text = [b[:4] for b in lay if b[4] in _TEXT_CLASSES]
     cands = [(b, 'table', 'tables') for b in (table_boxes(page) if 'tables' in dets else [])]
-    cands += [(b[:4], 'table' if b[4] == 'table' else 'figure', 'layout') for b in lay if b[4] in ('table', 'picture')]
+    cands += [(_header_above(page, b[:4], lay) if b[4] == 'table' else b[:4], 'table' if b[4] == 'table' else 'figure', 'layout')
+              for b in lay if b[4] in ('table', 'picture')]
     out, labels = [], _groups([c[0] for c in cands], overlap)
     for g in np.unique(labels):
         members = [c for c, l in zip(cands, labels) if l == g]
@@ -481,23 +510,6 @@ def read_page_reply(
     return re.sub(r"\n{3,}", "\n\n", md).strip(), tables, images, warnings
 
 # %% ../nbs/05_pdf.ipynb #a30ff529
-def _rows(words:list)->list[list]:
-    "Words grouped into rows: a word joins the row above when they share half the height of the smaller one."
-    rows = []
-    for w in sorted(words, key=lambda w: ((w[1]+w[3])/2, w[0])):
-        if rows and min(rows[-1][0][1], w[3]) - max(rows[-1][0][0], w[1]) >= 0.5*min(rows[-1][0][1]-rows[-1][0][0], w[3]-w[1]):
-            rows[-1][0] = (min(rows[-1][0][0], w[1]), max(rows[-1][0][1], w[3])); rows[-1][1].append(w)
-        else: rows.append([(w[1], w[3]), [w]])
-    return rows
-
-def _row_cells(band:tuple, words:list, gap:float)->list[list]:
-    "One row's words joined into cells [x0, x1, text] where they are closer than `gap` times the row's height."
-    cells = []
-    for w in sorted(words, key=lambda w: w[0]):
-        if cells and w[0] - cells[-1][1] < gap*(band[1]-band[0]): cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2] += ' ' + w[4]
-        else: cells.append([w[0], w[2], w[4]])
-    return cells
-
 def table_grid(
     page:pymupdf.Page,  # the page
     bbox:tuple,  # the table's box (pt, top-left origin)

@@ -3,8 +3,9 @@ import argparse, hashlib, io, json, sqlite3, subprocess, sys
 from contextlib import redirect_stdout
 from pathlib import Path
 import pymupdf, pytest
-from ragnb.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, has_layout,
-                       icdar_tables, iou, mark_page, merge_rects, open_pdf, page_regions, pdf_regions, render_regions, table_boxes)
+from ragnb.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, find_regions, has_layout,
+                       icdar_tables, iou, mark_page, merge_rects, open_pdf, page_regions, pdf_regions, regions_many,
+                       render_regions, table_boxes, table_grid)
 from ragnb.samples import sample_path
 
 DOCS = sample_path('documents')
@@ -278,7 +279,6 @@ def test_borderless_table_is_found(sample_pdf):
     assert inside(truth, r['bbox']) >= 0.9 and iou(truth, r['bbox']) >= 0.5, (truth, r)
 
 @needs_layout
-@needs_data
 def test_borderless_tables_on_a_real_page():
     path = ICDAR/'us/us-033.pdf'  # page 2: two whitespace-aligned tables (Age Group / Proportion)
     doc = open_pdf(path)
@@ -286,7 +286,8 @@ def test_borderless_tables_on_a_real_page():
     assert page_regions(doc[1]) == [] and table_boxes(doc[1]) == []
     found = [r for r in pdf_regions(path, [2], cache=False) if r.kind == 'table']
     assert len(found) == len(human) == 2
-    for h in human: assert max(iou(h, r.bbox) for r in found) > 0.9
+    for h in human: assert max(iou(h, r.bbox) for r in found) > 0.9  # the header rows included
+    assert [table_grid(doc[1], r.bbox)[:2] for r in found] == [[['Age Group', 'Proportion'], ['20-29', v]] for v in ('0.2650', '0.2834')]
 
 def test_kinds_and_sources(sample_pdf):
     page = open_pdf(sample_pdf)[1]
@@ -307,10 +308,18 @@ def test_kinds_and_sources(sample_pdf):
     d = regs[0].to_dict()
     assert d['kind'] == regs[0].kind and d['source'] == list(regs[0].source) and json.loads(json.dumps(d)) == d
 
-def test_workers_give_the_same_regions(sample_pdf):
+def test_workers_give_the_same_regions(sample_pdf, tmp_path):
     one = pdf_regions(sample_pdf, cache=False)
-    two = pdf_regions(sample_pdf, cache=False, workers=2)
+    two = find_regions(sample_pdf, cache=False, workers=2)
     assert one == two and {r.page for r in one} >= {2}
+    cache = tmp_path/'regions.sqlite'  # workers detect, this process writes the cache: a second run reads it back
+    assert regions_many([sample_pdf], workers=2, cache=cache)[str(sample_pdf)] == one
+    sha = hashlib.sha256(sample_pdf.read_bytes()).hexdigest()
+    with sqlite3.connect(cache) as db: assert {p for (p,) in db.execute('SELECT page FROM regions WHERE sha=?', (sha,))} == {1, 2, 3}
+
+def test_a_failing_page_names_the_file_and_page(sample_pdf):
+    with pytest.raises(DocumentError, match=r'sample\.pdf: page 2: region detection failed'):
+        pdf_regions(sample_pdf, [2], cache=False, distance='far')  # a bad option reaches the drawings detector
 
 def test_cache_is_keyed_by_content_page_and_settings(sample_pdf, tmp_path):
     cache = tmp_path/'regions.sqlite'

@@ -86,6 +86,21 @@ def test_parsing_viewer_shows_ragnb_pdf_pages(tmp_path):
     assert 'failed: timeout: no reply in 60 s' in ParsingViewer([page]).view.body.value
 
 
+def test_parsing_viewer_labels_crops_with_kind_and_source(tmp_path):
+    from ragnb.pdf import Region, parse_pdf
+    from ragnb.plots import REGION_STYLES
+    parsed = parse_pdf(PDF, tmp_path / 'eu4', offline=True, pages=[2], page_zoom=1, crop_zoom=1)
+    v = ParsingViewer(parsed).pages[0]
+    assert set(v.regions) == set(v.crops) and {k for k, _ in v.regions.values()} == {'table'}  # eu-004 p2: two tables
+    body = page_html(v)
+    assert body.count(f'color:{REGION_STYLES["table"][0]}') == len(v.regions) and all('+'.join(s) in body for _, s in v.regions.values())
+    # regions given explicitly label the crops of the same name; a crop without a region has no label
+    pv = ParsingViewer([PageView(2, crops={'a_2_1.png': '/nonexistent/a.png', 'a_2_2.png': '/nonexistent/b.png'})],
+                       regions=[Region('a', 2, 1, (0, 0, 9, 9), kind='figure', source=('drawings', 'layout'))])
+    assert pv.pages[0].regions == {'a_2_1.png': ('figure', ('drawings', 'layout'))}
+    body = pv.view.body.value
+    assert f'color:{REGION_STYLES["figure"][0]}' in body and 'drawings+layout' in body and body.count('drawings+layout') == 1
+
 def test_evidence_span_exact_fuzzy_and_missing():
     ctx = 'First line.\nThe key is called `OPENAI_API_KEY` and goes in .env files.\nLast.'
     assert evidence_span('Last.', ctx) == (len(ctx) - 5, len(ctx))
