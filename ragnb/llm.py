@@ -120,8 +120,6 @@ class CallCache:
         with self._conn() as c:
             c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt TEXT, '
                       'record TEXT NOT NULL, created REAL)')
-            c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
-                      'updated REAL, PRIMARY KEY (endpoint, model, feature))')
 
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, 'conn', None)
@@ -142,16 +140,21 @@ class CallCache:
 
     def get_feature(self, endpoint:str, model:str, feature:str) -> dict|None:
         "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
-        row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
-                                   (endpoint, model, feature)).fetchone()
+        try: row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
+                                        (endpoint, model, feature)).fetchone()
+        except sqlite3.OperationalError: return None   # no table yet: a cache from before features, opened read-only in spirit
         return json.loads(row[0]) if row else None
 
     def put_feature(self, endpoint:str, model:str, feature:str, record:dict):
-        self._conn().execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)', (endpoint, model, feature, _canon(record), time.time()))
+        c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
+        c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
+                  'updated REAL, PRIMARY KEY (endpoint, model, feature))')
+        c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)', (endpoint, model, feature, _canon(record), time.time()))
 
     def features(self) -> list[dict]:
         "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
-        rows = self._conn().execute('SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall()
+        try: rows = self._conn().execute('SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall()
+        except sqlite3.OperationalError: return []
         return [{'endpoint':e, 'model':m, 'feature':f, **json.loads(r)} for e, m, f, r in rows]
 
     def __len__(self): return self._conn().execute('SELECT COUNT(*) FROM calls').fetchone()[0]
