@@ -138,7 +138,7 @@ class ScriptedServer:
         self.truncate, self.trickle, self.model = truncate, trickle, model
         if structured not in STRUCTURED: raise ValueError(f"structured must be one of {STRUCTURED}, not {structured!r}")
         self.structured = structured
-        self.rng, self.lock, self.requests, self.httpd = random.Random(seed), threading.Lock(), [], None
+        self.lock, self.requests, self.httpd, self._seen = threading.Lock(), [], None, {}
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
         self.seed, self.rate_limits, self._used, self._window_end = seed, rate_limits or {}, {'requests':0, 'tokens':0}, 0.0
         self.batch_latency, self.batch_faults, self.expire_after, self.expire_batches = batch_latency, batch_faults or {}, expire_after, expire_batches
@@ -147,14 +147,18 @@ class ScriptedServer:
     @property
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
 
-    def _draw(self):
-        with self.lock:
-            x, fault = self.rng.random(), None
-            for k, p in self.faults.items():
-                if x < p: fault = k; break
-                x -= p
-            out = fault, self.rng.random() < self.malformed, self.rng.random(), self.rng.randrange(2**31)
-            return out + (bool(self.truncate) and self.rng.random() < self.truncate,)  # no draw unless asked: seeds keep their faults
+    def _draw(self, body:dict|None=None):
+        "Fault, garble, latency share, reply seed and cut for one request: drawn from the seed, the body and how many times it came."
+        with self.lock:  # not from arrival order, so concurrent clients see the same faults on every run and machine
+            k = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            n = self._seen[k] = self._seen.get(k, 0) + 1
+        rng = random.Random(f"{self.seed}:{k}:{n}")
+        x, fault = rng.random(), None
+        for f, p in self.faults.items():
+            if x < p: fault = f; break
+            x -= p
+        out = fault, rng.random() < self.malformed, rng.random(), rng.randrange(2**31)
+        return out + (bool(self.truncate) and rng.random() < self.truncate,)
 
     def _delay(self, u):
         lat = self.latency
@@ -190,7 +194,7 @@ class ScriptedServer:
                 if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
                 body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
                 prompt = self.headers.get('X-Ragnb-Prompt')
-                fault, garble, u, seed, cut = srv._draw()
+                fault, garble, u, seed, cut = srv._draw(body)
                 if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
                 elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
                 entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault, 'time':time.time(),
