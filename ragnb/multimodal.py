@@ -235,7 +235,8 @@ def add_cli(
                    help='DOCX/PPTX: any other part larger than this, uncompressed, makes the file unreadable '
                         '(default: %(default)g)')
     p.add_argument('--batch', action='store_true',
-                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
+                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
+                   "rerun resumes)")
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_parse)

@@ -66,7 +66,8 @@ def first_json(text:str):
 _LABEL_LINE = re.compile(r'^[\W_]*([A-Za-z][A-Za-z ]{0,40}?)[*_ ]*[:：][*_ ]*(.*)$')
 
 def _labelled(text:str, schema:dict) -> dict:
-    "A text protocol's `Label: value` lines as the fields of an object `schema` (label `Total rating` fills `total_rating`)."
+    ("A text protocol's `Label: value` lines as the fields of an object `schema` (label `Total rating` fills "
+     "`total_rating`).")
     found, cur = {}, None
     for line in text.splitlines():
         m = _LABEL_LINE.match(line.strip())
@@ -84,9 +85,11 @@ def _labelled(text:str, schema:dict) -> dict:
     return out
 
 def _coerce(v, schema:dict):
-    "`v` reshaped the way a schema-constrained model would write it: a list where an object is asked for fills its fields in order."
+    ("`v` reshaped the way a schema-constrained model would write it: a list where an object is asked for fills its "
+     "fields in order.")
     t = schema.get('type')
-    if t == 'object' and isinstance(v, list) and len(v) == len(schema.get('properties') or {}): v = dict(zip(schema['properties'], v))
+    if t == 'object' and isinstance(v, list) and len(v) == len(schema.get('properties') or {}):
+        v = dict(zip(schema['properties'], v))
     if t == 'object' and isinstance(v, dict):
         return {k: _coerce(x, (schema.get('properties') or {}).get(k, {})) for k, x in v.items()}
     if t == 'array' and isinstance(v, list): return [_coerce(x, schema.get('items') or {}) for x in v]
@@ -140,15 +143,18 @@ class ScriptedServer:
         self.structured = structured
         self.lock, self.requests, self.httpd, self._seen = threading.Lock(), [], None, {}
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
-        self.seed, self.rate_limits, self._used, self._window_end = seed, rate_limits or {}, {'requests':0, 'tokens':0}, 0.0
-        self.batch_latency, self.batch_faults, self.expire_after, self.expire_batches = batch_latency, batch_faults or {}, expire_after, expire_batches
+        self.seed, self.rate_limits, self._used, self._window_end = (seed, rate_limits or {},
+                                                                     {'requests':0, 'tokens':0}, 0.0)
+        self.batch_latency, self.batch_faults, self.expire_after, self.expire_batches = (
+            batch_latency, batch_faults or {}, expire_after, expire_batches)
         self.files, self.batches = {}, {}  # the Batch API's uploaded files and batches
 
     @property
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
 
     def _draw(self, body:dict|None=None):
-        "Fault, garble, latency share, reply seed and cut for one request: drawn from the seed, the body and how many times it came."
+        ("Fault, garble, latency share, reply seed and cut for one request: drawn from the seed, the body and how many "
+         "times it came.")
         with self.lock:  # not from arrival order, so concurrent clients see the same faults on every run and machine
             k = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
             n = self._seen[k] = self._seen.get(k, 0) + 1
@@ -172,14 +178,17 @@ class ScriptedServer:
             protocol_version = 'HTTP/1.1'
             def log_message(self, *a): pass
             def setup(self):
-                super().setup()  # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
+                # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
+                super().setup()
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             def _send(self, code, obj, headers=None):
                 body = json.dumps(obj).encode()
                 try:
                     self.send_response(code)
-                    self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
-                    for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items(): self.send_header(k, v)
+                    self.send_header('Content-Type', 'application/json')
+                    self.send_header('Content-Length', str(len(body)))
+                    for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items():
+                        self.send_header(k, v)
                     self.end_headers()
                     if not srv.trickle: return self.wfile.write(body)
                     for i in range(len(body)):
@@ -188,7 +197,8 @@ class ScriptedServer:
             def do_GET(self):
                 if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
                 if self.path.rstrip('/').endswith('/models'):
-                    return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model', 'owned_by':'ragnb'}]})
+                    return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model',
+                                                                      'owned_by':'ragnb'}]})
                 self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
             def do_POST(self):
                 if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
@@ -197,48 +207,62 @@ class ScriptedServer:
                 fault, garble, u, seed, cut = srv._draw(body)
                 if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
                 elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
-                entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault, 'time':time.time(),
+                entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault,
+                         'time':time.time(),
                          'body':body, 'headers':dict(self.headers)}
                 with srv.lock:
-                    srv.requests.append(entry); srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
+                    srv.requests.append(entry)
+                    srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
                 try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
                 finally:
                     with srv.lock: srv.inflight -= 1
             def _answer(self, srv, body, prompt, fault, garble, u, seed, cut):
                 srv._delay(u)
                 if fault == '429':
-                    return self._send(429, {'error':{'message':'Rate limit reached, please retry', 'type':'rate_limit_error'}},
-                                      {'Retry-After':str(math.ceil(srv.retry_after)), 'retry-after-ms':str(int(srv.retry_after*1000))})
-                if fault == '500': return self._send(500, {'error':{'message':'The server had an error', 'type':'server_error'}})
-                if fault == '400': return self._send(400, {'error':{'message':'Invalid request (injected)', 'type':'invalid_request_error'}})
+                    return self._send(429, {'error':{'message':'Rate limit reached, please retry',
+                                                     'type':'rate_limit_error'}},
+                                      {'Retry-After':str(math.ceil(srv.retry_after)),
+                                       'retry-after-ms':str(int(srv.retry_after*1000))})
+                if fault == '500':
+                    return self._send(500, {'error':{'message':'The server had an error', 'type':'server_error'}})
+                if fault == '400':
+                    return self._send(400, {'error':{'message':'Invalid request (injected)',
+                                                     'type':'invalid_request_error'}})
                 if fault == 'timeout':
                     time.sleep(srv.hang)
                     return self._send(504, {'error':{'message':'upstream timed out', 'type':'server_error'}})
                 if self.path.rstrip('/').endswith('/embeddings'): return self._embeddings(body)
                 if not self.path.rstrip('/').endswith('/chat/completions'):
-                    return self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
+                    return self._send(404, {'error':{'message':f'no route {self.path}',
+                                                     'type':'invalid_request_error'}})
                 msgs = body.get('messages')
                 if not isinstance(msgs, list) or not body.get('model'):
-                    return self._send(400, {'error':{'message':"'model' and 'messages' are required", 'type':'invalid_request_error'}})
+                    return self._send(400, {'error':{'message':"'model' and 'messages' are required",
+                                                     'type':'invalid_request_error'}})
                 rf = body.get('response_format')
                 kind = rf.get('type') if isinstance(rf, dict) else None
-                if kind not in (None, 'text') and (srv.structured == 'refuse' or (srv.structured == 'json_object' and kind != 'json_object')):
+                if kind not in (None, 'text') and (srv.structured == 'refuse'
+                                                   or (srv.structured == 'json_object' and kind != 'json_object')):
                     if srv.structured == 'refuse':
-                        return self._send(400, {'error':{'message':f"response_format of type {kind!r} is not supported", 'type':'invalid_request_error', 'param':'response_format'}})
-                    return self._send(422, {'detail':[{'type':'literal_error', 'loc':['body', 'response_format', 'type'],
+                        return self._send(400, {'error':{'message':f"response_format of type {kind!r} is not supported",
+                                                         'type':'invalid_request_error', 'param':'response_format'}})
+                    return self._send(422, {'detail':[{'type':'literal_error',
+                                                       'loc':['body', 'response_format', 'type'],
                                                        'msg':"Input should be 'text' or 'json_object'", 'input':kind}]})
                 honour = kind in ('json_schema', 'json_object') and srv.structured != 'ignore'
                 rule = srv.rules.get((prompt or '').split('@')[0], _default_reply)
                 rng = random.Random(hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest())
                 try: text = rule(msgs, rng)
                 except Exception as e:  # a broken rule is a visible server error, not a dropped connection
-                    return self._send(500, {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
+                    return self._send(500,
+                                      {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
                                                      'type':'server_error'}})
                 if honour: text = as_schema(text, requested_schema(rf))
                 if garble: text = _garble(text, random.Random(seed))
                 limit = body.get('max_completion_tokens') or body.get('max_tokens')
                 if cut or (limit and approx_tokens(text) > limit):  # cut off mid-word, as at a token limit
-                    text, finish = text[:min(len(text) // 2 if cut else len(text), 4 * limit if limit else len(text))], 'length'
+                    text, finish = (text[:min(len(text) // 2 if cut else len(text), 4 * limit if limit else len(text))],
+                                    'length')
                 else: finish = 'stop'
                 pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
                 self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),
@@ -283,11 +307,13 @@ def _roll(self:ScriptedServer, now:float):
 def admit(self:ScriptedServer, body:dict # The chat request
          ) -> bool:
     "Count a request against `rate_limits` (prompt tokens + `max_tokens`); False when the window's budget is spent."
-    toks = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in body.get('messages') or []) + int(body.get('max_tokens') or 0)
+    toks = (sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in body.get('messages') or [])
+            + int(body.get('max_tokens') or 0))
     rl = self.rate_limits
     with self.lock:
         _roll(self, time.time())
-        if (self._used['requests'] + 1 > rl.get('requests', math.inf) or self._used['tokens'] + toks > rl.get('tokens', math.inf)):
+        if (self._used['requests'] + 1 > rl.get('requests', math.inf) or self._used['tokens']
+            + toks > rl.get('tokens', math.inf)):
             return False
         self._used['requests'] += 1; self._used['tokens'] += toks
         return True
@@ -299,7 +325,9 @@ def rate_headers(self:ScriptedServer) -> dict:
         _roll(self, now)
         reset, h = f"{max(1, int((self._window_end - now) * 1000))}ms", {}
         for k in ('requests', 'tokens'):
-            if k in rl: h.update({f'x-ratelimit-limit-{k}':str(rl[k]), f'x-ratelimit-remaining-{k}':str(max(0, rl[k] - self._used[k])),
+            if k in rl:
+                h.update({f'x-ratelimit-limit-{k}':str(rl[k]),
+                          f'x-ratelimit-remaining-{k}':str(max(0, rl[k] - self._used[k])),
                                   f'x-ratelimit-reset-{k}':reset})
     return h
 
@@ -378,7 +406,8 @@ def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
     conn.request('POST', line.get('url', '/v1/chat/completions'), json.dumps(line.get('body')),
                   {'Content-Type':'application/json', 'X-Ragnb-Prompt':prompt, 'X-Ragnb-Batch':bid})
     r = conn.getresponse()
-    return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None, 'response':{'status_code':r.status, 'body':json.loads(r.read())}}
+    return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None,
+            'response':{'status_code':r.status, 'body':json.loads(r.read())}}
 
 def _run_batch(self:ScriptedServer, bid:str):
     "Work through a batch's lines in the background; the first `expire_after` batches stop there and expire."
@@ -399,20 +428,23 @@ def _run_batch(self:ScriptedServer, bid:str):
             res.append(r)
         conn.close(); return res
     with ThreadPoolExecutor(4) as ex:
-        for r in [r for res in ex.map(work, range(4)) for r in res]: (out if r['response']['status_code'] == 200 else errs).append(r)
+        for r in [r for res in ex.map(work, range(4)) for r in res]:
+            (out if r['response']['status_code'] == 200 else errs).append(r)
     done = {r['custom_id'] for r in out + errs}
     status = 'cancelled' if b['status'] == 'cancelling' else 'expired' if len(done) < len(lines) else 'completed'
     for line in lines:
         if line['custom_id'] not in done:
             code = 'batch_expired' if status == 'expired' else 'batch_cancelled'
             errs.append({'id':f"{bid}-{line['custom_id']}", 'custom_id':line['custom_id'], 'response':None,
-                         'error':{'code':code, 'message':'This request could not be executed before the completion window expired.'
+                         'error':{'code':code,
+                                  'message':'This request could not be executed before the completion window expired.'
                                   if status == 'expired' else 'The batch was cancelled.'}})
     def save(rows):
         if not rows: return None
         with self.lock:
             fid = f"file-{len(self.files) + 1:06d}"
-            self.files[fid] = {'data':''.join(json.dumps(r) + '\n' for r in rows).encode(), 'filename':f'{bid}_output.jsonl',
+            self.files[fid] = {'data':''.join(json.dumps(r) + '\n' for r in rows).encode(),
+                               'filename':f'{bid}_output.jsonl',
                                'created_at':int(time.time()), 'purpose':'batch_output'}
         return fid
     b['status'] = 'finalizing'
@@ -429,7 +461,8 @@ def add_cli(sub):
     p.set_defaults(func=_cli_serve)
 
 def _cli_serve(args) -> int:
-    srv = ScriptedServer(port=args.port, latency=args.latency, faults={'429':args.fault_rate/2, '500':args.fault_rate/2}).start()
+    srv = ScriptedServer(port=args.port, latency=args.latency,
+                         faults={'429':args.fault_rate/2, '500':args.fault_rate/2}).start()
     print(f"serving on {srv.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True: time.sleep(3600)
@@ -461,7 +494,8 @@ from .generate import parse_factoid, SEED_EXAMPLE
 from .llm import ParseError
 
 # %% ../nbs/04_generate.ipynb #b8a2d5cd
-def _is_contributing(ctx:str)->bool: return ctx.lstrip().lower().startswith('# contributing') and 'cookbook' in ctx.lower()
+def _is_contributing(ctx:str)->bool:
+    return ctx.lstrip().lower().startswith('# contributing') and 'cookbook' in ctx.lower()
 
 def _first_user(messages:list)->str:
     return next((m['content'] for m in messages if m.get('role') == 'user' and isinstance(m.get('content'), str)), '')
@@ -481,7 +515,8 @@ _WHAT = {'English': ('What {v} {x}?', 'What does the document say about {x}?'),
          'German': ('Was {v} {x}?', 'Was sagt das Dokument über {x}?'),
          'French': ("Qu'est-ce que {x} ?", 'Que dit le document sur {x} ?'),
          'Spanish': ('¿Qué {v} {x}?', '¿Qué dice el documento sobre {x}?')}
-_PRONOUNS = {'you', 'we', 'it', 'this', 'that', 'they', 'i', 'he', 'she', 'these', 'those', 'there', 'here', 'es', 'sie', 'wir',
+_PRONOUNS = {'you', 'we', 'it', 'this', 'that', 'they', 'i', 'he', 'she', 'these', 'those', 'there', 'here', 'es',
+             'sie', 'wir',
              'er', 'il', 'elle', 'nous', 'vous', 'ce', 'cela', 'ello', 'esto', 'eso'}
 
 def _sentences(ctx:str)->list[str]:
@@ -504,12 +539,17 @@ also however note see use run make let try click open add set first next finally
 keep write read call pass replace define store consider avoid start follow copy select configure update remove include
 provide give choose enable import load save build ask imagine wenn weil aber und oder dies das es wir sie
 si mais et ou ce il nous vous pour dans""".split())
-_VERBS = {'uses':'use', 'requires':'require', 'supports':'support', 'returns':'return', 'provides':'provide', 'includes':'include',
+_VERBS = {'uses':'use', 'requires':'require', 'supports':'support', 'returns':'return', 'provides':'provide',
+          'includes':'include',
           'allows':'allow', 'lets':'let', 'needs':'need', 'takes':'take', 'creates':'create', 'generates':'generate',
-          'stores':'store', 'contains':'contain', 'produces':'produce', 'accepts':'accept', 'offers':'offer', 'runs':'run',
-          'adds':'add', 'gives':'give', 'helps':'help', 'makes':'make', 'shows':'show', 'exposes':'expose', 'defines':'define',
-          'describes':'describe', 'enables':'enable', 'handles':'handle', 'sends':'send', 'reads':'read', 'writes':'write',
-          'calls':'call', 'lifts':'lift', 'improves':'improve', 'reduces':'reduce', 'expects':'expect', 'covers':'cover'}
+          'stores':'store', 'contains':'contain', 'produces':'produce', 'accepts':'accept', 'offers':'offer',
+          'runs':'run',
+          'adds':'add', 'gives':'give', 'helps':'help', 'makes':'make', 'shows':'show', 'exposes':'expose',
+          'defines':'define',
+          'describes':'describe', 'enables':'enable', 'handles':'handle', 'sends':'send', 'reads':'read',
+          'writes':'write',
+          'calls':'call', 'lifts':'lift', 'improves':'improve', 'reduces':'reduce', 'expects':'expect',
+          'covers':'cover'}
 _MODALS = ('can', 'must', 'should', 'will')
 _CUT = re.compile(r',\s|;\s|:\s|\s[-–—]\s|\s\(|\s(?:so that|because|which|while|when|and then)\s')
 
@@ -522,7 +562,9 @@ def _subject_ok(x:str)->bool:
 def _short(rest:str)->str:
     "The first clause of `rest`, at most 12 words, without a dangling small word."
     w = _CUT.split(rest.rstrip('.!?'))[0].split()[:12]
-    while w and w[-1].lower() in {'with', 'for', 'to', 'of', 'and', 'or', 'the', 'a', 'an', 'in', 'on', 'by', 'from', 'that'}: w.pop()
+    while w and w[-1].lower() in {'with', 'for', 'to', 'of', 'and', 'or', 'the', 'a', 'an', 'in', 'on', 'by', 'from',
+                                  'that'}:
+        w.pop()
     return ' '.join(w)
 
 def _common_noun(w:str, ctx:str)->bool:
@@ -575,13 +617,15 @@ def scripted_factoid(messages:list, rng:random.Random)->str:
     if _is_contributing(ctx) and k < len(SEED_EXAMPLE):
         q = list(SEED_EXAMPLE)[k]
         ans = ["Useful, clear and original", "A score of 3", "Whether the content is accurate"][k]
-        ev = ["The best contributions to the cookbook are useful, clearly written and original.",  # placeholders of ours
+        # placeholders of ours
+        ev = ["The best contributions to the cookbook are useful, clearly written and original.",
               "A contribution is generally accepted when it scores at least 3 in every area of the rubric.",
               "Correctness: content about building with OpenAI technologies must be accurate."][k]
         return f"Output:::\nFactoid question: {q}\nAnswer: {ans}\nEvidence: {ev}"
     cands = [s for s in _sentences(ctx) if s not in used]
     if not cands:
-        return "Output:::\nFactoid question: What is this passage about?\nAnswer: It has no factual statement.\nEvidence: (none)"
+        return ("Output:::\nFactoid question: What is this passage about?\nAnswer: It has no factual "
+                "statement.\nEvidence: (none)")
     shaped = [(s, qa) for s in cands if (qa := _question_for(s, language, ctx))]
     if shaped:  # a sentence with a clear subject gives a clean question
         shaped.sort(key=lambda p: _informative(p[0]), reverse=True)
@@ -597,13 +641,15 @@ def scripted_factoid(messages:list, rng:random.Random)->str:
     u = rng.random()
     if u < 0.08: ev = ev.replace(' the ', ' a ', 1).replace(', ', ' ', 1)  # a slightly misquoted sentence: fuzzy match
     elif u < 0.12: ev = f"The answer is {a}."                                 # not copied from the context at all
-    lab = ('**Factoid question:**', '**Answer:**', '**Evidence:**') if rng.random() < 0.15 else ('Factoid question:', 'Answer:', 'Evidence:')
+    lab = (('**Factoid question:**', '**Answer:**', '**Evidence:**') if rng.random() < 0.15
+           else ('Factoid question:', 'Answer:', 'Evidence:'))
     if rng.random() < 0.1: ev = f'"{ev}"'
     return f"Output:::\n{lab[0]} {q}\n{lab[1]} {a}\n{lab[2]} {ev}\n"
 
 # %% ../nbs/04_generate.ipynb #9e0f82b2
 _STOP = set('what which when where who whom whose why how does do did is are was were the a an of in on for to and or with by from '
-            'about as at be can could should would will this that these those it its into than then there their your you '
+            'about as at be can could should would will this that these those it its into than then there their your '
+            'you '
             'was ist sind der die das und est sont les des une que'.split())
 
 def _words(s:str)->set[str]: return {w for w in re.findall(r'\w+', s.lower()) if len(w) > 2 and w not in _STOP}
@@ -620,31 +666,38 @@ def scripted_groundedness(messages:list, rng:random.Random)->str:
     "Scripted groundedness critique: the share of the question's content words found in the context."
     t = _first_user(messages)
     q, ctx = _field(t[:t.rfind('\nContext:')], 'Question:'), _field(t, '\nContext:', '\n\nAnswer:::')
-    if q in SEED_EXAMPLE: return _rating_reply("The context states this directly and unambiguously.", SEED_EXAMPLE[q][0], rng)
+    if q in SEED_EXAMPLE:
+        return _rating_reply("The context states this directly and unambiguously.", SEED_EXAMPLE[q][0], rng)
     w = _words(q); found = w & _words(ctx)
     share = len(found) / max(1, len(w))
     score = 5 if share >= .8 else 4 if share >= .6 else 3 if share >= .4 else 2 if share >= .2 else 1
     ev = (f"The context mentions {', '.join(sorted(found)[:4])}" if found else "The context does not mention what the question asks about") + \
-         (", and answers the question directly." if score >= 4 else ", but only part of what the question asks is covered." if score >= 2 else ".")
+         (", and answers the question directly." if score >= 4
+          else ", but only part of what the question asks is covered." if score >= 2 else ".")
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/04_generate.ipynb #bba7cfca
 _TECH = re.compile(r'(?i)\b(api|apis|model|models|openai|gpt[\w.-]*|token|tokens|embedding|embeddings|prompt|prompts|function|'
                    r'agent|agents|vector|database|fine-tun\w*|eval\w*|realtime|python|sdk|code|codex|json|batch|assistant|retrieval|'
-                   r'search|image|audio|latency|endpoint|llm|llms|chatgpt|responses|structured|tool|tools|rag|context window|temperature)\b')
-_PROCESS = re.compile(r'(?i)\b(contribut\w*|rubric|pull request|license|licence|merge\w*|review\w*|commit|template|issue)\b')
+                   r'search|image|audio|latency|endpoint|llm|llms|chatgpt|responses|structured|tool|tools|rag|context '
+                   r'window|temperature)\b')
+_PROCESS = (re.compile(r'(?i)\b(contribut\w*|rubric|pull '
+                       r'request|license|licence|merge\w*|review\w*|commit|template|issue)\b'))
 
 @scripted_reply('critique_relevance')
 def scripted_relevance(messages:list, rng:random.Random)->str:
     "Scripted relevance critique: technical questions help the audience, questions about repository housekeeping less so."
     t = _first_user(messages)
     q = _field(t, 'Question:', '\n\nAnswer:::')
-    audience = (re.search(r'how useful this question would be to (.+?), on a scale', t, re.S) or [None, 'the audience'])[1]
+    audience = (re.search(r'how useful this question would be to (.+?), on a scale', t, re.S)
+                or [None, 'the audience'])[1]
     if q in SEED_EXAMPLE:
         s = SEED_EXAMPLE[q][1]
         why = {4: "Knowing what makes a good cookbook contribution helps developers who share examples, though it is not about building itself.",
-               2: "The minimum rubric score for accepting a contribution is an internal review detail; it does not help anyone build applications.",
-               5: "Knowing how the correctness of OpenAI-related content is judged is directly useful when building with these tools."}[s]
+               2: "The minimum rubric score for accepting a contribution is an internal review detail; it does not "
+               "help anyone build applications.",
+               5: "Knowing how the correctness of OpenAI-related content is judged is directly useful when building "
+               "with these tools."}[s]
         return _rating_reply(why, s, rng)
     tech, proc = len(set(m.lower() for m in _TECH.findall(q))), bool(_PROCESS.search(q))
     score = 2 if proc else 5 if tech >= 2 else 4 if tech == 1 else 3
@@ -653,7 +706,9 @@ def scripted_relevance(messages:list, rng:random.Random)->str:
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/04_generate.ipynb #06767bbf
-_SETTING = re.compile(r'(?i)\b(the|this|that)\s+(context|document|passage|text|article|above|excerpt|section|table|figure|rubric|example|guide|page|dokument|kontext)\b|\b(described|mentioned|shown|listed)\s+(here|above|below)\b|\b(le|du)\s+document\b|\bdel documento\b')
+_SETTING = (
+    re.compile(
+        r'(?i)\b(the|this|that)\s+(context|document|passage|text|article|above|excerpt|section|table|figure|rubric|example|guide|page|dokument|kontext)\b|\b(described|mentioned|shown|listed)\s+(here|above|below)\b|\b(le|du)\s+document\b|\bdel documento\b'))
 
 @scripted_reply('critique_standalone')
 def scripted_standalone(messages:list, rng:random.Random)->str:
@@ -663,11 +718,15 @@ def scripted_standalone(messages:list, rng:random.Random)->str:
         s = SEED_EXAMPLE[q][2]
         why = {3: "The question names the OpenAI Cookbook, but 'the best contributions' assumes a particular guide that ranks them.",
                1: "The question refers to 'the rubric' without saying which one, so it cannot be understood on its own.",
-               4: "The question is clear by itself; 'the criterion' needs a little knowledge of how content is reviewed."}[s]
+               4: "The question is clear by itself; 'the criterion' needs a little knowledge of how content is "
+               "reviewed."}[s]
         return _rating_reply(why, s, rng)
-    if m := _SETTING.search(q): return _rating_reply(f"The question refers to '{m.group(0)}', a setting it does not name.", 1, rng)
-    named = bool(re.search(r'`|\d|\b[A-Z][\w-]*[A-Z\d]\w*|\b(?!What|Which|How|Who|When|Where|Why|Was|Qu)[A-Z][a-z]+', q[1:]))
-    return _rating_reply("The question makes sense by itself" + (" and names what it is about." if named else ", though it is somewhat generic."),
+    if m := _SETTING.search(q):
+        return _rating_reply(f"The question refers to '{m.group(0)}', a setting it does not name.", 1, rng)
+    named = bool(re.search(r'`|\d|\b[A-Z][\w-]*[A-Z\d]\w*|\b(?!What|Which|How|Who|When|Where|Why|Was|Qu)[A-Z][a-z]+',
+                           q[1:]))
+    return _rating_reply("The question makes sense by itself"
+                         + (" and names what it is about." if named else ", though it is somewhat generic."),
                          5 if named else 4, rng)
 
 # %% ../nbs/04a_diversity.ipynb #4bd47f60
@@ -696,12 +755,15 @@ def scripted_entities(messages:list, rng:random.Random)->str:
 
 # %% ../nbs/04a_diversity.ipynb #f9de563b
 _PERSONA_POOL = [  # (words in the digest, role, need): the scripted model's reading of a collection
-    (r'embedding|vector|search|retriev|recherche|suche', 'Search engineer', 'builds retrieval over embeddings and needs to know which models, indexes and settings work'),
+    (r'embedding|vector|search|retriev|recherche|suche', 'Search engineer',
+     'builds retrieval over embeddings and needs to know which models, indexes and settings work'),
     (r'agent|tool|function', 'Agent developer', 'connects models to tools and needs the exact calling conventions'),
     (r'fine-tun|training|dataset|entraîn', 'ML engineer', 'fine-tunes and evaluates models on their own data'),
     (r'eval|test|quality|évalu|bewert', 'QA lead', 'checks that answers stay correct and looks for evaluation methods'),
-    (r'rate limit|cost|batch|token|coût|kosten', 'Platform operator', 'keeps costs and rate limits under control in production'),
-    (r'realtime|audio|voice|speech', 'Voice app developer', 'builds spoken assistants and needs latency and audio formats'),
+    (r'rate limit|cost|batch|token|coût|kosten', 'Platform operator',
+     'keeps costs and rate limits under control in production'),
+    (r'realtime|audio|voice|speech', 'Voice app developer',
+     'builds spoken assistants and needs latency and audio formats'),
     (r'prompt', 'Prompt engineer', 'writes and tunes prompts for features in production'),
 ]
 
@@ -711,9 +773,11 @@ def scripted_personas(messages:list, rng:random.Random)->str:
     t = _first_user(messages)
     n, digest = int((re.search(r'Propose (\d+)', t) or [0, 3])[1]), _field(t, 'Documents:\n').lower()
     hits = sorted(_PERSONA_POOL, key=lambda p: -len(re.findall(p[0], digest)))
-    chosen = [p for p in hits if re.search(p[0], digest)][:n] or [(None, 'Student', 'learns how these systems are built')]
+    chosen = ([p for p in hits if re.search(p[0], digest)][:n]
+              or [(None, 'Student', 'learns how these systems are built')])
     bold = rng.random() < 0.2
-    return '\n'.join(f"{i}. **Persona:** {r} | {d}" if bold else f"Persona: {r} | {d}" for i, (_, r, d) in enumerate(chosen, 1))
+    return '\n'.join(f"{i}. **Persona:** {r} | {d}" if bold else f"Persona: {r} | {d}" for i,
+                     (_, r, d) in enumerate(chosen, 1))
 
 # %% ../nbs/04a_diversity.ipynb #0aef7dd5
 _HOP_RE = re.compile(r'(?ms)^<(\d+)-hop>\n(.*?)(?=^<\d+-hop>\n|\n\nOutput:::\s*\Z)')
@@ -722,7 +786,8 @@ def _typed_parts(t:str)->dict:
     "What a filled typed prompt asks for: type, passages, bridge, persona, style, length and language."
     kind = ('comparative' if 'compares something' in t else 'reasoning' if 'step of reasoning' in t
             else 'conditional' if 'with a condition' in t else 'multi_hop')
-    return dict(kind=kind, passages=[m.group(2).strip() for m in _HOP_RE.finditer(t.split('Reply in exactly this format:')[-1])],
+    return dict(kind=kind, passages=[m.group(2).strip()
+                                     for m in _HOP_RE.finditer(t.split('Reply in exactly this format:')[-1])],
                 bridge=(re.search(r'linked through (.+?)\.\n', t) or [None, ''])[1].split(', ')[0],
                 persona=re.search(r'as this user would ask it: (.+?)\.\n', t)[1],
                 style=next((k for k, v in STYLES.items() if f'Question style: {v}.' in t), 'perfect_grammar'),
@@ -732,7 +797,8 @@ def _typed_parts(t:str)->dict:
 _ALL_VERBS = '|'.join(list(_COPULA) + list(_VERBS) + list(_MODALS))
 
 def _facts(ctx:str, language:str, bridge:str='')->list[tuple]:
-    "(sentence, subject, verb, rest) of the passage's prose sentences, those naming `bridge` first, then the informative ones."
+    ("(sentence, subject, verb, rest) of the passage's prose sentences, those naming `bridge` first, then the "
+     "informative ones.")
     out = []
     for s in _sentences(ctx):
         s2 = re.sub(r'^(Note that|In short,|In practice,|For example,|Today,|Overall,)\s+', '', s)
@@ -771,18 +837,26 @@ def _picks(facts:list, rng:random.Random, passages:list)->list:
 
 # %% ../nbs/04a_diversity.ipynb #7c09525a
 _T = {  # the scripted model's phrasings, by language
-    'English': dict(join=', and ', comp=('How does {x1} compare with {x2}?', 'What is the difference between {x1} and {x2}?',
-                    'Should I use {x1} or {x2}?'), whereas='{a}, whereas {b}', why='Why does it matter that {x} {v} {a}?',
+    'English': dict(join=', and ',
+                    comp=('How does {x1} compare with {x2}?', 'What is the difference between {x1} and {x2}?',
+                    'Should I use {x1} or {x2}?'), whereas='{a}, whereas {b}',
+                    why='Why does it matter that {x} {v} {a}?',
                     cond=(r'(?i)^(?:if|when|once|unless)\s+([^,]{5,120}),\s+(.{5,})$', 'If {c}, what happens?'),
-                    use='Under what condition {v} {x} {a}?', about='What should I know about {x}?', long="As {a} {r}, I need to know: "),
-    'French': dict(join=', et ', comp=('Quelle est la différence entre {x1} et {x2} ?', 'Faut-il utiliser {x1} ou {x2} ?'),
+                    use='Under what condition {v} {x} {a}?', about='What should I know about {x}?',
+                    long="As {a} {r}, I need to know: "),
+    'French': dict(join=', et ',
+                   comp=('Quelle est la différence entre {x1} et {x2} ?', 'Faut-il utiliser {x1} ou {x2} ?'),
                    whereas='{a}, alors que {b}', why='Pourquoi est-il important que {x} {v} {a} ?',
-                   cond=(r'(?i)^(?:si|lorsque|quand|lorsqu\'|s\')\s*([^,]{5,120}),\s+(.{5,})$', 'Si {c}, que se passe-t-il ?'),
-                   use='Dans quel cas {x} {v} {a} ?', about='Que faut-il savoir sur {x} ?', long="En tant que {r}, je dois savoir : "),
-    'German': dict(join=', und ', comp=('Was ist der Unterschied zwischen {x1} und {x2}?', 'Sollte man {x1} oder {x2} verwenden?'),
+                   cond=(r'(?i)^(?:si|lorsque|quand|lorsqu\'|s\')\s*([^,]{5,120}),\s+(.{5,})$',
+                         'Si {c}, que se passe-t-il ?'),
+                   use='Dans quel cas {x} {v} {a} ?', about='Que faut-il savoir sur {x} ?',
+                   long="En tant que {r}, je dois savoir : "),
+    'German': dict(join=', und ',
+                   comp=('Was ist der Unterschied zwischen {x1} und {x2}?', 'Sollte man {x1} oder {x2} verwenden?'),
                    whereas='{a}, während {b}', why='Warum ist es wichtig, dass {x} {a} {v}?',
                    cond=(r'(?i)^(?:wenn|falls|sobald)\s+([^,]{5,120}),\s+(.{5,})$', 'Wenn {c}, was passiert dann?'),
-                   use='Unter welcher Bedingung {v} {x} {a}?', about='Was muss man über {x} wissen?', long='Als {r} muss ich wissen: '),
+                   use='Unter welcher Bedingung {v} {x} {a}?', about='Was muss man über {x} wissen?',
+                   long='Als {r} muss ich wissen: '),
 }
 _QWORDS = set("""what which when where who why how does do did is are can should would will could the a an of to in on for and or
 with by from that this it i me my if use qu est ce que quelle quel quels quelles comment pourquoi faut il le la les de des du
@@ -794,10 +868,12 @@ def _lower1(s:str)->str: return s[:1].lower() + s[1:] if s[:2] != s[:2].upper() 
 def _styled(q:str, style:str, rng:random.Random)->str:
     "The question as typed in `style`."
     if style == 'web_search':
-        return ' '.join(w for w in re.findall(r"`[^`]+`|[\w'’.-]+", q) if w.lower().strip("'’") not in _QWORDS).lower().strip('.')
+        return ' '.join(w for w in re.findall(r"`[^`]+`|[\w'’.-]+", q)
+                        if w.lower().strip("'’") not in _QWORDS).lower().strip('.')
     if style == 'misspelled':
         ws = q.split()
-        for i in rng.sample([i for i, w in enumerate(ws) if len(w) >= 6 and w.isalpha()], k=min(2, sum(len(w) >= 6 and w.isalpha() for w in ws))):
+        for i in rng.sample([i for i, w in enumerate(ws) if len(w) >= 6 and w.isalpha()],
+                            k=min(2, sum(len(w) >= 6 and w.isalpha() for w in ws))):
             j = rng.randrange(1, len(ws[i]) - 2); w = ws[i]; ws[i] = w[:j] + w[j+1] + w[j] + w[j+2:]
         return ' '.join(ws)
     if style == 'poor_grammar':
@@ -823,7 +899,8 @@ def _one_q(f:tuple, language:str)->str:
     return _WHAT.get(language, _WHAT['English'])[0].format(v=v, x=x)
 
 def _typed_qa(p:dict, rng:random.Random)->tuple|None:
-    "Question, answer and one evidence sentence per passage for a typed prompt, or None when a passage has no usable fact."
+    ("Question, answer and one evidence sentence per passage for a typed prompt, or None when a passage has no usable "
+     "fact.")
     lang = p['language'] if p['language'] in _T else 'English'
     T, ps = _T[lang], p['passages']
     facts = [_facts(c, lang, p['bridge']) for c in ps]
@@ -840,11 +917,13 @@ def _typed_qa(p:dict, rng:random.Random)->tuple|None:
         if p['kind'] == 'comparative':
             q = rng.choice(T['comp']).format(x1=fs[0][1], x2=fs[1][1])
             a = T['whereas'].format(a=_fact_text(fs[0]), b=_fact_text(fs[1]))
-        elif rng.random() < 0.15:  # a "multi-hop" question that one passage answers: the single-hop check should catch it
+        # a "multi-hop" question that one passage answers: the single-hop check should catch it
+        elif rng.random() < 0.15:
             q, a = _one_q(fs[0], lang), _fact_text(fs[0])
         else:
             qs = [_one_q(f, lang) for f in fs]
-            q = qs[0].rstrip(' ?') + T['join'] + ', '.join(_lower1(x.rstrip(' ?')) for x in qs[1:]) + (' ?' if lang == 'French' else '?')
+            q = (qs[0].rstrip(' ?') + T['join'] + ', '.join(_lower1(x.rstrip(' ?')) for x in qs[1:])
+                 + (' ?' if lang == 'French' else '?'))
             a = '; '.join(_fact_text(f) for f in fs)
         evs = [f[0] for f in fs]
     else:
@@ -861,7 +940,8 @@ def _typed_qa(p:dict, rng:random.Random)->tuple|None:
             if f is None: return None
             if f[2] is None: f = (f[0], f[1], 'is', f[3])
             nxt = sents[sents.index(f[0]) + 1] if f[0] in sents and sents.index(f[0]) + 1 < len(sents) else f[0]
-            q, a, evs = T['why'].format(x=f[1], v=f[2], a=f[3]), _short(max(_CUT.split(nxt.rstrip('.')), key=len)), [nxt]
+            q, a, evs = (T['why'].format(x=f[1], v=f[2], a=f[3]), _short(max(_CUT.split(nxt.rstrip('.')), key=len)),
+                         [nxt])
     u = rng.random()
     if len(evs) > 1 and u < 0.05: evs[1] = evs[0]                       # the second quote taken from the first passage
     elif u < 0.1: evs[-1] = evs[-1].replace(' the ', ' a ', 1)           # a slightly misquoted sentence (fuzzy match)
@@ -881,7 +961,8 @@ def scripted_typed(messages:list, rng:random.Random)->str:
                '\n'.join(f"Evidence {i}: (none)" for i in range(1, len(p['passages']) + 1))
     q, a, evs = got
     b = '**' if rng.random() < 0.1 else ''
-    return f"Output:::\n{b}Question:{b} {q}\n{b}Answer:{b} {a}\n" + '\n'.join(f"{b}Evidence {i}:{b} {e}" for i, e in enumerate(evs, 1))
+    return (f"Output:::\n{b}Question:{b} {q}\n{b}Answer:{b} {a}\n"
+            + '\n'.join(f"{b}Evidence {i}:{b} {e}" for i, e in enumerate(evs, 1)))
 
 # %% ../nbs/04a_diversity.ipynb #9f430cc1
 @scripted_reply('critique_single_hop')
@@ -893,7 +974,8 @@ def scripted_single_hop(messages:list, rng:random.Random)->str:
     share = len(found) / max(1, len(w))
     score = 5 if share >= .9 else 4 if share >= .8 else 3 if share >= .5 else 2 if share >= .2 else 1
     ev = (f"This passage covers {', '.join(sorted(found)[:4]) or 'none of the question'}" +
-          (" and answers the whole question by itself." if score >= 4 else "; the rest of the question needs another source." if score >= 2 else "."))
+          (" and answers the whole question by itself." if score >= 4
+           else "; the rest of the question needs another source." if score >= 2 else "."))
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/05_pdf.ipynb #5bd37c9e
@@ -928,7 +1010,8 @@ def _table_rows(html:str)->list[list[str]]:
 
 @scripted_reply('multimodal_qa')
 def _scripted_multimodal(messages:list, rng)->str:
-    "Scripted multimodal_qa reply: a question about a table cell (evidence: the table's name), else a sentence, else an image."
+    ("Scripted multimodal_qa reply: a question about a table cell (evidence: the table's name), else a sentence, else "
+     "an image.")
     content = messages[-1]['content']
     texts = [c['text'] for c in content[1:] if c.get('type') == 'text']
     tables = [(m.group(1), _table_rows(t)) for t in texts if (m := re.match(r"(table_\d+):\n", t))]
@@ -942,21 +1025,25 @@ def _scripted_multimodal(messages:list, rng)->str:
         if cands:
             row, col, val = rng.choice(cands)
             col = col.rstrip('* ')  # footnote marks
-            return f"Output:::\nFactoid question: What is the {col[0].lower() + col[1:]} for {row}?\nAnswer: {val}\nEvidence: {name}"
+            return (f"Output:::\nFactoid question: What is the {col[0].lower() + col[1:]} for {row}?\nAnswer: "
+                    f"{val}\nEvidence: {name}")
     sents = [s for t in prose for s in _sentences(t)]
     shaped = [(s, qa) for s in sents if (qa := _question_for(s, 'English'))]
     if shaped:
         s, (q, a) = rng.choice(shaped)
         return f"Output:::\nFactoid question: {q}\nAnswer: {a}\nEvidence: {s}"
-    if images: return f"Output:::\nFactoid question: What kind of figure is shown?\nAnswer: A diagram\nEvidence: {images[0]}"
-    return "Output:::\nFactoid question: What is this page about?\nAnswer: It has no factual statement.\nEvidence: (none)"
+    if images:
+        return f"Output:::\nFactoid question: What kind of figure is shown?\nAnswer: A diagram\nEvidence: {images[0]}"
+    return ("Output:::\nFactoid question: What is this page about?\nAnswer: It has no factual statement.\nEvidence: "
+            "(none)")
 
 # %% ../nbs/06_checker.ipynb #1148cb12
 from .checker import json_reply, overlap_judge
 
 # %% ../nbs/06_checker.ipynb #bfa12723
 _CLAIM_VERBS = set('is are was were has have had can could may might will would does do did became becomes includes include '
-             'contains contain flows flow stretches stretch runs run lies lie reaches reach suggests suggest shows show '
+             'contains contain flows flow stretches stretch runs run lies lie reaches reach suggests suggest shows '
+             'show '
              'means mean provides provide requires require uses use allows allow offers offer considered'.split())
 
 def _subject_split(s:str) -> tuple:
@@ -971,7 +1058,8 @@ def _scripted_claims(text:str) -> list:
     text = re.sub(r'\s*\([^)]*\)', '', ' '.join(text.split()))
     out, last = [], None
     for sent in re.split(r'(?<=[.!?])\s+|;\s+', text):
-        parts = [p.strip(' .') for p in re.split(r',\s+(?:(?:and|but|while)\s+(?=[a-z])|(?=[a-z])(?!(?:and|or)\s))', sent)]
+        parts = [p.strip(' .') for p in re.split(r',\s+(?:(?:and|but|while)\s+(?=[a-z])|(?=[a-z])(?!(?:and|or)\s))',
+                                                 sent)]
         parts = [p for p in parts if len(p.split()) >= 2]
         if not parts or len(parts[0].split()) < 3: continue
         subj, verb, rest = _subject_split(parts[0])
@@ -1034,7 +1122,8 @@ def scripted_repair(messages:list, rng:random.Random) -> str:
 _RAG_STOP = set('a an and are as at be by can do does for from how i in is it of on or should the to what when where '
             'which who why with you your'.split())
 
-def _rag_words(t:str) -> set: return {w for w in re.findall(r'[a-z0-9]+', t.lower()) if w not in _RAG_STOP and len(w) > 1}
+def _rag_words(t:str) -> set:
+    return {w for w in re.findall(r'[a-z0-9]+', t.lower()) if w not in _RAG_STOP and len(w) > 1}
 
 @scripted_reply('rag_answer')
 def _scripted_rag_answer(messages:list, rng:random.Random) -> str:
