@@ -178,7 +178,7 @@ async def abatch_api(llm:LLM, # The LLM: its cache receives the replies
                      desc:str='LLM calls', # Progress bar label
                      poll:float|None=None, # Seconds between status checks; default `RAGNB_BATCH_POLL` or 30
                      window:str='24h', # Completion window of new batches
-                     on_expired:str='resubmit', # What to do with an expired batch's unfinished requests: 'resubmit' or 'online'
+                     on_expired:str='resubmit', # An expired batch's unfinished requests: 'resubmit' or 'online'
                      max_rounds:int=3, # Most batches in a row for the same requests (resubmitted after expiry)
                      max_requests:int=50_000 # Lines per batch
                     ) -> list[Result]:

@@ -174,8 +174,9 @@ def pairwise_checker(judge:Callable) -> Checker:
     return check
 
 # %% ../nbs/06_checker.ipynb #178fdc9a
-_STOP = set('a an the of in on at to for by with from and or but as is are was were be been has have had it its this '
-            'that these those which who what when where how than then there their also into about over such can may'.split())
+_STOP = set('a an the of in on at to for by with from and or but as is are was were be been has have had it '
+            'its this that these those which who what when where how than then there their also into about '
+            'over such can may'.split())
 _NEG = {'not', 'no', 'never', 'none', 'nor', 'cannot', "isn't", "aren't", "wasn't", "doesn't", "don't", "didn't"}
 
 def _words(s:str) -> set: return {w for w in re.findall(r"[\w'-]+", s.lower()) if w not in _STOP and len(w) > 1}

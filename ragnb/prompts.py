@@ -85,7 +85,7 @@ Evidence: (the sentence or paragraph from the context)
 Context:
 {context}
 
-Output:::"""))
+Output:::"""))  # noqa: E501
 
 # %% ../nbs/01_prompts.ipynb #cd12d330
 register(Prompt('factoid_qa_next', '1',
@@ -115,7 +115,8 @@ template="""You will be given a context and a question.
 Rate how well one can answer the question unambiguously with the given context, on a scale of 1 to 5:
 1 means the question cannot be answered at all from the context, 5 means the context answers it clearly and unambiguously.
 
-""" + _RATING_FORMAT + """
+"""  # noqa: E501
+         + _RATING_FORMAT + """
 
 Question: {question}
 Context: {context}
@@ -185,7 +186,7 @@ Reply in exactly this format:
 Output:::
 Factoid question: (your factoid question)
 Answer: (your answer to the factoid question)
-Evidence: (the sentence or paragraph, or the table or image name)"""))
+Evidence: (the sentence or paragraph, or the table or image name)"""))  # noqa: E501
 
 # %% ../nbs/01_prompts.ipynb #f7d8a711
 register(Prompt('rag_answer', '1', system="You answer questions using only the retrieved passages you are given.",
@@ -197,7 +198,7 @@ Passages:
 {context}
 
 Question: {question}
-Answer:"""))
+Answer:"""))  # noqa: E501
 
 # %% ../nbs/01_prompts.ipynb #9c8dc1dc
 CLAIM_SYSTEM = ("You break texts into precise factual claims and judge claims against references. You reply with JSON "
@@ -292,7 +293,7 @@ register(Prompt('multi_hop_qa', '1', system=WRITER_SYSTEM,
 template="""Below are {n} passages, tagged <1-hop>, <2-hop> and so on. Write one question whose answer needs facts from every
 passage: someone who has read only one of them cannot answer it. The passages are linked through {bridge}.
 
-""" + _TYPED_RULES))
+""" + _TYPED_RULES))  # noqa: E501
 
 register(Prompt('comparative_qa', '1', system=WRITER_SYSTEM,
                 description='one question comparing something in one passage with something in another',
@@ -300,7 +301,7 @@ template="""Below are {n} passages, tagged <1-hop>, <2-hop> and so on. Write one
 <1-hop> with something described in <2-hop>: how they differ, which one suits a purpose better, or what they share.
 The passages are linked through {bridge}.
 
-""" + _TYPED_RULES))
+""" + _TYPED_RULES))  # noqa: E501
 
 register(Prompt('reasoning_qa', '1', system=WRITER_SYSTEM,
                 description='one question that needs a step of reasoning over a passage',
@@ -308,7 +309,7 @@ template="""Below is {n} passage, tagged <1-hop>. Write one question that needs 
 what the passage states (why something is done, what follows from two of its statements together, what would happen
 in a case it describes) but is not written in the passage as one sentence.
 
-""" + _TYPED_RULES))
+""" + _TYPED_RULES))  # noqa: E501
 
 register(Prompt('conditional_qa', '1', system=WRITER_SYSTEM,
                 description='one question with a condition ("if ..., ...?") answered by a passage',
@@ -331,7 +332,7 @@ Entities:
 - (second entity)
 
 Passage:
-{context}"""))
+{context}"""))  # noqa: E501
 
 register(Prompt('propose_personas', '1', system=WRITER_SYSTEM,
                 description='personas who would search a document collection, proposed from its titles and terms',
@@ -342,7 +343,7 @@ Reply with one persona per line, in exactly this format:
 Persona: (role name) | (what they need, in one sentence)
 
 Documents:
-{digest}"""))
+{digest}"""))  # noqa: E501
 
 register(Prompt('critique_single_hop', '1', system=WRITER_SYSTEM,
                 description='how completely ONE passage of a multi-passage question answers it alone (1-5)',

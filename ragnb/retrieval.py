@@ -240,7 +240,7 @@ def score_ranking(
 
 # %% ../nbs/07_retrieval.ipynb #eba1d7c0
 def read_dataset(src,                # A DataFrame, a `ragnb.generate.Dataset`, a list of dicts, or a JSONL/Parquet path
-                 kept_only:bool=True, # Leave out rows the critique dropped (`kept` is false), if there is a `kept` column
+                 kept_only:bool=True, # Leave out rows the critique dropped (`kept` false), if there is a `kept` column
                 ) -> pd.DataFrame:
     "A dataset as a DataFrame, keeping only the questions that passed the critique."
     df = _read(getattr(src, 'df', src))
@@ -396,8 +396,8 @@ def by_question_type(
 
 # %% ../nbs/07_retrieval.ipynb #80f5cda5
 def evaluate(
-    dataset,                         # DataFrame, list of dicts or JSONL path: question, source_doc, evidence (+ offsets)
-    chunks:list,                     # The corpus as the system under test chunks it (records with id, doc_id, text, start_index)
+    dataset,                         # DataFrame, dicts or JSONL path: question, source_doc, evidence (+ offsets)
+    chunks:list,                     # The corpus as the system chunks it (records: id, doc_id, text, start_index)
     retriever:Retriever,             # Indexed on `chunks` here unless it already is
     ks:Iterable[int]=(1, 3, 5, 10),  # Cut-offs
     docs:list|None=None,             # Source documents, for rows without evidence offsets
@@ -507,7 +507,7 @@ def sweep(
     overlaps:Iterable[float]=(0.2,),             # Characters, or a fraction of the chunk size if below 1
     ks:Iterable[int]=(5, 10, 20),                # cut-offs to score at each setting
     splitter:Callable=split_documents,           # `splitter(docs, chunk_size, chunk_overlap) -> chunks`
-    rag:Callable|None=None,                      # Optional `rag(chunks, retriever, k) -> dict` of generator figures per setting
+    rag:Callable|None=None,                      # Optional `rag(chunks, retriever, k) -> dict` of generator figures
     **kw
 )->Sweep:
     "Re-chunk, re-index and re-score for every chunk size and overlap; every k from one ranking."

@@ -127,10 +127,10 @@ class ScriptedServer:
                  retry_after:float=0.01, # Seconds sent in Retry-After on a 429
                  rules:dict|None=None, # Extra or overriding rules, {prompt name: f(messages, rng) -> str}
                  truncate:float=0.0, # Share of replies cut off halfway, with finish_reason "length"
-                 trickle:float=0.0, # Seconds between the bytes of every reply body (a server that sends one byte at a time)
+                 trickle:float=0.0, # Seconds between the bytes of every reply body (one byte at a time)
                  model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
-                 structured:str='json_schema', # response_format: 'json_schema' (both kinds honoured), 'json_object' (llama-cpp-python: 422 to json_schema), 'refuse' (400), 'ignore'
-                 rate_limits:dict|None=None, # {'requests':n, 'tokens':m, 'window':s}: a budget per window in x-ratelimit-* headers; over it, 429
+                 structured:str='json_schema', # 'json_schema', 'json_object' (422 on json_schema), 'refuse', 'ignore'
+                 rate_limits:dict|None=None, # {'requests':n, 'tokens':m, 'window':s} in x-ratelimit-*; over: 429
                  batch_latency:float=0.0, # Extra seconds per Batch API line
                  batch_faults:dict|None=None, # Shares of Batch API lines failing: {'500':p, '400':p}
                  expire_after:int|None=None, # The first `expire_batches` batches expire after this many lines
@@ -516,8 +516,7 @@ _WHAT = {'English': ('What {v} {x}?', 'What does the document say about {x}?'),
          'French': ("Qu'est-ce que {x} ?", 'Que dit le document sur {x} ?'),
          'Spanish': ('¿Qué {v} {x}?', '¿Qué dice el documento sobre {x}?')}
 _PRONOUNS = {'you', 'we', 'it', 'this', 'that', 'they', 'i', 'he', 'she', 'these', 'those', 'there', 'here', 'es',
-             'sie', 'wir',
-             'er', 'il', 'elle', 'nous', 'vous', 'ce', 'cela', 'ello', 'esto', 'eso'}
+             'sie', 'wir', 'er', 'il', 'elle', 'nous', 'vous', 'ce', 'cela', 'ello', 'esto', 'eso'}
 
 def _sentences(ctx:str)->list[str]:
     "Candidate evidence sentences: prose lines outside code, tables and headings, split at sentence ends."
@@ -533,23 +532,19 @@ def _sentences(ctx:str)->list[str]:
     return out
 
 # %% ../nbs/04_generate.ipynb #937a6bce
-_BAD_START = set("""even if when while although because since as after before below above here there once unless whether so but and
-or for in on at by with to from this that these those it its you we they each every all some most many our your my if then now
-also however note see use run make let try click open add set first next finally assume create install check ensure
-keep write read call pass replace define store consider avoid start follow copy select configure update remove include
-provide give choose enable import load save build ask imagine wenn weil aber und oder dies das es wir sie
-si mais et ou ce il nous vous pour dans""".split())
+_BAD_START = set("""even if when while although because since as after before below above here there once unless whether
+so but and or for in on at by with to from this that these those it its you we they each every all some most many our
+your my if then now also however note see use run make let try click open add set first next finally assume create
+install check ensure keep write read call pass replace define store consider avoid start follow copy select configure
+update remove include provide give choose enable import load save build ask imagine wenn weil aber und oder dies das es
+wir sie si mais et ou ce il nous vous pour dans""".split())
 _VERBS = {'uses':'use', 'requires':'require', 'supports':'support', 'returns':'return', 'provides':'provide',
-          'includes':'include',
-          'allows':'allow', 'lets':'let', 'needs':'need', 'takes':'take', 'creates':'create', 'generates':'generate',
-          'stores':'store', 'contains':'contain', 'produces':'produce', 'accepts':'accept', 'offers':'offer',
-          'runs':'run',
-          'adds':'add', 'gives':'give', 'helps':'help', 'makes':'make', 'shows':'show', 'exposes':'expose',
-          'defines':'define',
-          'describes':'describe', 'enables':'enable', 'handles':'handle', 'sends':'send', 'reads':'read',
-          'writes':'write',
-          'calls':'call', 'lifts':'lift', 'improves':'improve', 'reduces':'reduce', 'expects':'expect',
-          'covers':'cover'}
+          'includes':'include', 'allows':'allow', 'lets':'let', 'needs':'need', 'takes':'take', 'creates':'create',
+          'generates':'generate', 'stores':'store', 'contains':'contain', 'produces':'produce', 'accepts':'accept',
+          'offers':'offer', 'runs':'run', 'adds':'add', 'gives':'give', 'helps':'help', 'makes':'make', 'shows':'show',
+          'exposes':'expose', 'defines':'define', 'describes':'describe', 'enables':'enable', 'handles':'handle',
+          'sends':'send', 'reads':'read', 'writes':'write', 'calls':'call', 'lifts':'lift', 'improves':'improve',
+          'reduces':'reduce', 'expects':'expect', 'covers':'cover'}
 _MODALS = ('can', 'must', 'should', 'will')
 _CUT = re.compile(r',\s|;\s|:\s|\s[-–—]\s|\s\(|\s(?:so that|because|which|while|when|and then)\s')
 
@@ -647,10 +642,9 @@ def scripted_factoid(messages:list, rng:random.Random)->str:
     return f"Output:::\n{lab[0]} {q}\n{lab[1]} {a}\n{lab[2]} {ev}\n"
 
 # %% ../nbs/04_generate.ipynb #9e0f82b2
-_STOP = set('what which when where who whom whose why how does do did is are was were the a an of in on for to and or with by from '
-            'about as at be can could should would will this that these those it its into than then there their your '
-            'you '
-            'was ist sind der die das und est sont les des une que'.split())
+_STOP = set('what which when where who whom whose why how does do did is are was were the a an of in on for to and or '
+            'with by from about as at be can could should would will this that these those it its into than then there '
+            'their your you was ist sind der die das und est sont les des une que'.split())
 
 def _words(s:str)->set[str]: return {w for w in re.findall(r'\w+', s.lower()) if len(w) > 2 and w not in _STOP}
 
@@ -671,33 +665,35 @@ def scripted_groundedness(messages:list, rng:random.Random)->str:
     w = _words(q); found = w & _words(ctx)
     share = len(found) / max(1, len(w))
     score = 5 if share >= .8 else 4 if share >= .6 else 3 if share >= .4 else 2 if share >= .2 else 1
-    ev = (f"The context mentions {', '.join(sorted(found)[:4])}" if found else "The context does not mention what the question asks about") + \
+    ev = (f"The context mentions {', '.join(sorted(found)[:4])}" if found
+          else "The context does not mention what the question asks about") + \
          (", and answers the question directly." if score >= 4
           else ", but only part of what the question asks is covered." if score >= 2 else ".")
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/04_generate.ipynb #bba7cfca
-_TECH = re.compile(r'(?i)\b(api|apis|model|models|openai|gpt[\w.-]*|token|tokens|embedding|embeddings|prompt|prompts|function|'
-                   r'agent|agents|vector|database|fine-tun\w*|eval\w*|realtime|python|sdk|code|codex|json|batch|assistant|retrieval|'
-                   r'search|image|audio|latency|endpoint|llm|llms|chatgpt|responses|structured|tool|tools|rag|context '
-                   r'window|temperature)\b')
-_PROCESS = (re.compile(r'(?i)\b(contribut\w*|rubric|pull '
-                       r'request|license|licence|merge\w*|review\w*|commit|template|issue)\b'))
+_TECH = re.compile(r'(?i)\b(api|apis|model|models|openai|gpt[\w.-]*|token|tokens|embedding|embeddings|prompt|prompts|'
+                   r'function|agent|agents|vector|database|fine-tun\w*|eval\w*|realtime|python|sdk|code|codex|json|'
+                   r'batch|assistant|retrieval|search|image|audio|latency|endpoint|llm|llms|chatgpt|responses|'
+                   r'structured|tool|tools|rag|context window|temperature)\b')
+_PROCESS = re.compile(r'(?i)\b(contribut\w*|rubric|pull request|license|licence|merge\w*|review\w*|commit|template|'
+                      r'issue)\b')
 
 @scripted_reply('critique_relevance')
 def scripted_relevance(messages:list, rng:random.Random)->str:
-    "Scripted relevance critique: technical questions help the audience, questions about repository housekeeping less so."
+    "Scripted relevance critique: technical questions help the audience, repository housekeeping less so."
     t = _first_user(messages)
     q = _field(t, 'Question:', '\n\nAnswer:::')
     audience = (re.search(r'how useful this question would be to (.+?), on a scale', t, re.S)
                 or [None, 'the audience'])[1]
     if q in SEED_EXAMPLE:
         s = SEED_EXAMPLE[q][1]
-        why = {4: "Knowing what makes a good cookbook contribution helps developers who share examples, though it is not about building itself.",
+        why = {4: "Knowing what makes a good cookbook contribution helps developers who share examples, though it is "
+                  "not about building itself.",
                2: "The minimum rubric score for accepting a contribution is an internal review detail; it does not "
-               "help anyone build applications.",
+                  "help anyone build applications.",
                5: "Knowing how the correctness of OpenAI-related content is judged is directly useful when building "
-               "with these tools."}[s]
+                  "with these tools."}[s]
         return _rating_reply(why, s, rng)
     tech, proc = len(set(m.lower() for m in _TECH.findall(q))), bool(_PROCESS.search(q))
     score = 2 if proc else 5 if tech >= 2 else 4 if tech == 1 else 3
@@ -706,9 +702,10 @@ def scripted_relevance(messages:list, rng:random.Random)->str:
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/04_generate.ipynb #06767bbf
-_SETTING = (
-    re.compile(
-        r'(?i)\b(the|this|that)\s+(context|document|passage|text|article|above|excerpt|section|table|figure|rubric|example|guide|page|dokument|kontext)\b|\b(described|mentioned|shown|listed)\s+(here|above|below)\b|\b(le|du)\s+document\b|\bdel documento\b'))
+_SETTING = re.compile(
+    r'(?i)\b(the|this|that)\s+(context|document|passage|text|article|above|excerpt|section|table|figure|rubric|example|'
+    r'guide|page|dokument|kontext)\b|\b(described|mentioned|shown|listed)\s+(here|above|below)\b|'
+    r'\b(le|du)\s+document\b|\bdel documento\b')
 
 @scripted_reply('critique_standalone')
 def scripted_standalone(messages:list, rng:random.Random)->str:
@@ -716,10 +713,12 @@ def scripted_standalone(messages:list, rng:random.Random)->str:
     q = _field(_first_user(messages), 'Question:', '\n\nAnswer:::')
     if q in SEED_EXAMPLE:
         s = SEED_EXAMPLE[q][2]
-        why = {3: "The question names the OpenAI Cookbook, but 'the best contributions' assumes a particular guide that ranks them.",
-               1: "The question refers to 'the rubric' without saying which one, so it cannot be understood on its own.",
+        why = {3: "The question names the OpenAI Cookbook, but 'the best contributions' assumes a particular guide "
+                  "that ranks them.",
+               1: "The question refers to 'the rubric' without saying which one, so it cannot be understood on its "
+                  "own.",
                4: "The question is clear by itself; 'the criterion' needs a little knowledge of how content is "
-               "reviewed."}[s]
+                  "reviewed."}[s]
         return _rating_reply(why, s, rng)
     if m := _SETTING.search(q):
         return _rating_reply(f"The question refers to '{m.group(0)}', a setting it does not name.", 1, rng)
@@ -858,10 +857,10 @@ _T = {  # the scripted model's phrasings, by language
                    use='Unter welcher Bedingung {v} {x} {a}?', about='Was muss man über {x} wissen?',
                    long='Als {r} muss ich wissen: '),
 }
-_QWORDS = set("""what which when where who why how does do did is are can should would will could the a an of to in on for and or
-with by from that this it i me my if use qu est ce que quelle quel quels quelles comment pourquoi faut il le la les de des du
-et ou un une si se que was wie warum welche welcher ist sind der die das ein eine und oder zu von mit man wenn
-know about matter happens happen need savoir sur faut wissen über muss""".split())
+_QWORDS = set("""what which when where who why how does do did is are can should would will could the a an of to in on
+for and or with by from that this it i me my if use qu est ce que quelle quel quels quelles comment pourquoi faut il le
+la les de des du et ou un une si se que was wie warum welche welcher ist sind der die das ein eine und oder zu von mit
+man wenn know about matter happens happen need savoir sur faut wissen über muss""".split())
 
 def _lower1(s:str)->str: return s[:1].lower() + s[1:] if s[:2] != s[:2].upper() else s
 
@@ -1041,10 +1040,10 @@ def _scripted_multimodal(messages:list, rng)->str:
 from .checker import json_reply, overlap_judge
 
 # %% ../nbs/06_checker.ipynb #bfa12723
-_CLAIM_VERBS = set('is are was were has have had can could may might will would does do did became becomes includes include '
-             'contains contain flows flow stretches stretch runs run lies lie reaches reach suggests suggest shows '
-             'show '
-             'means mean provides provide requires require uses use allows allow offers offer considered'.split())
+_CLAIM_VERBS = set('is are was were has have had can could may might will would does do did became becomes '
+                   'includes include contains contain flows flow stretches stretch runs run lies lie reaches '
+                   'reach suggests suggest shows show means mean provides provide requires require uses use '
+                   'allows allow offers offer considered'.split())
 
 def _subject_split(s:str) -> tuple:
     "Words of a sentence before its verb, the verb, and the rest."

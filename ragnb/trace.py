@@ -272,7 +272,8 @@ def generation_trace(dataset, # A `Dataset`, its DataFrame, or `QA` records
                     ) -> TraceState:
     "Row by row, the chain from passage to decision."
     rows, traces = _rows(dataset), tracer(source)
-    titles = [f"{r['id']} · {'kept' if r.get('kept') else 'dropped'} · generator {model_name(_get(r, 'generator_model'))}, "
+    titles = [f"{r['id']} · {'kept' if r.get('kept') else 'dropped'} · "
+              f"generator {model_name(_get(r, 'generator_model'))}, "
               f"critic {model_name(_get(r, 'critic_model'))}" for r in rows]
     return TraceState([r['id'] for r in rows], titles, lambda i: generation_steps(rows[i], traces), 'generation', rows)
 
@@ -418,9 +419,9 @@ def check_steps(result:dict, # A RAGChecker result
     tasks = ['answer', 'response'] + [f'chunk/{j}' for j in range(len(result['retrieved_context']))]
     out = []
     for t in tasks:
-        name, ref = (('the ground-truth answer', result['gt_answer']) if t == 'answer' else ('the response', result['response'])
-                     if t == 'response' else (f"retrieved chunk {t[6:]}",
-                                              result['retrieved_context'][int(t[6:])]['text']))
+        name, ref = (('the ground-truth answer', result['gt_answer']) if t == 'answer'
+                     else ('the response', result['response']) if t == 'response'
+                     else (f"retrieved chunk {t[6:]}", result['retrieved_context'][int(t[6:])]['text']))
         mine = sorted((e for e in exs if re.fullmatch(re.escape(f"{qid}/{t}") + r'#\d+', str(e.item_id))),
                       key=lambda e: str(e.item_id))
         labels = _label_sets(result, t)
@@ -515,9 +516,8 @@ def parsing_steps(page:ParsedPage, # A parsed page (or one read back by `pages_f
                   html=''.join(f"<div class='ragnb-table'><b>{html.escape(n)}</b>{sanitize_html(t)}</div>" for n,
                                t in page.tables.items()))
     crops = Step('crops', f"{len(page.images)} cited", dict(page.images),
-                 html=''.join(
-                     f"<figure style='display:inline-block;margin:4px'>{_png(c, 160)}<figcaption>{html.escape(n)}</figcaption></figure>"
-                              for n, c in page.images.items()))
+                 html=''.join(f"<figure style='display:inline-block;margin:4px'>{_png(c, 160)}"
+                              f"<figcaption>{html.escape(n)}</figcaption></figure>" for n, c in page.images.items()))
     f = {'mode': page.mode} | {f"warning {i+1}": w for i, w in enumerate(page.warnings)}
     if page.failure is not None: f['failure'] = f"{page.failure.kind}: {page.failure.message}"
     return ([img] + exchange_steps(ex, 'page', 'raw markdown')
