@@ -430,7 +430,7 @@ def _cli_check(args) -> int:
 
 def add_cli(sub):
     "Register `ragnb check`."
-    p = sub.add_parser('check', help="RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics")
+    p = sub.add_parser('check')
     p.add_argument('input', help="RAGChecker input JSON ({'results': [...]})")
     p.add_argument('--out', required=True, help='output JSON; resumed from when it exists')
     p.add_argument('--extractor-model', default=None)

@@ -7,17 +7,17 @@ from __future__ import annotations
 import argparse, importlib, sys
 
 # %% auto #0
-__all__ = ['COMMANDS', 'build_parser', 'main']
+__all__ = ['COMMANDS', 'Subcommands', 'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #29d6ebc5
 COMMANDS = {  # command: (module that defines it, one-line help)
-    'demo': ('ragnb.demo',
-             'run the whole pipeline end to end on bundled documents (offline unless an endpoint is set)'),
+    'demo': ('ragnb.demo', 'run the whole pipeline end to end on bundled documents, with a report (live, local, '
+                           'replayed or scripted)'),
     'generate': ('ragnb.generate', 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
     'regions': ('ragnb.pdf', 'find figure and table regions in a PDF (no model)'),
     'parse': ('ragnb.multimodal', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
-    'check': ('ragnb.checker', "RAGChecker claim extraction and entailment checking of RAG results"),
+    'check': ('ragnb.checker', "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
     'metrics': ('ragnb.metrics', "RAGChecker's 11 metrics from a checked results file (no model call)"),
     'run': ('ragnb.systems',
             'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
@@ -31,6 +31,20 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'scripted-server': ('ragnb.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),
 }
 
+# %% ../nbs/09_cli.ipynb #9a60a9b8
+class Subcommands:
+    "argparse's subparsers as the modules' `add_cli` sees them: each command's help comes from `COMMANDS` alone."
+    def __init__(self, sub): self.sub = sub  # `parser.add_subparsers()` of the `ragnb` parser
+
+    def add_parser(self, name:str, # A command of `COMMANDS`
+                   **kw # argparse options of the command's parser (not `help`: `COMMANDS` holds it)
+                  ) -> argparse.ArgumentParser:
+        "Add command `name` with its help from `COMMANDS` (also its description unless the module gives one)."
+        help = COMMANDS[name][1]
+        if kw.pop('help', help) != help: raise ValueError(f"ragnb {name}: help differs from ragnb.cli.COMMANDS")
+        return self.sub.add_parser(name, help=help, **{'description': help, **kw})
+
+# %% ../nbs/09_cli.ipynb #0ac1fad1
 def build_parser(command:str|None=None) -> argparse.ArgumentParser:
     "The `ragnb` parser; with `command`, that command's module adds its full parser, the others stay one-line entries."
     from ragnb import __version__
@@ -46,7 +60,7 @@ def build_parser(command:str|None=None) -> argparse.ArgumentParser:
             if e.name != name: raise
     added = set()
     if mod is not None and hasattr(mod, 'add_cli'):
-        mod.add_cli(sub)
+        mod.add_cli(Subcommands(sub))
         added = set(sub.choices)
     for c, (_, help) in COMMANDS.items():
         if c not in added: sub.add_parser(c, help=help)

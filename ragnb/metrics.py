@@ -551,7 +551,7 @@ def add_cli(
     sub,  # the `argparse` subparsers of the `ragnb` command
 ):
     "Register `ragnb metrics`."
-    p = sub.add_parser('metrics', help="RAGChecker's 11 metrics from a checked results file (no model call)")
+    p = sub.add_parser('metrics')
     p.add_argument('file', help='RAGChecker JSON with the four label matrices per result')
     add_engine_args(p)
     p.set_defaults(func=_cli_metrics)

@@ -223,7 +223,7 @@ def add_cli(
     sub,  # the `argparse` subparsers of the `ragnb` command
 ):
     "Add the `parse` subcommand to the `ragnb` command."
-    p = sub.add_parser('parse', help='parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images')
+    p = sub.add_parser('parse')
     p.add_argument('file', help='PDF, DOCX or PPTX file')
     p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
     p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')

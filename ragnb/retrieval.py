@@ -631,7 +631,7 @@ def add_cli(
     sub   # the `ragnb` command's subparsers
 ):
     "Add the `retrieval` subcommand to the `ragnb` command."
-    p = sub.add_parser('retrieval', help='score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k')
+    p = sub.add_parser('retrieval')
     p.add_argument('dataset', help='JSONL (or Parquet) dataset with question, source_doc, evidence and its offsets')
     p.add_argument('--docs', help='folder (or file) of the source documents (default: source_doc paths)')
     p.add_argument('--glob', default='*.md,*.mdx', type=lambda s: tuple(s.split(',')),

@@ -454,7 +454,7 @@ ScriptedServer.batch_api, ScriptedServer._batch_line, ScriptedServer._run_batch 
 
 # %% ../nbs/02_scripted.ipynb #dacdd03b
 def add_cli(sub):
-    p = sub.add_parser('scripted-server', help="run ragnb's scripted OpenAI-compatible test server on 127.0.0.1")
+    p = sub.add_parser('scripted-server')
     p.add_argument('--port', type=int, default=8765)
     p.add_argument('--latency', type=float, default=0.0, help='seconds per reply')
     p.add_argument('--fault-rate', type=float, default=0.0, help='share of requests answered 429/500 (half each)')

@@ -356,7 +356,7 @@ def show(path:str|Path, # A dataset, RAGChecker results, or a parse folder / man
 def add_cli(sub # The `ragnb` command's subparsers
            ):
     "Register `ragnb show`."
-    p = sub.add_parser('show', help='print the model exchanges behind one dataset row, checked result or parsed page')
+    p = sub.add_parser('show')
     p.add_argument('file',
                    help='a dataset (.jsonl/.parquet), RAGChecker results (.json), or a parse folder / manifest.json')
     p.add_argument('id', help='row id, query id, or page number')
