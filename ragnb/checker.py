@@ -21,7 +21,8 @@ from .prompts import get_prompt
 from .metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics, check_unique_ids
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
-def json_reply(text:str):
+def json_reply(text:str # A model reply
+              ):
     ("The JSON value in a model reply: bare, inside a ```json fence or after a preamble; parsed as data, never "
      "evaluated.")
     t = (text or '').strip()
@@ -52,7 +53,9 @@ class Claims(list):
     def __init__(self, claims=(), dropped=(), total:int=0):
         super().__init__(claims); self.dropped, self.total = list(dropped), total
 
-def cut_list(text:str, key:str='claims') -> list|None:
+def cut_list(text:str, # A JSON reply cut off inside a list
+             key:str='claims' # The list's key
+            ) -> list|None:
     "The complete elements of a `key` list that stops mid-way (cut off by the token limit, or a copied `...`), or None."
     m = re.search(r'"' + re.escape(key) + r'"\s*:\s*\[', text or '')
     if not m: return None
@@ -64,7 +67,9 @@ def cut_list(text:str, key:str='claims') -> list|None:
         out.append(v)
     return out or None
 
-def salvage_claims(text:str, fmt:str='triplet') -> Claims:
+def salvage_claims(text:str, # An extraction reply
+                   fmt:str='triplet' # 'triplet' or 'sentence'
+                  ) -> Claims:
     ("Every well-formed claim of an extraction reply (also of one cut off mid-list); malformed and repeated elements "
      "are dropped and listed.")
     try: v = json_reply(text)
@@ -88,18 +93,22 @@ def salvage_claims(text:str, fmt:str='triplet') -> Claims:
         seen[k] = i; out.append(c)
     return out
 
-def parse_claims(text:str, fmt:str='triplet') -> list:
+def parse_claims(text:str, # An extraction reply
+                 fmt:str='triplet' # 'triplet' or 'sentence'
+                ) -> list:
     ("Claims from an extraction reply: `[subject, predicate, object]` triplets or sentences; any malformed one is a "
      "`ParseError`.")
     out = salvage_claims(text, fmt)
     if out.dropped: raise ParseError(out.dropped[0][1])
     return list(out)
 
-def claim_text(c) -> str:
+def claim_text(c # A claim: a sentence, or a [subject, predicate, object] triplet
+              ) -> str:
     "A claim as the checker sees it: a sentence as is, a triplet as `(subject, predicate, object)`."
     return c if isinstance(c, str) else '(' + ', '.join(c) + ')'
 
-def claims_schema(fmt:str='triplet') -> dict:
+def claims_schema(fmt:str='triplet' # 'triplet' or 'sentence'
+                 ) -> dict:
     ("The JSON schema of an extraction reply, sent where the endpoint takes one; it has the prompt's shape (triplets "
      "as 3-text arrays).")
     # a schema that differs from the prompt's example starves a small model: objects for triplets gave {"claims": []}
@@ -109,13 +118,16 @@ def claims_schema(fmt:str='triplet') -> dict:
             'properties':{'claims':{'type':'array', 'items':item}}}
 
 # %% ../nbs/06_checker.ipynb #cb09dbf0
-def numbered(claims:list, idx:list) -> str:
+def numbered(claims:list, # All claims of a task
+             idx:list # Positions of the claims to show
+            ) -> str:
     "The claims at positions `idx`, one per line, numbered from 1 by their position in the full list."
     return '\n'.join(f"{j + 1}. {claim_text(claims[j])}" for j in idx)
 
 _CANON = {l.lower(): l for l in LABELS}
 
-def parse_labels(text:str) -> dict:
+def parse_labels(text:str # A checking reply
+                ) -> dict:
     ("Claim number -> label from a checking reply (also one cut off mid-list); entries without a number or a known "
      "label are dropped.")
     try: v = json_reply(text)
@@ -158,7 +170,8 @@ class CheckOutcome:
 Checker = Callable[[list], list]   # list[CheckTask] -> list[CheckOutcome]
 
 # %% ../nbs/06_checker.ipynb #a7545c9f
-def pairwise_checker(judge:Callable) -> Checker:
+def pairwise_checker(judge:Callable # `judge(claim_text, reference, question) -> label`, one claim at a time
+                    ) -> Checker:
     "A checker from `judge(claim_text, reference, question) -> label`, e.g. an NLI classifier; no LLM involved."
     def check(tasks):
         out = []
@@ -181,7 +194,10 @@ _NEG = {'not', 'no', 'never', 'none', 'nor', 'cannot', "isn't", "aren't", "wasn'
 
 def _words(s:str) -> set: return {w for w in re.findall(r"[\w'-]+", s.lower()) if w not in _STOP and len(w) > 1}
 
-def overlap_judge(claim:str, reference:str, question:str='') -> str:
+def overlap_judge(claim:str, # The claim as text
+                  reference:str, # The text to check it against
+                  question:str='' # The question (not used by this judge)
+                 ) -> str:
     "Entailment when most of the claim's content words are in the reference; Contradiction if only a negation differs."
     w, ref = _words(claim), _words(reference)
     content = w - _NEG
@@ -202,7 +218,10 @@ LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'addi
                                                                                     'type':'string', 'enum':list(
                                                                                         LABELS)}}}}}}
 
-def llm_checker(llm:LLM, model:str|None=None, rounds:int=3) -> Checker:
+def llm_checker(llm:LLM, # The model that labels the claims
+                model:str|None=None, # Model name; default: the LLM's
+                rounds:int=3 # Most calls per task (the first, then re-asks for missing labels)
+               ) -> Checker:
     ("A checker that labels all of a task's claims in one call, then re-asks only for missing ones (at most `rounds` "
      "calls).")
     check_p, repair_p = get_prompt('check_claims'), get_prompt('repair_json')
@@ -265,7 +284,11 @@ def _too_little(c:Claims) -> str|None:
     if not c: return "you listed no claims, but the text states facts; list the factual claims it makes"
     return None
 
-def extract_claims(results:list, llm:LLM, claim_format:str='triplet', model:str|None=None):
+def extract_claims(results:list, # `RAGResult`s; those with claims already are left as they are
+                   llm:LLM, # The extractor model
+                   claim_format:str='triplet', # 'triplet' or 'sentence'
+                   model:str|None=None # Model name; default: the LLM's
+                  ):
     ("Fill `response_claims` and `gt_answer_claims` where None: malformed claims are dropped with a warning; too few "
      "left gets one repair turn.")
     if claim_format not in CLAIM_FORMATS:
@@ -324,7 +347,9 @@ def _tasks(r:RAGResult) -> tuple:
                         [(f, len(cs)) for f, cs in need]))
     return out, need
 
-def check_claims(results:list, checker:Checker):
+def check_claims(results:list, # `RAGResult`s with their claims extracted
+                 checker:Checker # Labels the claims of each task
+                ):
     "Fill the four label sets where they are None, one checker task per (result, reference)."
     plan = [(r, *_tasks(r)) for r in results]
     tasks = [t for _, ts, _ in plan for t, _, _ in ts]
@@ -347,11 +372,16 @@ def check_claims(results:list, checker:Checker):
 # %% ../nbs/06_checker.ipynb #9884db5c
 RAGCHECKER_JOINT = 5   # claims per checking call in RAGChecker's joint checking
 
-def ragchecker_calls(n_resp:int, n_gt:int, n_chunks:int, joint:int=RAGCHECKER_JOINT) -> int:
+def ragchecker_calls(n_resp:int, # Response claims
+                     n_gt:int, # Ground-truth answer claims
+                     n_chunks:int, # Retrieved chunks
+                     joint:int=RAGCHECKER_JOINT # Claims RAGChecker checks per call
+                    ) -> int:
     "Calls RAGChecker makes for one result: 2 extractions, then claims in groups of `joint` per reference."
     return 2 + (math.ceil(n_resp / joint) + math.ceil(n_gt / joint)) * (1 + n_chunks)
 
-def usage_table(results:list) -> pd.DataFrame:
+def usage_table(results:list # Checked `RAGResult`s (their `ragnb` usage records)
+               ) -> pd.DataFrame:
     "Calls and tokens per result, beside what RAGChecker's joint checking would need for the same claims."
     rows = []
     for r in results:
@@ -381,8 +411,14 @@ class CheckRun:
                 + (f"<ul>{ws}</ul>" if ws else '')
                 + self.usage.to_html() + self.scores._repr_html_())
 
-def run_checks(results, llm:LLM|None=None, claim_format:str='triplet', extractor_model:str|None=None,
-               checker_model:str|None=None, checker:Checker|None=None, out=None) -> CheckRun:
+def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a list of results
+               llm:LLM|None=None, # The model for both stages; default `LLM()` from the environment
+               claim_format:str='triplet', # 'triplet' (RAGChecker's) or 'sentence'
+               extractor_model:str|None=None, # Model for claim extraction; default: the LLM's
+               checker_model:str|None=None, # Model for checking; default: the LLM's
+               checker:Checker|None=None, # Another checker (e.g. an NLI model); default: `llm_checker`
+               out=None # JSON file to write RAGChecker's output to (and to resume from)
+              ) -> CheckRun:
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
     check_unique_ids(results)   # before any call: results are matched by id when they are scored and saved
@@ -428,7 +464,8 @@ def _cli_check(args) -> int:
     print(f"ragnb check: wrote {out}; {llm.usage}", file=sys.stderr)
     return 1 if fails else 0
 
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Register `ragnb check`."
     p = sub.add_parser('check')
     p.add_argument('input', help="RAGChecker input JSON ({'results': [...]})")

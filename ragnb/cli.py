@@ -45,7 +45,8 @@ class Subcommands:
         return self.sub.add_parser(name, help=help, **{'description': help, **kw})
 
 # %% ../nbs/09_cli.ipynb #0ac1fad1
-def build_parser(command:str|None=None) -> argparse.ArgumentParser:
+def build_parser(command:str|None=None # The command being run, if any (only its module is imported)
+                ) -> argparse.ArgumentParser:
     "The `ragnb` parser; with `command`, that command's module adds its full parser, the others stay one-line entries."
     from ragnb import __version__
     parser = argparse.ArgumentParser(prog='ragnb', description='Evaluate retrieval-augmented generation: synthetic QA '
@@ -66,7 +67,8 @@ def build_parser(command:str|None=None) -> argparse.ArgumentParser:
         if c not in added: sub.add_parser(c, help=help)
     return parser
 
-def main(argv:list[str]|None=None) -> int:
+def main(argv:list[str]|None=None # Arguments after `ragnb`; default `sys.argv[1:]`
+        ) -> int:
     "Entry point of the `ragnb` console command."
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(next((a for a in argv if not a.startswith('-')), None))

@@ -38,11 +38,18 @@ class RecordingCache(CallCache):
     "A call cache that remembers the keys a run read or wrote, so a recording holds that run's calls and no others."
     def __init__(self, path):
         super().__init__(path); self.used = set()
-    def get(self, key):
+    def get(self, key # A `cache_key`
+           ):
+        "The stored record for `key`, or None; a hit is remembered."
         rec = super().get(key)
         if rec is not None: self.used.add(key)
         return rec
-    def put(self, key, record, *a, **kw):
+    def put(self, key, # A `cache_key`
+            record, # What to store
+            *a, # `CallCache.put`'s other arguments
+            **kw # `CallCache.put`'s other keyword arguments
+           ):
+        "Store `record` and remember `key`."
         super().put(key, record, *a, **kw); self.used.add(key)
 
 def export_calls(cache:CallCache, # The calls of a run
@@ -64,7 +71,8 @@ def export_calls(cache:CallCache, # The calls of a run
                                     record=json.loads(record)), ensure_ascii=False) + '\n')
     return path
 
-def read_recording(path:str|Path) -> tuple[dict, list[dict]]:
+def read_recording(path:str|Path # A recording (JSONL)
+                  ) -> tuple[dict, list[dict]]:
     "The metadata and the call rows of a recording."
     lines = [json.loads(l) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
     if not lines or 'meta' not in lines[0]:
@@ -98,7 +106,8 @@ def replay_problem(params:dict, # The run's settings: max_chunks, chunk_size, k,
 
 def choose_mode(mode:str='auto', # auto, or one of `MODES`
                 params:dict|None=None, # The run's settings (for replay)
-                log=print) -> str:
+                log=print # Where to print the choice's reason
+               ) -> str:
     "The mode a run uses: live, else local, else replayed, else scripted (or the one asked for)."
     if mode != 'auto':
         if mode not in MODES: raise ValueError(f"mode must be auto or one of {MODES}, not {mode!r}")
@@ -201,7 +210,10 @@ def _retitle(fig, text:str, axes:bool=False, pad:float|None=None):
     else: fig.suptitle(text, x=0.01, ha='left', fontsize=10)
     return fig
 
-def critique_figure(df, model:str, keep:int=KEEP):
+def critique_figure(df, # The dataset's rows
+                    model:str, # The critic model's name
+                    keep:int=KEEP # The keep threshold
+                   ):
     "Critique scores of every generated question, with the model, n, score axes and the keep threshold."
     from ragnb import plots
     fig = plots.plot_critique_scores(df)
@@ -212,7 +224,9 @@ def critique_figure(df, model:str, keep:int=KEEP):
     fig.axes[0].text(keep - 1.4, fig.axes[0].get_ylim()[1]*.97, f'keep \u2265 {keep}', fontsize=8, va='top')
     return _retitle(fig, f"Critique scores of n = {n} generated questions \u00b7 critic: {model}")
 
-def retrieval_figure(report, model:str):
+def retrieval_figure(report, # A `RetrievalReport`
+                     model:str # The model that wrote the questions
+                    ):
     "Retrieval metrics by k with their bootstrap intervals, the model that wrote the questions, and n."
     from ragnb.retrieval import plot_by_k
     from matplotlib.patches import Patch
@@ -228,13 +242,18 @@ def retrieval_figure(report, model:str):
     fig.tight_layout()
     return fig
 
-def metrics_figure(scores, model:str):
+def metrics_figure(scores, # RAGChecker `Scores` of the run
+                   model:str # The model that checked
+                  ):
     "RAGChecker's 11 metrics over the answers, titled with n and the model."
     from ragnb import plots
     fig = plots.plot_metrics(scores)
     return _retitle(fig, f"RAGChecker metrics, n = {len(scores.per_result)} answers \u00b7 {model}", axes=True)
 
-def shares_figure(overall:dict, n_claims:int, model:str):
+def shares_figure(overall:dict, # Overall metrics (percent)
+                  n_claims:int, # Response claims
+                  model:str # The model
+                 ):
     "Where the response claims come from, titled with n and the model."
     from ragnb import plots
     fig = plots.plot_claim_shares({'BM25 + ' + model.split(' (')[0]: overall})
@@ -246,7 +265,9 @@ ENTAILMENT_CAPTION = ("Rows: the claims of the RAG answer (R1, R2, ...) and of t
     "(\u2717, orange) or neither (blank, grey). The narrow column checks each claim against the other answer: response "
     "claims against the ground truth, ground-truth claims against the response.")
 
-def entailment_figure(result:dict, model:str):
+def entailment_figure(result:dict, # One checked result
+                      model:str # The model
+                     ):
     "One result's entailment map, titled with its question (not an id) and the model."
     from ragnb import plots
     import textwrap
@@ -291,7 +312,8 @@ def _dataset_rows(rows:list) -> str:
     df = df[[c for c in cols if c in df.columns]].rename(columns=lambda c: c.replace('_score', ''))
     return _table(df, index=False)
 
-def report_html(out:str|Path) -> str:
+def report_html(out:str|Path # The run's folder
+               ) -> str:
     "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
     import pandas as pd
     out = Path(out)
@@ -423,7 +445,8 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
              record:str|Path|None=None, # Also write this run's calls as a recording (JSONL) here
              model:DemoModel|None=None, # A ready model (its mode label is used as given)
              llm_kw:dict|None=None, # `timeout`, `max_retries` for the live and local model (see `call_options`)
-             log=print) -> dict:
+             log=print # Where progress lines go
+            ) -> dict:
     ("Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures and a "
      "report.")
     from ragnb.documents import load_documents, split_documents
@@ -503,7 +526,8 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         m.stop()
 
 # %% ../nbs/11_demo.ipynb #2c5daad5
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Register `ragnb demo`."
     p = sub.add_parser('demo')
     p.add_argument('src', nargs='*', help='documents to use instead of the bundled samples (folders, files, git URLs)')

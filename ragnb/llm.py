@@ -32,7 +32,8 @@ def default_cache_dir() -> Path:
     import platformdirs
     return Path(platformdirs.user_cache_dir('ragnb'))
 
-def env_model(vision=False) -> str:
+def env_model(vision=False # The model for pages (`RAGNB_VISION_MODEL`) instead of text
+             ) -> str:
     "The model named by the environment (`RAGNB_VISION_MODEL` for pages), else the default."
     if vision and (m := os.environ.get('RAGNB_VISION_MODEL')): return m
     return os.environ.get('RAGNB_MODEL') or DEFAULT_MODEL
@@ -52,7 +53,8 @@ def show_progress() -> bool:
     "Progress bars belong on a terminal or in a Jupyter kernel, never in a log file or a pipe."
     return sys.stderr.isatty() or 'ipykernel' in sys.modules
 
-def add_call_options(p):
+def add_call_options(p # An argparse (sub)parser
+                    ):
     "Add `--timeout` and `--max-retries` to an argparse (sub)parser of a command that calls a model."
     p.add_argument('--timeout', type=float, default=None, help='seconds per attempt of a model call, headers and body '
                    'together (default: RAGNB_TIMEOUT, else 60)')
@@ -60,7 +62,8 @@ def add_call_options(p):
                    help='retries of a model call on 429/5xx/timeouts/connection '
                    'errors (default: RAGNB_MAX_RETRIES, else 4)')
 
-def call_options(args) -> dict:
+def call_options(args # Parsed arguments of a parser given `add_call_options`
+                ) -> dict:
     "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line)."
     return {k: v for k in ('timeout', 'max_retries') if (v := getattr(args, k, None)) is not None}
 
@@ -79,7 +82,8 @@ def check_output(path:str|Path, # Where a command will write its result
     return p
 
 # %% ../nbs/00_llm.ipynb #ee5f19b2
-def text_part(text:str) -> dict:
+def text_part(text:str # The text
+             ) -> dict:
     "An OpenAI content part holding `text`."
     return {'type':'text', 'text':text}
 
@@ -135,15 +139,26 @@ class CallCache:
             self._local.conn = c
         return c
 
-    def get(self, key:str) -> dict|None:
+    def get(self, key:str # A `cache_key`
+           ) -> dict|None:
+        "The stored record for `key`, or None."
         row = self._conn().execute('SELECT record FROM calls WHERE key=?', (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, key:str, record:dict, kind='chat', model=None, prompt=None):
+    def put(self, key:str, # A `cache_key`
+            record:dict, # What to store (JSON-serialisable)
+            kind='chat', # 'chat' or 'embedding'
+            model=None, # Model name
+            prompt=None # Prompt id
+           ):
+        "Store `record` under `key` (replacing an older one)."
         self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)',
                              (key, kind, model, prompt, _canon(record), time.time()))
 
-    def get_feature(self, endpoint:str, model:str, feature:str) -> dict|None:
+    def get_feature(self, endpoint:str, # Endpoint name
+                    model:str, # Model name
+                    feature:str # e.g. 'structured'
+                   ) -> dict|None:
         "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
         try: row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
                                         (endpoint, model, feature)).fetchone()
@@ -151,7 +166,12 @@ class CallCache:
         except sqlite3.OperationalError: return None
         return json.loads(row[0]) if row else None
 
-    def put_feature(self, endpoint:str, model:str, feature:str, record:dict):
+    def put_feature(self, endpoint:str, # Endpoint name
+                    model:str, # Model name
+                    feature:str, # e.g. 'structured'
+                    record:dict # What was learnt (JSON-serialisable)
+                   ):
+        "Remember what was learnt about `feature`."
         c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
         c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
                   'updated REAL, PRIMARY KEY (endpoint, model, feature))')
@@ -189,7 +209,9 @@ class Usage:
     saved_tokens:int=0  # Prompt + completion tokens of the replies the cache answered (not spent again)
     saved_cost:float=0.0  # What those replies cost when they were first made
 
-    def add(self, o:Usage):
+    def add(self, o:Usage # Another usage, added field by field
+           ):
+        "Add `o`'s counts to this usage."
         for f in self.__dataclass_fields__: setattr(self, f, getattr(self, f) + getattr(o, f))
         return self
 
@@ -267,12 +289,16 @@ PRICES = {  # USD per 1M tokens: (input, output)
     'text-embedding-3-small': (0.02, 0.0), 'text-embedding-3-large': (0.13, 0.0), 'scripted-test-model': (0.0, 0.0),
 }
 
-def price_of(model:str) -> tuple[float,float]|None:
+def price_of(model:str # Model name
+            ) -> tuple[float,float]|None:
     "(input, output) USD per 1M tokens for `model`, by longest matching prefix; None when unknown."
     best = max((k for k in PRICES if model == k or model.startswith(k + '-')), key=len, default=None)
     return PRICES[best] if best else None
 
-def cost_of(model:str, prompt_tokens:int, completion_tokens:int=0) -> float|None:
+def cost_of(model:str, # Model name
+            prompt_tokens:int, # Tokens sent
+            completion_tokens:int=0 # Tokens received
+           ) -> float|None:
     "Cost in USD of one call, or None when the model has no price."
     p = price_of(model)
     return None if p is None else (prompt_tokens*p[0] + completion_tokens*p[1]) / 1e6
@@ -280,7 +306,8 @@ def cost_of(model:str, prompt_tokens:int, completion_tokens:int=0) -> float|None
 # %% ../nbs/00_llm.ipynb #9790b644
 RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection'}
 
-def error_kind(e:Exception) -> str:
+def error_kind(e:Exception # An exception raised by a model call
+              ) -> str:
     "Classify an exception from the `openai` client."
     if isinstance(e, openai.APITimeoutError) or isinstance(e, asyncio.TimeoutError): return 'timeout'
     if isinstance(e, openai.APIConnectionError): return 'connection'
@@ -291,7 +318,8 @@ def error_kind(e:Exception) -> str:
         return 'bad_request'
     return 'other'
 
-def retry_after(e:Exception) -> float|None:
+def retry_after(e:Exception # An exception raised by a model call
+               ) -> float|None:
     "Seconds the server asked us to wait (`retry-after-ms` or `retry-after`), if any."
     resp = getattr(e, 'response', None)
     if resp is None: return None
@@ -302,13 +330,18 @@ def retry_after(e:Exception) -> float|None:
     except ValueError: return None
     return None
 
-def backoff_delay(attempt:int, base:float=0.5, cap:float=30.0, hint:float|None=None) -> float:
+def backoff_delay(attempt:int, # Retry number, from 1
+                  base:float=0.5, # Seconds before the first retry
+                  cap:float=30.0, # Longest delay in seconds
+                  hint:float|None=None # Seconds the server asked for, if any
+                 ) -> float:
     "Delay before retry number `attempt` (1-based): the server's hint, else capped exponential backoff with jitter."
     if hint is not None: return min(max(hint, 0.0), cap)
     return min(cap, base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 # %% ../nbs/00_llm.ipynb #ebb6bed4
-def run_sync(coro):
+def run_sync(coro # A coroutine
+            ):
     "Run `coro` to completion from sync code, whether or not an event loop is already running here."
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(coro)
@@ -544,7 +577,8 @@ def response_format(mode:str, # 'json_schema' (OpenAI, vLLM, llama.cpp) or 'json
     if mode == 'json_object': return {'type':'json_object', 'schema':s}
     raise ValueError(f"mode must be one of {STRUCTURED_MODES}, not {mode!r}")
 
-def refuses_format(f:Failure) -> bool:
+def refuses_format(f:Failure # The failure of a call
+                  ) -> bool:
     "Whether a failed call was the endpoint refusing `response_format`: a 4xx or 5xx whose message names it."
     return f.kind in ('bad_request', 'server_error') and bool(_FORMAT_WORDS.search(f.message))
 
@@ -575,7 +609,8 @@ def _remember(self:LLM, model:str, mode:str, status:str, detail:str=''):
     self._features[k] = rec
     if self.cache is not None and not self.replay: self.cache.put_feature(*k, rec)
 
-def structured_mode(self:LLM, model:str|None=None) -> str|None:
+def structured_mode(self:LLM, model:str|None=None # Model name; default: the LLM's
+                   ) -> str|None:
     "How a schema is sent to `model` now: 'json_schema', 'json_object', or None (prompt only)."
     model = model or self.model
     if self.structured == 'off': return None
@@ -765,7 +800,8 @@ def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusEr
     cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
     return cls(f"Error code: {status} - {msg}", response=resp, body=err if err is not None else body)
 
-def fast_path(self:LLM, params:dict) -> bool:
+def fast_path(self:LLM, params:dict # The call's extra parameters
+             ) -> bool:
     ("Whether a chat call with `params` goes over plain aiohttp: not Azure, no custom client options, plain JSON "
      "parameters.")
     return bool(self.fast and aiohttp is not None and not self.azure_endpoint and not self._client_kw
@@ -831,7 +867,10 @@ def _as_request(r, i) -> Request:
     if isinstance(r, dict): return Request(**{'id':i, **r})
     return Request(messages=r, id=i)
 
-def asdict_shallow(dc) -> dict: return {f:getattr(dc, f) for f in dc.__dataclass_fields__}
+def asdict_shallow(dc # A dataclass instance
+                  ) -> dict:
+    "The fields of `dc` as a dict, values as they are (not copied)."
+    return {f:getattr(dc, f) for f in dc.__dataclass_fields__}
 
 def _estimate(self:LLM, requests:Iterable) -> dict:
     "Calls, cache hits, prompt tokens and input cost of a batch, before running it."

