@@ -42,7 +42,8 @@ class BatchJobs:
                 ):
         self.folder = Path(folder)  # made by the first `save`
 
-    def save(self, job:dict):
+    def save(self, job:dict # The job record
+            ):
         "Write `job` atomically (a kill never leaves half a file)."
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.folder/f".{job['job']}.tmp"

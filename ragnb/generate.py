@@ -420,7 +420,10 @@ class Dataset:
             if c in self.df: self.df[c] = self.df[c].astype('Int64')
 
     @classmethod
-    def from_records(cls, qas:list[QA], stats:dict|None=None)->Dataset:
+    def from_records(cls, qas:list[QA], # `QA` records
+                     stats:dict|None=None # Counts of the run that made them
+                    ) -> Dataset:
+        "A dataset from `QA` records."
         cols = [f.name for f in fields(qas[0] if qas else QA)]  # a subclass of QA adds its columns
         return cls(pd.DataFrame([asdict(q) for q in qas], columns=cols), stats)
 
@@ -462,7 +465,8 @@ class Dataset:
         more = f"<p>… {len(self) - 12} more rows</p>" if len(self) > 12 else ''
         return nh3.clean(head + tbl + more)
 
-    def to_jsonl(self, path)->Path:
+    def to_jsonl(self, path # File to write
+                ) -> Path:
         "Write one JSON object per row."
         path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
         with path.open('w', encoding='utf-8') as f:
@@ -470,19 +474,22 @@ class Dataset:
                 f.write(json.dumps(r, ensure_ascii=False, default=str) + '\n')
         return path
 
-    def to_parquet(self, path)->Path:
+    def to_parquet(self, path # File to write
+                  ) -> Path:
         "Write a Parquet file (failures and hops stored as JSON text)."
         path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
         as_json = {c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}
         self.df.assign(**as_json).to_parquet(path, index=False)
         return path
 
-    def save(self, path)->Path:
+    def save(self, path # File to write: .parquet, else JSONL
+            ) -> Path:
         "Save as Parquet if `path` ends in .parquet, else as JSONL."
         return self.to_parquet(path) if str(path).endswith('.parquet') else self.to_jsonl(path)
 
     @classmethod
-    def load(cls, path)->Dataset:
+    def load(cls, path # A file written by `save`
+            ) -> Dataset:
         "Read a dataset written by `save`."
         path = Path(path)
         if path.suffix == '.parquet':
@@ -591,7 +598,8 @@ def all_calls_failed(
 
 # %% ../nbs/04_generate.ipynb #b27605e9
 from .engine import add_engine_args
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Add `ragnb generate` to the command line."
     p = sub.add_parser('generate')
     p.add_argument('src', nargs='+', help='git clone URLs, local repositories, folders or files')

@@ -181,7 +181,10 @@ class FunctionRetriever(Retriever):
     "Wrap `fn(query) -> ranked chunk ids` (or `fn(query, k)`) as a retriever."
     def __init__(self, fn:Callable, name:str|None=None):
         self.fn, self.name = fn, name or getattr(fn, '__name__', 'function')
-    def search(self, queries, k=10):
+    def search(self, queries, # Query texts
+               k=10 # Results per query
+              ):
+        "The `k` best chunks for each query."
         if not self.chunks: raise ValueError(f"{self.name}: call index(chunks) before search")
         known, out = set(self.ids), []
         for q in queries:
