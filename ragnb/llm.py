@@ -1151,8 +1151,7 @@ def select_traces(exchanges:list, # `Exchange`s, any order
 def _cache_traces(self:CallCache,
                   item_id=None, # The item's id in its batch
                   prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-                  prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
-                  contains:str|None=None # Text the request's messages must contain
+                  **filters # `prompts=`, `contains=`: as `select_traces` takes them
                  ) -> list[Exchange]:
     "Stored exchanges of item `item_id`, or of every item whose id starts with `prefix` (see `select_traces`)."
     where, args = ('t.item=?', ('' if item_id is None else str(item_id),)) if prefix is None else \
@@ -1175,7 +1174,7 @@ def _cache_traces(self:CallCache,
                             rec.get('latency', 0.0),
                             rec.get('attempts', 0), rec.get('errors', []), rec.get('parsed'), rec.get('failure'),
                             req.get('endpoint'), run, t))
-    return select_traces(out, prompts, contains)
+    return select_traces(out, **filters)
 
 CallCache.traces = _cache_traces
 
@@ -1183,8 +1182,7 @@ CallCache.traces = _cache_traces
 def _llm_traces(self:LLM,
                 item_id=None, # The item's id in its batch
                 prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-                prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
-                contains:str|None=None # Text the request's messages must contain
+                **filters # `prompts=`, `contains=`: as `select_traces` takes them
                ) -> list[Exchange]:
     "Exchanges of item `item_id` (or of all items whose id starts with `prefix`): this object's, then the cache's."
     mem = self.__dict__.get('_traces', {})
@@ -1192,15 +1190,14 @@ def _llm_traces(self:LLM,
     mine = [e for k in ids for e in mem.get(k, [])]
     seen = {(str(e.item_id), e.key) for e in mine}
     stored = self.cache.traces(item_id, prefix) if self.cache is not None else []
-    return select_traces([e for e in stored if (str(e.item_id), e.key) not in seen] + mine, prompts, contains)
+    return select_traces([e for e in stored if (str(e.item_id), e.key) not in seen] + mine, **filters)
 
 def _trace_for(self:LLM,
                item_id, # The item's id in its batch
-               prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
-               contains:str|None=None # Text the request's messages must contain
+               **filters # `prompts=`, `contains=`: as `select_traces` takes them
               ) -> list[Exchange]:
     "The exchanges of one item, oldest first (see `LLM.traces`)."
-    return self.traces(item_id, prompts=prompts, contains=contains)
+    return self.traces(item_id, **filters)
 
 LLM.traces, LLM.trace_for = _llm_traces, _trace_for
 

@@ -671,6 +671,12 @@ def _rating_reply(ev:str, score:int, rng:random.Random)->str:
     if fmt < 0.2: return f"Answer:::\nEvaluation: {ev}\nTotal rating: {score}/5"
     return f"Answer:::\nEvaluation: {ev}\nTotal rating: {score}"
 
+def _seed_rating(q:str, i:int, why:str|dict, rng:random.Random)->str|None:
+    "Seed question `q`'s score on criterion `i` (`CRITERIA` order) as a reply with `why` (or `why[score]`), else None."
+    if q not in SEED_EXAMPLE: return None
+    s = SEED_EXAMPLE[q][i]
+    return _rating_reply(why[s] if isinstance(why, dict) else why, s, rng)
+
 # %% ../nbs/04_generate.ipynb #081d1ac3
 @scripted_reply('critique_groundedness')
 def scripted_groundedness(messages:list, # The chat request's messages
@@ -679,8 +685,7 @@ def scripted_groundedness(messages:list, # The chat request's messages
     "Scripted groundedness critique: the share of the question's content words found in the context."
     t = _first_user(messages)
     q, ctx = _field(t[:t.rfind('\nContext:')], 'Question:'), _field(t, '\nContext:', '\n\nAnswer:::')
-    if q in SEED_EXAMPLE:
-        return _rating_reply("The context states this directly and unambiguously.", SEED_EXAMPLE[q][0], rng)
+    if seed := _seed_rating(q, 0, "The context states this directly and unambiguously.", rng): return seed
     w = _words(q); found = w & _words(ctx)
     share = len(found) / max(1, len(w))
     score = 5 if share >= .8 else 4 if share >= .6 else 3 if share >= .4 else 2 if share >= .2 else 1
@@ -707,15 +712,13 @@ def scripted_relevance(messages:list, # The chat request's messages
     q = _field(t, 'Question:', '\n\nAnswer:::')
     audience = (re.search(r'how useful this question would be to (.+?), on a scale', t, re.S)
                 or [None, 'the audience'])[1]
-    if q in SEED_EXAMPLE:
-        s = SEED_EXAMPLE[q][1]
-        why = {4: "Knowing what makes a good cookbook contribution helps developers who share examples, though it is "
-                  "not about building itself.",
-               2: "The minimum rubric score for accepting a contribution is an internal review detail; it does not "
-                  "help anyone build applications.",
-               5: "Knowing how the correctness of OpenAI-related content is judged is directly useful when building "
-                  "with these tools."}[s]
-        return _rating_reply(why, s, rng)
+    why = {4: "Knowing what makes a good cookbook contribution helps developers who share examples, though it is "
+              "not about building itself.",
+           2: "The minimum rubric score for accepting a contribution is an internal review detail; it does not "
+              "help anyone build applications.",
+           5: "Knowing how the correctness of OpenAI-related content is judged is directly useful when building "
+              "with these tools."}  # the article's reason for each seed score
+    if seed := _seed_rating(q, 1, why, rng): return seed
     tech, proc = len(set(m.lower() for m in _TECH.findall(q))), bool(_PROCESS.search(q))
     score = 2 if proc else 5 if tech >= 2 else 4 if tech == 1 else 3
     ev = (f"For {' '.join(audience.split())}, " + ("a question about repository process is of little use." if proc else
@@ -734,15 +737,13 @@ def scripted_standalone(messages:list, # The chat request's messages
                        ) -> str:
     "Scripted standalone critique: 1 when the question refers to an unnamed setting, else 4-5."
     q = _field(_first_user(messages), 'Question:', '\n\nAnswer:::')
-    if q in SEED_EXAMPLE:
-        s = SEED_EXAMPLE[q][2]
-        why = {3: "The question names the OpenAI Cookbook, but 'the best contributions' assumes a particular guide "
-                  "that ranks them.",
-               1: "The question refers to 'the rubric' without saying which one, so it cannot be understood on its "
-                  "own.",
-               4: "The question is clear by itself; 'the criterion' needs a little knowledge of how content is "
-                  "reviewed."}[s]
-        return _rating_reply(why, s, rng)
+    why = {3: "The question names the OpenAI Cookbook, but 'the best contributions' assumes a particular guide "
+              "that ranks them.",
+           1: "The question refers to 'the rubric' without saying which one, so it cannot be understood "
+              "on its own.",
+           4: "The question is clear by itself; 'the criterion' needs a little knowledge of how content is "
+              "reviewed."}  # the article's reason for each seed score
+    if seed := _seed_rating(q, 2, why, rng): return seed
     if m := _SETTING.search(q):
         return _rating_reply(f"The question refers to '{m.group(0)}', a setting it does not name.", 1, rng)
     named = bool(re.search(r'`|\d|\b[A-Z][\w-]*[A-Z\d]\w*|\b(?!What|Which|How|Who|When|Where|Why|Was|Qu)[A-Z][a-z]+',
