@@ -211,12 +211,9 @@ def _problem(res, idx) -> str:
     return f"it had no valid label for claim(s) {', '.join(str(j + 1) for j in idx)}"
 
 LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'additionalProperties':False,
-                 'properties':{'labels':{'type':'array', 'items':{'type':'object', 'required':['claim', 'label'],
-                                                                  'additionalProperties':False,
-                                                                  'properties':{'claim':{'type':'integer'},
-                                                                                'label':{
-                                                                                    'type':'string', 'enum':list(
-                                                                                        LABELS)}}}}}}
+                 'properties':{'labels':{'type':'array', 'items':{
+                     'type':'object', 'required':['claim', 'label'], 'additionalProperties':False,
+                     'properties':{'claim':{'type':'integer'}, 'label':{'type':'string', 'enum':list(LABELS)}}}}}}
 
 def llm_checker(llm:LLM, # The model that labels the claims
                 model:str|None=None, # Model name; default: the LLM's

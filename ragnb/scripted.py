@@ -154,8 +154,8 @@ class ScriptedServer:
         self.structured = structured
         self.lock, self.requests, self.httpd, self._seen = threading.Lock(), [], None, {}
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
-        self.seed, self.rate_limits, self._used, self._window_end = (seed, rate_limits or {},
-                                                                     {'requests':0, 'tokens':0}, 0.0)
+        self.seed, self.rate_limits = seed, rate_limits or {}
+        self._used, self._window_end = {'requests':0, 'tokens':0}, 0.0
         self.batch_latency, self.batch_faults, self.expire_after, self.expire_batches = (
             batch_latency, batch_faults or {}, expire_after, expire_batches)
         self.files, self.batches = {}, {}  # the Batch API's uploaded files and batches
