@@ -42,7 +42,8 @@ class BatchJobs:
                 ):
         self.folder = Path(folder)  # made by the first `save`
 
-    def save(self, job:dict):
+    def save(self, job:dict # The job record
+            ):
         "Write `job` atomically (a kill never leaves half a file)."
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.folder/f".{job['job']}.tmp"
@@ -96,7 +97,8 @@ async def submit(llm:LLM, # The LLM whose requests these are
     for chunk in _chunks(lines, max_requests, max_bytes):
         data = b''.join(chunk)
         keys = [key_of_line(json.loads(b)) for b in chunk]
-        job = {'job':f"job-{time.strftime('%Y%m%d-%H%M%S')}-{hashlib.sha256(data).hexdigest()[:10]}", 'created':time.time(),
+        job = {'job':f"job-{time.strftime('%Y%m%d-%H%M%S')}-{hashlib.sha256(data).hexdigest()[:10]}",
+               'created':time.time(),
                'endpoint':llm.base_url, 'url':lines[0]['url'], 'status':'uploading', 'batch_id':None,
                'keys':{k:[reqs[k].model or llm.model, prompt_id(reqs[k].prompt)] for k in keys}}
         f = await client.files.create(file=(f"ragnb-{job['job']}.jsonl", data), purpose='batch')
@@ -110,7 +112,8 @@ async def wait(llm:LLM, # Gives the client and the progress setting
                poll:float=30.0, # Seconds between status checks
                desc:str='Batch API' # Progress bar label
               ) -> dict:
-    "Poll the jobs' batches until each has ended (completed, failed, expired or cancelled); {job id: last batch object}."
+    ("Poll the jobs' batches until each has ended (completed, failed, expired or cancelled); {job id: last batch "
+     "object}.")
     client, last = llm.client(), {}
     bar = tqdm(total=sum(len(j['keys']) for j in jobs), desc=desc, disable=not llm.progress, leave=False)
     try:
@@ -118,8 +121,10 @@ async def wait(llm:LLM, # Gives the client and the progress setting
             for j in jobs:
                 if j['job'] in last and last[j['job']].status in TERMINAL: continue
                 try: last[j['job']] = await client.batches.retrieve(j['batch_id'])
-                except openai.NotFoundError: last[j['job']] = None  # the endpoint no longer knows it (a restarted test server)
-            done = sum((b.request_counts.completed + b.request_counts.failed) if b and b.request_counts else 0 for b in last.values())
+                # the endpoint no longer knows it (a restarted test server)
+                except openai.NotFoundError: last[j['job']] = None
+            done = sum((b.request_counts.completed + b.request_counts.failed) if b and b.request_counts else 0
+                       for b in last.values())
             bar.update(done - bar.n)
             if all(b is None or b.status in TERMINAL for b in last.values()): return last
             bar.set_postfix_str(', '.join(sorted({b.status for b in last.values() if b})))
@@ -151,7 +156,8 @@ async def collect(llm:LLM, # The cache to fill
         body = resp.get('body') or {}
         ch = (body.get('choices') or [{}])[0]
         text = (ch.get('message') or {}).get('content')
-        if resp.get('status_code') != 200 or text is None: failed[k] = _reason(line) if resp.get('status_code') != 200 else 'empty reply'; continue
+        if resp.get('status_code') != 200 or text is None:
+            failed[k] = _reason(line) if resp.get('status_code') != 200 else 'empty reply'; continue
         if k not in job['keys']: continue
         model, pid = job['keys'][k]
         u = body.get('usage') or {}
@@ -173,15 +179,18 @@ async def abatch_api(llm:LLM, # The LLM: its cache receives the replies
                      desc:str='LLM calls', # Progress bar label
                      poll:float|None=None, # Seconds between status checks; default `RAGNB_BATCH_POLL` or 30
                      window:str='24h', # Completion window of new batches
-                     on_expired:str='resubmit', # What to do with an expired batch's unfinished requests: 'resubmit' or 'online'
+                     on_expired:str='resubmit', # An expired batch's unfinished requests: 'resubmit' or 'online'
                      max_rounds:int=3, # Most batches in a row for the same requests (resubmitted after expiry)
                      max_requests:int=50_000 # Lines per batch
                     ) -> list[Result]:
-    "`LLM.abatch` through the provider's Batch API: submit what the cache lacks, wait, fill the cache, then answer as online."
-    if on_expired not in ('resubmit', 'online'): raise ValueError(f"on_expired must be 'resubmit' or 'online', not {on_expired!r}")
+    ("`LLM.abatch` through the provider's Batch API: submit what the cache lacks, wait, fill the cache, then answer as "
+     "online.")
+    if on_expired not in ('resubmit', 'online'):
+        raise ValueError(f"on_expired must be 'resubmit' or 'online', not {on_expired!r}")
     reqs = as_requests(requests)
     if llm.cache is None: raise ValueError("batch mode fills the call cache: make the LLM with cache=True")
-    if llm.replay: return await llm.abatch(reqs, parse, desc, show_estimate=0, mode='online')  # answers come from the cache only
+    # answers come from the cache only
+    if llm.replay: return await llm.abatch(reqs, parse, desc, show_estimate=0, mode='online')
     poll = float(os.environ.get('RAGNB_BATCH_POLL', 30)) if poll is None else poll
     todo = {}
     for r in reqs:
@@ -189,7 +198,8 @@ async def abatch_api(llm:LLM, # The LLM: its cache receives the replies
         if k not in todo and k not in llm.cache: todo[k] = r
     jobs, filled = BatchJobs(llm.cache.path.parent/'batches'), {}
     active = [j for j in jobs.open(llm.base_url) if todo.keys() & j['keys'].keys()]
-    for j in active: print(f"{desc}: resuming Batch API job {j['job']} (batch {j.get('batch_id') or 'not yet created'})")
+    for j in active:
+        print(f"{desc}: resuming Batch API job {j['job']} (batch {j.get('batch_id') or 'not yet created'})")
     for j in active: await _start(llm.client(), j, jobs, window)
     pending = {k: r for k, r in todo.items() if not any(k in j['keys'] for j in active)}
     for rnd in range(max_rounds):
@@ -199,10 +209,13 @@ async def abatch_api(llm:LLM, # The LLM: its cache receives the replies
         for j in active:
             got, failed = await collect(llm, j, last[j['job']])
             jobs.save(j); filled.update(got)
-            if failed: print(f"{desc}: batch {j['batch_id']} {j['batch_status']}: {len(got)} replies, {len(failed)} without a reply "
+            if failed:
+                print(f"{desc}: batch {j['batch_id']} {j['batch_status']}: {len(got)} replies, {len(failed)} without a "
+                      "reply "
                              f"(e.g. {next(iter(failed.values()))})")
             if j['batch_status'] == 'expired' and on_expired == 'resubmit':
-                pending.update({k: todo[k] for k, why in failed.items() if k in todo and why.startswith('batch_expired')})
+                pending.update({k: todo[k] for k,
+                                why in failed.items() if k in todo and why.startswith('batch_expired')})
         active = []
     return _as_batch_calls(llm, await llm.abatch(reqs, parse, desc, show_estimate=0, mode='online'), filled)
 
@@ -213,7 +226,8 @@ def _as_batch_calls(llm:LLM, results:list[Result], filled:dict) -> list[Result]:
         model, pt, ct = filled.pop(res.key)
         c = cost_of(model, pt, ct)
         llm.usage.add(Usage(cached=-1, saved_tokens=-res.usage.saved_tokens, saved_cost=-res.usage.saved_cost))
-        res.usage = Usage(calls=1, prompt_tokens=pt, completion_tokens=ct, cost=(c or 0.0) * BATCH_DISCOUNT, unpriced=int(c is None))
+        res.usage = Usage(calls=1, prompt_tokens=pt, completion_tokens=ct, cost=(c or 0.0) * BATCH_DISCOUNT,
+                          unpriced=int(c is None))
         llm.usage.add(res.usage)
         res.cached, res.attempts = False, 1
     return results

@@ -21,8 +21,10 @@ from .prompts import get_prompt
 from .metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics, check_unique_ids
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
-def json_reply(text:str):
-    "The JSON value in a model reply: bare, inside a ```json fence or after a preamble; parsed as data, never evaluated."
+def json_reply(text:str # A model reply
+              ):
+    ("The JSON value in a model reply: bare, inside a ```json fence or after a preamble; parsed as data, never "
+     "evaluated.")
     t = (text or '').strip()
     try: return json.loads(t)
     except json.JSONDecodeError: pass
@@ -51,7 +53,9 @@ class Claims(list):
     def __init__(self, claims=(), dropped=(), total:int=0):
         super().__init__(claims); self.dropped, self.total = list(dropped), total
 
-def cut_list(text:str, key:str='claims') -> list|None:
+def cut_list(text:str, # A JSON reply cut off inside a list
+             key:str='claims' # The list's key
+            ) -> list|None:
     "The complete elements of a `key` list that stops mid-way (cut off by the token limit, or a copied `...`), or None."
     m = re.search(r'"' + re.escape(key) + r'"\s*:\s*\[', text or '')
     if not m: return None
@@ -63,8 +67,11 @@ def cut_list(text:str, key:str='claims') -> list|None:
         out.append(v)
     return out or None
 
-def salvage_claims(text:str, fmt:str='triplet') -> Claims:
-    "Every well-formed claim of an extraction reply (also of one cut off mid-list); malformed and repeated elements are dropped and listed."
+def salvage_claims(text:str, # An extraction reply
+                   fmt:str='triplet' # 'triplet' or 'sentence'
+                  ) -> Claims:
+    ("Every well-formed claim of an extraction reply (also of one cut off mid-list); malformed and repeated elements "
+     "are dropped and listed.")
     try: v = json_reply(text)
     except ParseError: v = None   # no whole JSON value: perhaps a list cut off
     cut = not (isinstance(v, dict) and 'claims' in v) and (part := cut_list(text)) is not None
@@ -73,46 +80,61 @@ def salvage_claims(text:str, fmt:str='triplet') -> Claims:
     else: claims = v.get('claims') if isinstance(v, dict) else v
     if not isinstance(claims, list): raise ParseError('expected {"claims": [...]}')
     out = Claims(total=len(claims) + cut)
-    if cut: out.dropped.append((len(claims), f"the reply stops after claim {len(claims) - 1} (cut off?); the claims before it are kept"))
+    if cut:
+        out.dropped.append((len(claims),
+                            f"the reply stops after claim {len(claims) - 1} (cut off?); the claims before it are kept"))
     seen = {}
     for i, c in enumerate(claims):
         try: c = _claim(c, i, fmt)
         except ParseError as e: out.dropped.append((i, str(e))); continue
         k = json.dumps(c).lower()
-        if k in seen: out.dropped.append((i, f"claim {i} repeats claim {seen[k]}")); continue   # a looping model repeats itself
+        # a looping model repeats itself
+        if k in seen: out.dropped.append((i, f"claim {i} repeats claim {seen[k]}")); continue
         seen[k] = i; out.append(c)
     return out
 
-def parse_claims(text:str, fmt:str='triplet') -> list:
-    "Claims from an extraction reply: `[subject, predicate, object]` triplets or sentences; any malformed one is a `ParseError`."
+def parse_claims(text:str, # An extraction reply
+                 fmt:str='triplet' # 'triplet' or 'sentence'
+                ) -> list:
+    ("Claims from an extraction reply: `[subject, predicate, object]` triplets or sentences; any malformed one is a "
+     "`ParseError`.")
     out = salvage_claims(text, fmt)
     if out.dropped: raise ParseError(out.dropped[0][1])
     return list(out)
 
-def claim_text(c) -> str:
+def claim_text(c # A claim: a sentence, or a [subject, predicate, object] triplet
+              ) -> str:
     "A claim as the checker sees it: a sentence as is, a triplet as `(subject, predicate, object)`."
     return c if isinstance(c, str) else '(' + ', '.join(c) + ')'
 
-def claims_schema(fmt:str='triplet') -> dict:
-    "The JSON schema of an extraction reply, sent where the endpoint takes one; it has the prompt's shape (triplets as 3-text arrays)."
-    s = {'type':'string'}   # a schema that differs from the prompt's example starves a small model: objects for triplets gave {"claims": []}
+def claims_schema(fmt:str='triplet' # 'triplet' or 'sentence'
+                 ) -> dict:
+    ("The JSON schema of an extraction reply, sent where the endpoint takes one; it has the prompt's shape (triplets "
+     "as 3-text arrays).")
+    # a schema that differs from the prompt's example starves a small model: objects for triplets gave {"claims": []}
+    s = {'type':'string'}
     item = s if fmt == 'sentence' else {'type':'array', 'items':s, 'minItems':3, 'maxItems':3}
     return {'title':f'claims_{fmt}', 'type':'object', 'required':['claims'], 'additionalProperties':False,
             'properties':{'claims':{'type':'array', 'items':item}}}
 
 # %% ../nbs/06_checker.ipynb #cb09dbf0
-def numbered(claims:list, idx:list) -> str:
+def numbered(claims:list, # All claims of a task
+             idx:list # Positions of the claims to show
+            ) -> str:
     "The claims at positions `idx`, one per line, numbered from 1 by their position in the full list."
     return '\n'.join(f"{j + 1}. {claim_text(claims[j])}" for j in idx)
 
 _CANON = {l.lower(): l for l in LABELS}
 
-def parse_labels(text:str) -> dict:
-    "Claim number -> label from a checking reply (also one cut off mid-list); entries without a number or a known label are dropped."
+def parse_labels(text:str # A checking reply
+                ) -> dict:
+    ("Claim number -> label from a checking reply (also one cut off mid-list); entries without a number or a known "
+     "label are dropped.")
     try: v = json_reply(text)
     except ParseError: v = None
     if not (isinstance(v, dict) and 'labels' in v) and (part := cut_list(text, 'labels')) is not None:
-        items = part   # a list cut off, or ending in the prompt's own "..." (a small model copies it): its complete entries
+        # a list cut off, or ending in the prompt's own "..." (a small model copies it): its complete entries
+        items = part
     elif v is None: raise ParseError(f"no JSON object in the reply: {(text or '')[:80]!r}")
     else: items = v.get('labels', v) if isinstance(v, dict) else v   # also accepts a bare {number: label} object
     if isinstance(items, dict): items = [{'claim': k, 'label': x} for k, x in items.items()]
@@ -148,7 +170,8 @@ class CheckOutcome:
 Checker = Callable[[list], list]   # list[CheckTask] -> list[CheckOutcome]
 
 # %% ../nbs/06_checker.ipynb #a7545c9f
-def pairwise_checker(judge:Callable) -> Checker:
+def pairwise_checker(judge:Callable # `judge(claim_text, reference, question) -> label`, one claim at a time
+                    ) -> Checker:
     "A checker from `judge(claim_text, reference, question) -> label`, e.g. an NLI classifier; no LLM involved."
     def check(tasks):
         out = []
@@ -157,19 +180,24 @@ def pairwise_checker(judge:Callable) -> Checker:
                 labels = [judge(claim_text(c), t.reference, t.question) for c in t.claims]
                 bad = [i for i, l in enumerate(labels) if l not in LABELS]
                 out.append(CheckOutcome(labels) if not bad else
-                           CheckOutcome(failure=f"judge gave {labels[bad[0]]!r} for claim {bad[0] + 1}, not one of {LABELS}"))
+                           CheckOutcome(failure=f"judge gave {labels[bad[0]]!r} for claim {bad[0] + 1}, not one of "
+                                        f"{LABELS}"))
             except Exception as e: out.append(CheckOutcome(failure=f"{type(e).__name__}: {e}"))
         return out
     return check
 
 # %% ../nbs/06_checker.ipynb #178fdc9a
-_STOP = set('a an the of in on at to for by with from and or but as is are was were be been has have had it its this '
-            'that these those which who what when where how than then there their also into about over such can may'.split())
+_STOP = set('a an the of in on at to for by with from and or but as is are was were be been has have had it '
+            'its this that these those which who what when where how than then there their also into about '
+            'over such can may'.split())
 _NEG = {'not', 'no', 'never', 'none', 'nor', 'cannot', "isn't", "aren't", "wasn't", "doesn't", "don't", "didn't"}
 
 def _words(s:str) -> set: return {w for w in re.findall(r"[\w'-]+", s.lower()) if w not in _STOP and len(w) > 1}
 
-def overlap_judge(claim:str, reference:str, question:str='') -> str:
+def overlap_judge(claim:str, # The claim as text
+                  reference:str, # The text to check it against
+                  question:str='' # The question (not used by this judge)
+                 ) -> str:
     "Entailment when most of the claim's content words are in the reference; Contradiction if only a negation differs."
     w, ref = _words(claim), _words(reference)
     content = w - _NEG
@@ -183,11 +211,16 @@ def _problem(res, idx) -> str:
     return f"it had no valid label for claim(s) {', '.join(str(j + 1) for j in idx)}"
 
 LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'additionalProperties':False,
-                 'properties':{'labels':{'type':'array', 'items':{'type':'object', 'required':['claim', 'label'], 'additionalProperties':False,
-                                                                  'properties':{'claim':{'type':'integer'}, 'label':{'type':'string', 'enum':list(LABELS)}}}}}}
+                 'properties':{'labels':{'type':'array', 'items':{
+                     'type':'object', 'required':['claim', 'label'], 'additionalProperties':False,
+                     'properties':{'claim':{'type':'integer'}, 'label':{'type':'string', 'enum':list(LABELS)}}}}}}
 
-def llm_checker(llm:LLM, model:str|None=None, rounds:int=3) -> Checker:
-    "A checker that labels all of a task's claims in one call, then re-asks only for missing ones (at most `rounds` calls)."
+def llm_checker(llm:LLM, # The model that labels the claims
+                model:str|None=None, # Model name; default: the LLM's
+                rounds:int=3 # Most calls per task (the first, then re-asks for missing labels)
+               ) -> Checker:
+    ("A checker that labels all of a task's claims in one call, then re-asks only for missing ones (at most `rounds` "
+     "calls).")
     check_p, repair_p = get_prompt('check_claims'), get_prompt('repair_json')
     def check(tasks):
         out, got = [CheckOutcome() for _ in tasks], [{} for _ in tasks]
@@ -198,15 +231,18 @@ def llm_checker(llm:LLM, model:str|None=None, rounds:int=3) -> Checker:
             reqs = []
             for i, idx in todo.items():
                 t = tasks[i]
-                m = check_p.messages(question=t.question, reference=t.reference, claims=numbered(t.claims, idx), n=len(idx))
+                m = check_p.messages(question=t.question, reference=t.reference, claims=numbered(t.claims, idx),
+                                     n=len(idx))
                 p = check_p
                 if i in prev and prev[i][2] == idx:   # no progress last time: say what was wrong instead of re-sending
                     pm, pr, _ = prev[i]
                     m = pm + [{'role': 'assistant', 'content': pr.text or ''},
                               {'role': 'user', 'content': repair_p.render(problem=_problem(pr, idx))}]
                     p = repair_p
-                reqs.append((i, idx, m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model, schema=LABELS_SCHEMA)))
-            for (i, idx, m, _), r in zip(reqs, llm.batch([q for *_, q in reqs], desc='checking claims', show_estimate=0)):
+                reqs.append((i, idx, m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model,
+                                                schema=LABELS_SCHEMA)))
+            for (i, idx, m, _), r in zip(reqs,
+                                         llm.batch([q for *_, q in reqs], desc='checking claims', show_estimate=0)):
                 o = out[i]
                 o.calls += 1; o.cached += r.cached
                 o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
@@ -218,7 +254,8 @@ def llm_checker(llm:LLM, model:str|None=None, rounds:int=3) -> Checker:
             if i in todo:
                 last = prev[i][1]
                 why = f"; last reply: {last.failure.kind}: {last.failure.message[:160]}" if not last.ok else ''
-                out[i].failure = f"{len(todo[i])} of {len(t.claims)} claims still unlabelled after {out[i].calls} call(s){why}"
+                out[i].failure = (f"{len(todo[i])} of {len(t.claims)} claims still unlabelled after {out[i].calls} "
+                                  f"call(s){why}")
             else: out[i].labels = [got[i][j] for j in range(len(t.claims))]
         return out
     return check
@@ -244,10 +281,17 @@ def _too_little(c:Claims) -> str|None:
     if not c: return "you listed no claims, but the text states facts; list the factual claims it makes"
     return None
 
-def extract_claims(results:list, llm:LLM, claim_format:str='triplet', model:str|None=None):
-    "Fill `response_claims` and `gt_answer_claims` where None: malformed claims are dropped with a warning; too few left gets one repair turn."
-    if claim_format not in CLAIM_FORMATS: raise ValueError(f"claim_format must be one of {CLAIM_FORMATS}, not {claim_format!r}")
-    p, repair, schema = get_prompt(f'extract_claims_{claim_format}'), get_prompt('repair_json'), claims_schema(claim_format)
+def extract_claims(results:list, # `RAGResult`s; those with claims already are left as they are
+                   llm:LLM, # The extractor model
+                   claim_format:str='triplet', # 'triplet' or 'sentence'
+                   model:str|None=None # Model name; default: the LLM's
+                  ):
+    ("Fill `response_claims` and `gt_answer_claims` where None: malformed claims are dropped with a warning; too few "
+     "left gets one repair turn.")
+    if claim_format not in CLAIM_FORMATS:
+        raise ValueError(f"claim_format must be one of {CLAIM_FORMATS}, not {claim_format!r}")
+    p, repair, schema = (get_prompt(f'extract_claims_{claim_format}'), get_prompt('repair_json'),
+                         claims_schema(claim_format))
     parse = lambda t: salvage_claims(t, claim_format)
     jobs = []
     for r in results:
@@ -257,23 +301,29 @@ def extract_claims(results:list, llm:LLM, claim_format:str='triplet', model:str|
             jobs.append((r, fld, p.messages(question=r.query, text=text), None))
     for attempt in range(2):
         if not jobs: break
-        reqs = [Request(m, prompt=p if attempt == 0 else repair, id=f"{r.query_id}/{fld}", parse=parse, model=model, schema=schema)
+        reqs = [Request(m, prompt=p if attempt == 0 else repair, id=f"{r.query_id}/{fld}", parse=parse, model=model,
+                        schema=schema)
                 for r, fld, m, _ in jobs]
         again = []
         for (r, fld, m, first), res in zip(jobs, llm.batch(reqs, desc='extracting claims', show_estimate=0)):
             _note(r, 'extract', 1, int(res.cached), res.usage.prompt_tokens, res.usage.completion_tokens)
             got = res.value if res.ok else None
-            problem = _too_little(got) if got is not None else (res.failure.message if res.failure.kind == 'parse' else None)
+            problem = (_too_little(got) if got is not None
+                       else (res.failure.message if res.failure.kind == 'parse' else None))
             if attempt == 0 and problem:
                 again.append((r, fld, m + [{'role': 'assistant', 'content': res.text or ''},
                                            {'role': 'user', 'content': repair.render(problem=problem)}], got))
                 continue
-            if first is not None and (got is None or len(first) > len(got)): got = first   # the repair did not do better
+            # the repair did not do better
+            if first is not None and (got is None or len(first) > len(got)): got = first
             if got is None: _fail(r, 'extract', fld, f"{res.failure.kind}: {res.failure.message}"); continue
             setattr(r, fld, list(got))
             for i, why in got.dropped: _warn(r, 'extract', fld, 'dropped_claim', why, claim=i)
-            if not got: _warn(r, 'extract', fld, 'no_claims', f"the {'response' if fld == 'response_claims' else 'ground-truth answer'} "
-                              f"is not empty but no claim was extracted (after {attempt + 1} call(s)); the metrics it would zero are left out")
+            if not got:
+                _warn(r, 'extract', fld, 'no_claims',
+                      f"the {'response' if fld == 'response_claims' else 'ground-truth answer'} "
+                              f"is not empty but no claim was extracted (after {attempt + 1} call(s)); the metrics it "
+                              "would zero are left out")
         jobs = again
     return results
 
@@ -285,14 +335,18 @@ def _tasks(r:RAGResult) -> tuple:
         out.append((CheckTask(f'{r.query_id}/answer', r.query, r.gt_answer, rc), None, [('answer2response', len(rc))]))
     if r.response2answer is None and gc is not None:
         out.append((CheckTask(f'{r.query_id}/response', r.query, r.response, gc), None, [('response2answer', len(gc))]))
-    need = [(f, c) for f, c in (('retrieved2response', rc), ('retrieved2answer', gc)) if getattr(r, f) is None and c is not None]
+    need = [(f, c) for f, c in (('retrieved2response', rc), ('retrieved2answer', gc)) if getattr(r, f) is None
+            and c is not None]
     claims = [c for _, cs in need for c in cs]   # both claim sets against each chunk, in one task
     if claims:
         for j, chunk in enumerate(r.retrieved_context):
-            out.append((CheckTask(f'{r.query_id}/chunk/{j}', r.query, chunk['text'], claims), j, [(f, len(cs)) for f, cs in need]))
+            out.append((CheckTask(f'{r.query_id}/chunk/{j}', r.query, chunk['text'], claims), j,
+                        [(f, len(cs)) for f, cs in need]))
     return out, need
 
-def check_claims(results:list, checker:Checker):
+def check_claims(results:list, # `RAGResult`s with their claims extracted
+                 checker:Checker # Labels the claims of each task
+                ):
     "Fill the four label sets where they are None, one checker task per (result, reference)."
     plan = [(r, *_tasks(r)) for r in results]
     tasks = [t for _, ts, _ in plan for t, _, _ in ts]
@@ -308,17 +362,23 @@ def check_claims(results:list, checker:Checker):
                 elif chunk is None: setattr(r, f, labels)
                 else: cols[f][chunk] = labels
         for f, cs in need:   # a matrix only when every chunk was labelled: claims x chunks, RAGChecker's layout
-            if all(col is not None for col in cols[f]): setattr(r, f, [[col[i] for col in cols[f]] for i in range(len(cs))])
+            if all(col is not None for col in cols[f]):
+                setattr(r, f, [[col[i] for col in cols[f]] for i in range(len(cs))])
     return results
 
 # %% ../nbs/06_checker.ipynb #9884db5c
 RAGCHECKER_JOINT = 5   # claims per checking call in RAGChecker's joint checking
 
-def ragchecker_calls(n_resp:int, n_gt:int, n_chunks:int, joint:int=RAGCHECKER_JOINT) -> int:
+def ragchecker_calls(n_resp:int, # Response claims
+                     n_gt:int, # Ground-truth answer claims
+                     n_chunks:int, # Retrieved chunks
+                     joint:int=RAGCHECKER_JOINT # Claims RAGChecker checks per call
+                    ) -> int:
     "Calls RAGChecker makes for one result: 2 extractions, then claims in groups of `joint` per reference."
     return 2 + (math.ceil(n_resp / joint) + math.ceil(n_gt / joint)) * (1 + n_chunks)
 
-def usage_table(results:list) -> pd.DataFrame:
+def usage_table(results:list # Checked `RAGResult`s (their `ragnb` usage records)
+               ) -> pd.DataFrame:
     "Calls and tokens per result, beside what RAGChecker's joint checking would need for the same claims."
     rows = []
     for r in results:
@@ -342,12 +402,20 @@ class CheckRun:
     def _repr_html_(self):
         f = sum(len(r.ragnb.get('failures', [])) for r in self.results)
         w = [(r.query_id, x) for r in self.results for x in r.ragnb.get('warnings', [])]
-        ws = ''.join(f"<li>{html.escape(str(q))}, {html.escape(x['field'])}: {html.escape(x['reason'][:200])}</li>" for q, x in w[:8])
-        return (f"<b>{len(self.results)} results checked</b>, {f} failure(s), {len(w)} warning(s)" + (f"<ul>{ws}</ul>" if ws else '')
+        ws = ''.join(f"<li>{html.escape(str(q))}, {html.escape(x['field'])}: {html.escape(x['reason'][:200])}</li>"
+                     for q, x in w[:8])
+        return (f"<b>{len(self.results)} results checked</b>, {f} failure(s), {len(w)} warning(s)"
+                + (f"<ul>{ws}</ul>" if ws else '')
                 + self.usage.to_html() + self.scores._repr_html_())
 
-def run_checks(results, llm:LLM|None=None, claim_format:str='triplet', extractor_model:str|None=None,
-               checker_model:str|None=None, checker:Checker|None=None, out=None) -> CheckRun:
+def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a list of results
+               llm:LLM|None=None, # The model for both stages; default `LLM()` from the environment
+               claim_format:str='triplet', # 'triplet' (RAGChecker's) or 'sentence'
+               extractor_model:str|None=None, # Model for claim extraction; default: the LLM's
+               checker_model:str|None=None, # Model for checking; default: the LLM's
+               checker:Checker|None=None, # Another checker (e.g. an NLI model); default: `llm_checker`
+               out=None # JSON file to write RAGChecker's output to (and to resume from)
+              ) -> CheckRun:
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
     check_unique_ids(results)   # before any call: results are matched by id when they are scored and saved
@@ -370,7 +438,9 @@ def _cli_check(args) -> int:
     src = out if resume else Path(args.input)
     try: results = load_results(src)
     except ValueError as e:
-        if resume: raise ValueError(f"cannot resume from {out} ({e}); pass --restart to start again from {args.input}") from None
+        if resume:
+            raise ValueError(
+                f"cannot resume from {out} ({e}); pass --restart to start again from {args.input}") from None
         raise
     check_unique_ids(results, f"{src}: ")
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
@@ -384,21 +454,26 @@ def _cli_check(args) -> int:
         for w in r.ragnb.get('warnings', []):
             print(f"ragnb check: warning: result {r.query_id!r}, field {w['field']!r}: {w['reason']}", file=sys.stderr)
     for q, ms in run.scores.per_result.excluded.items():
-        if ms: print(f"ragnb check: result {q!r} left out of {', '.join(ms)} (no claims extracted), not scored 0", file=sys.stderr)
+        if ms:
+            print(f"ragnb check: result {q!r} left out of {', '.join(ms)} (no claims extracted), not scored 0",
+                  file=sys.stderr)
     print(f"ragnb check: metrics: {run.scores.coverage_line()}", file=sys.stderr)
     print(f"ragnb check: wrote {out}; {llm.usage}", file=sys.stderr)
     return 1 if fails else 0
 
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Register `ragnb check`."
-    p = sub.add_parser('check', help="RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics")
+    p = sub.add_parser('check')
     p.add_argument('input', help="RAGChecker input JSON ({'results': [...]})")
     p.add_argument('--out', required=True, help='output JSON; resumed from when it exists')
     p.add_argument('--extractor-model', default=None)
     p.add_argument('--checker-model', default=None)
     p.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
     p.add_argument('--concurrency', type=int, default=16)
-    p.add_argument('--batch', action='store_true', help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
+    p.add_argument('--batch', action='store_true',
+                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
+                   "rerun resumes)")
     p.add_argument('--restart', action='store_true', help='ignore an existing OUTPUT and start from INPUT')
     add_call_options(p)
     p.set_defaults(func=_cli_check)

@@ -7,27 +7,46 @@ from __future__ import annotations
 import argparse, importlib, sys
 
 # %% auto #0
-__all__ = ['COMMANDS', 'build_parser', 'main']
+__all__ = ['COMMANDS', 'Subcommands', 'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #29d6ebc5
 COMMANDS = {  # command: (module that defines it, one-line help)
-    'demo': ('ragnb.demo', 'run the whole pipeline end to end on bundled documents (offline unless an endpoint is set)'),
+    'demo': ('ragnb.demo', 'run the whole pipeline end to end on bundled documents, with a report (live, local, '
+                           'replayed or scripted)'),
     'generate': ('ragnb.generate', 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
     'regions': ('ragnb.pdf', 'find figure and table regions in a PDF (no model)'),
     'parse': ('ragnb.multimodal', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
-    'check': ('ragnb.checker', "RAGChecker claim extraction and entailment checking of RAG results"),
+    'check': ('ragnb.checker', "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
     'metrics': ('ragnb.metrics', "RAGChecker's 11 metrics from a checked results file (no model call)"),
-    'run': ('ragnb.systems', 'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
-    'evaluate': ('ragnb.systems', 'run a RAG system on a test set, check it with RAGChecker, write metrics and figures'),
-    'compare': ('ragnb.systems', "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
+    'run': ('ragnb.systems',
+            'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
+    'evaluate': ('ragnb.systems',
+                 'run a RAG system on a test set, check it with RAGChecker, write metrics and figures'),
+    'compare': ('ragnb.systems',
+                "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
     'meta-eval': ('ragnb.metaeval', 'correlate metric preferences with human pairwise preferences'),
     'show': ('ragnb.trace', 'print the model exchanges behind one dataset row, checked result or parsed page'),
     'local': ('ragnb.local', 'the local model: install it (explicitly), serve it on 127.0.0.1, show its status'),
     'scripted-server': ('ragnb.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),
 }
 
-def build_parser(command:str|None=None) -> argparse.ArgumentParser:
+# %% ../nbs/09_cli.ipynb #9a60a9b8
+class Subcommands:
+    "argparse's subparsers as the modules' `add_cli` sees them: each command's help comes from `COMMANDS` alone."
+    def __init__(self, sub): self.sub = sub  # `parser.add_subparsers()` of the `ragnb` parser
+
+    def add_parser(self, name:str, # A command of `COMMANDS`
+                   **kw # argparse options of the command's parser (not `help`: `COMMANDS` holds it)
+                  ) -> argparse.ArgumentParser:
+        "Add command `name` with its help from `COMMANDS` (also its description unless the module gives one)."
+        help = COMMANDS[name][1]
+        if kw.pop('help', help) != help: raise ValueError(f"ragnb {name}: help differs from ragnb.cli.COMMANDS")
+        return self.sub.add_parser(name, help=help, **{'description': help, **kw})
+
+# %% ../nbs/09_cli.ipynb #0ac1fad1
+def build_parser(command:str|None=None # The command being run, if any (only its module is imported)
+                ) -> argparse.ArgumentParser:
     "The `ragnb` parser; with `command`, that command's module adds its full parser, the others stay one-line entries."
     from ragnb import __version__
     parser = argparse.ArgumentParser(prog='ragnb', description='Evaluate retrieval-augmented generation: synthetic QA '
@@ -42,13 +61,14 @@ def build_parser(command:str|None=None) -> argparse.ArgumentParser:
             if e.name != name: raise
     added = set()
     if mod is not None and hasattr(mod, 'add_cli'):
-        mod.add_cli(sub)
+        mod.add_cli(Subcommands(sub))
         added = set(sub.choices)
     for c, (_, help) in COMMANDS.items():
         if c not in added: sub.add_parser(c, help=help)
     return parser
 
-def main(argv:list[str]|None=None) -> int:
+def main(argv:list[str]|None=None # Arguments after `ragnb`; default `sys.argv[1:]`
+        ) -> int:
     "Entry point of the `ragnb` console command."
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(next((a for a in argv if not a.startswith('-')), None))

@@ -38,11 +38,18 @@ class RecordingCache(CallCache):
     "A call cache that remembers the keys a run read or wrote, so a recording holds that run's calls and no others."
     def __init__(self, path):
         super().__init__(path); self.used = set()
-    def get(self, key):
+    def get(self, key # A `cache_key`
+           ):
+        "The stored record for `key`, or None; a hit is remembered."
         rec = super().get(key)
         if rec is not None: self.used.add(key)
         return rec
-    def put(self, key, record, *a, **kw):
+    def put(self, key, # A `cache_key`
+            record, # What to store
+            *a, # `CallCache.put`'s other arguments
+            **kw # `CallCache.put`'s other keyword arguments
+           ):
+        "Store `record` and remember `key`."
         super().put(key, record, *a, **kw); self.used.add(key)
 
 def export_calls(cache:CallCache, # The calls of a run
@@ -54,7 +61,8 @@ def export_calls(cache:CallCache, # The calls of a run
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     keys = keys if keys is not None else getattr(cache, 'used', None)
     with sqlite3.connect(cache.path) as c:
-        rows = c.execute("SELECT key, kind, model, prompt, record, created FROM calls WHERE kind='chat' ORDER BY created").fetchall()
+        rows = (c.execute("SELECT key, kind, model, prompt, record, created FROM calls WHERE kind='chat' ORDER BY "
+                          "created").fetchall())
     with path.open('w', encoding='utf-8') as f:
         f.write(json.dumps({'meta': meta}, ensure_ascii=False) + '\n')
         for key, kind, model, prompt, record, created in rows:
@@ -63,10 +71,12 @@ def export_calls(cache:CallCache, # The calls of a run
                                     record=json.loads(record)), ensure_ascii=False) + '\n')
     return path
 
-def read_recording(path:str|Path) -> tuple[dict, list[dict]]:
+def read_recording(path:str|Path # A recording (JSONL)
+                  ) -> tuple[dict, list[dict]]:
     "The metadata and the call rows of a recording."
     lines = [json.loads(l) for l in Path(path).read_text(encoding='utf-8').splitlines() if l.strip()]
-    if not lines or 'meta' not in lines[0]: raise ValueError(f"{path}: not a ragnb recording (first line has no 'meta')")
+    if not lines or 'meta' not in lines[0]:
+        raise ValueError(f"{path}: not a ragnb recording (first line has no 'meta')")
     return lines[0]['meta'], lines[1:]
 
 def load_recording(path:str|Path, # A recording written by `export_calls`
@@ -96,7 +106,8 @@ def replay_problem(params:dict, # The run's settings: max_chunks, chunk_size, k,
 
 def choose_mode(mode:str='auto', # auto, or one of `MODES`
                 params:dict|None=None, # The run's settings (for replay)
-                log=print) -> str:
+                log=print # Where to print the choice's reason
+               ) -> str:
     "The mode a run uses: live, else local, else replayed, else scripted (or the one asked for)."
     if mode != 'auto':
         if mode not in MODES: raise ValueError(f"mode must be auto or one of {MODES}, not {mode!r}")
@@ -133,7 +144,9 @@ class DemoModel:
     def info(self) -> dict:
         "The run's model, as written into every output file."
         d = dict(mode=self.mode, model=self.model, label=self.label, endpoint=self.endpoint)
-        if self.recorded: d['recorded'] = {k: self.recorded.get(k) for k in ('mode', 'model', 'endpoint', 'recorded', 'ragnb', 'params', 'note')}
+        if self.recorded:
+            d['recorded'] = {k: self.recorded.get(k)
+                             for k in ('mode', 'model', 'endpoint', 'recorded', 'ragnb', 'params', 'note')}
         return d
 
 # %% ../nbs/11_demo.ipynb #b91f0194
@@ -155,7 +168,8 @@ def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sq
         return DemoModel(local_llm(srv, cache_path=calls), 'local', LOCAL_ENDPOINT, server=srv)
     if mode == 'replayed':
         path = Path(recording or recording_path())
-        if why := replay_problem(params or {**DEFAULTS, 'src': None}, path): raise ValueError(f"cannot replay {path}: {why}")
+        if why := replay_problem(params or {**DEFAULTS, 'src': None}, path):
+            raise ValueError(f"cannot replay {path}: {why}")
         meta = load_recording(path, CallCache(calls))
         llm = LLM(base_url=meta['cache_endpoint'], api_key='replay', model=meta['model'], cache_path=calls,
                   cache_endpoint=meta['cache_endpoint'], replay=True, concurrency=concurrency)
@@ -196,7 +210,10 @@ def _retitle(fig, text:str, axes:bool=False, pad:float|None=None):
     else: fig.suptitle(text, x=0.01, ha='left', fontsize=10)
     return fig
 
-def critique_figure(df, model:str, keep:int=KEEP):
+def critique_figure(df, # The dataset's rows
+                    model:str, # The critic model's name
+                    keep:int=KEEP # The keep threshold
+                   ):
     "Critique scores of every generated question, with the model, n, score axes and the keep threshold."
     from ragnb import plots
     fig = plots.plot_critique_scores(df)
@@ -207,7 +224,9 @@ def critique_figure(df, model:str, keep:int=KEEP):
     fig.axes[0].text(keep - 1.4, fig.axes[0].get_ylim()[1]*.97, f'keep \u2265 {keep}', fontsize=8, va='top')
     return _retitle(fig, f"Critique scores of n = {n} generated questions \u00b7 critic: {model}")
 
-def retrieval_figure(report, model:str):
+def retrieval_figure(report, # A `RetrievalReport`
+                     model:str # The model that wrote the questions
+                    ):
     "Retrieval metrics by k with their bootstrap intervals, the model that wrote the questions, and n."
     from ragnb.retrieval import plot_by_k
     from matplotlib.patches import Patch
@@ -217,30 +236,38 @@ def retrieval_figure(report, model:str):
     h, l = ax.get_legend_handles_labels()
     band = Patch(color=h[0].get_color(), alpha=.15, lw=0) if h else Patch(color='grey', alpha=.3)
     ax.legend(h + [band], l + [f'{level}% bootstrap interval'], fontsize=8, frameon=False, loc='lower right')
-    fig.suptitle(f"{report.name.upper()} retrieval by k, n = {len(report.per_question)} questions \u00b7 questions by: {model} \u00b7 "
+    fig.suptitle(f"{report.name.upper()} retrieval by k, n = {len(report.per_question)} questions \u00b7 questions by: "
+                 f"{model} \u00b7 "
                  f"shaded: {level}% percentile-bootstrap interval of the mean", x=0.01, ha='left', fontsize=10)
     fig.tight_layout()
     return fig
 
-def metrics_figure(scores, model:str):
+def metrics_figure(scores, # RAGChecker `Scores` of the run
+                   model:str # The model that checked
+                  ):
     "RAGChecker's 11 metrics over the answers, titled with n and the model."
     from ragnb import plots
     fig = plots.plot_metrics(scores)
     return _retitle(fig, f"RAGChecker metrics, n = {len(scores.per_result)} answers \u00b7 {model}", axes=True)
 
-def shares_figure(overall:dict, n_claims:int, model:str):
+def shares_figure(overall:dict, # Overall metrics (percent)
+                  n_claims:int, # Response claims
+                  model:str # The model
+                 ):
     "Where the response claims come from, titled with n and the model."
     from ragnb import plots
     fig = plots.plot_claim_shares({'BM25 + ' + model.split(' (')[0]: overall})
     return _retitle(fig, f"Response claims, n = {n_claims} \u00b7 {model}", axes=True, pad=22)
 
-ENTAILMENT_CAPTION = ("Rows: the claims of the RAG answer (R1, R2, ...) and of the ground-truth answer (G1, ...); columns: "
-    "the retrieved chunks c1, c2, ... in rank order, \u2605 marks a relevant chunk (one that entails a ground-truth claim, "
-    "also boxed). A cell says whether the chunk entails the claim (\u2713, blue), contradicts it (\u2717, orange) or neither "
-    "(blank, grey). The narrow column checks each claim against the other answer: response claims against the ground "
-    "truth, ground-truth claims against the response.")
+ENTAILMENT_CAPTION = ("Rows: the claims of the RAG answer (R1, R2, ...) and of the ground-truth answer (G1, ...); "
+    "columns: the retrieved chunks c1, c2, ... in rank order, \u2605 marks a relevant chunk (one that entails a "
+    "ground-truth claim, also boxed). A cell says whether the chunk entails the claim (\u2713, blue), contradicts it "
+    "(\u2717, orange) or neither (blank, grey). The narrow column checks each claim against the other answer: response "
+    "claims against the ground truth, ground-truth claims against the response.")
 
-def entailment_figure(result:dict, model:str):
+def entailment_figure(result:dict, # One checked result
+                      model:str # The model
+                     ):
     "One result's entailment map, titled with its question (not an id) and the model."
     from ragnb import plots
     import textwrap
@@ -255,13 +282,16 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0} td,th{border:1px so
 th{background:#f3f3f3} .mode{display:inline-block;padding:.3em .7em;border-radius:4px;font-weight:bold;color:white}
 .live{background:#0072B2}.local{background:#009E73}.replayed{background:#E69F00}.scripted{background:#D55E00}
 figure{margin:1em 0} figcaption{font-size:13px;color:#444;max-width:900px} img{max-width:100%}
-.small{font-size:12px;color:#555} td.q{max-width:360px}"""
+.small{font-size:12px;color:#555} td.q{max-width:360px}"""  # noqa: E501
 
 _MODE_NOTE = {
     'live': 'Live: every reply came from the endpoint named below during this run (or from this run folder\'s cache).',
-    'local': 'Local: every reply came from the local model served on 127.0.0.1 by llama-cpp-python (or from this run folder\'s cache).',
-    'replayed': 'Replayed: no model ran. Every reply is a real reply of the model named below, recorded once and shipped with ragnb, replayed from the recording.',
-    'scripted': 'Scripted: no language model ran. ragnb\'s scripted test server wrote every reply by rule, so the numbers show the plumbing, not the quality of a RAG system.'}
+    'local': 'Local: every reply came from the local model served on 127.0.0.1 by llama-cpp-python (or from this run '
+              'folder\'s cache).',
+    'replayed': 'Replayed: no model ran. Every reply is a real reply of the model named below, recorded once and '
+              'shipped with ragnb, replayed from the recording.',
+    'scripted': 'Scripted: no language model ran. ragnb\'s scripted test server wrote every reply by rule, so the '
+              'numbers show the plumbing, not the quality of a RAG system.'}
 
 def _e(x) -> str: return html.escape('' if x is None else str(x))
 
@@ -276,12 +306,14 @@ def _fmt_by_k(by_k:list, level:int):
 # %% ../nbs/11_demo.ipynb #4366d66a
 def _dataset_rows(rows:list) -> str:
     import pandas as pd
-    cols = ['question', 'answer', 'evidence', 'evidence_found', 'groundedness_score', 'relevance_score', 'standalone_score', 'kept', 'drop_reason']
+    cols = ['question', 'answer', 'evidence', 'evidence_found', 'groundedness_score', 'relevance_score',
+            'standalone_score', 'kept', 'drop_reason']
     df = pd.DataFrame(rows)
     df = df[[c for c in cols if c in df.columns]].rename(columns=lambda c: c.replace('_score', ''))
     return _table(df, index=False)
 
-def report_html(out:str|Path) -> str:
+def report_html(out:str|Path # The run's folder
+               ) -> str:
     "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
     import pandas as pd
     out = Path(out)
@@ -291,14 +323,21 @@ def report_html(out:str|Path) -> str:
     level = int(round(ret['confidence']*100))
     def fig(name):
         f = s['figures'].get(name)
-        if not f: return f"<p class=small>(no {name.replace('_', ' ')} figure: {_e(s.get('missing_figures', {}).get(name, 'not drawn'))})</p>"
-        return f"<figure><img src='{_e(Path(f['file']).name)}' alt='{_e(f['caption'])}'><figcaption>{_e(f['caption'])}</figcaption></figure>"
+        if not f:
+            return (f"<p class=small>(no {name.replace('_', ' ')} figure: "
+                    f"{_e(s.get('missing_figures', {}).get(name, 'not drawn'))})</p>")
+        return (f"<figure><img src='{_e(Path(f['file']).name)}' "
+                f"alt='{_e(f['caption'])}'><figcaption>{_e(f['caption'])}</figcaption></figure>")
     what = pd.DataFrame([
         ('mode', run['mode']), ('model', run['model']), ('endpoint', run['endpoint']),
-        *([('recorded', f"{run['recorded']['recorded']} from {run['recorded']['model']} ({run['recorded']['mode']}, {run['recorded']['endpoint']}), ragnb {run['recorded']['ragnb']}")] if run.get('recorded') else []),
+        *([('recorded',
+            f"{run['recorded']['recorded']} from {run['recorded']['model']} ({run['recorded']['mode']}, "
+            f"{run['recorded']['endpoint']}), ragnb {run['recorded']['ragnb']}")] if run.get('recorded') else []),
         ('documents', f"{s['documents']}: " + ', '.join(s.get('document_names', []))),
         ('question generation', f"{s['dataset']['chunks']} passages sampled (seed 0), one question each"),
-        ('RAG system under test', f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by {run['model']}"),
+        ('RAG system under test',
+         f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by "
+         f"{run['model']}"),
         ('calls file', str((out/'calls.sqlite').resolve()))], columns=['', 'this run'])
     by_k = _fmt_by_k(ret['by_k'], level)
     met = pd.DataFrame([(g.removesuffix('_metrics'), m, v) for g, ms in s['ragchecker'].items() for m, v in ms.items()],
@@ -306,19 +345,23 @@ def report_html(out:str|Path) -> str:
     shares = pd.DataFrame([s['claim_shares']]).rename(index={0: 'share'}) if s.get('claim_shares') else pd.DataFrame()
     stages = pd.DataFrame(s['stages'])
     u = s['usage']
-    cost = f"${u['cost']:.4f}" + (f" ({u['unpriced']} calls of a model without a price: local or unknown)" if u.get('unpriced') else '')
+    cost = (f"${u['cost']:.4f}"
+            + (f" ({u['unpriced']} calls of a model without a price: local or unknown)" if u.get('unpriced') else ''))
     usage = (f"{u['calls']} calls to the model, {u['cached']} answered from the calls file, {u['failed']} failed; "
              f"{u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion tokens spent; cost {cost}"
-             + (f"; the cached replies had cost {u['saved_tokens']:,} tokens when first made" if u.get('saved_tokens') else ''))
+             + (f"; the cached replies had cost {u['saved_tokens']:,} tokens when first made" if u.get('saved_tokens')
+                else ''))
     rec = ''
     if run.get('recorded') and s.get('recorded_stages'):
         t = pd.DataFrame(s['recorded_stages']).drop(columns=['cached', 'cached_tokens', 'cost'], errors='ignore')
         t['calls/s'] = (t.calls / t.seconds).where(t.calls > 0).round(3)
-        t['tokens/s (prompt + completion)'] = ((t.prompt_tokens + t.completion_tokens) / t.seconds).where(t.calls > 0).round(1)
+        t['tokens/s (prompt + completion)'] = ((t.prompt_tokens
+                                                + t.completion_tokens) / t.seconds).where(t.calls > 0).round(1)
         t['completion tokens/s'] = (t.completion_tokens / t.seconds).where(t.calls > 0).round(1)
         note = run['recorded'].get('note')
         rec = (f"<h3>When the recording was made ({_e(run['recorded']['model'])}, {_e(run['recorded']['mode'])}, "
-               f"{_e(run['recorded']['recorded'])})</h3>" + (f"<p class=small>{_e(note)}</p>" if note else '') + _table(t, index=False))
+               f"{_e(run['recorded']['recorded'])})</h3>" + (f"<p class=small>{_e(note)}</p>" if note else '')
+               + _table(t, index=False))
     d = s['dataset']
     body = f"""<h1>ragnb demo report</h1>
 <p><span class="mode {_e(run['mode'])}">{_e(run['mode'].upper())}</span> &nbsp;<b>{_e(run['label'])}</b></p>
@@ -335,8 +378,9 @@ def report_html(out:str|Path) -> str:
 <h2>One answer, claim by claim</h2>{fig('entailment_map')}
 <h2>Stage timings</h2>{_table(stages, index=False)}{rec}
 <h2>Calls, tokens, cost</h2><p>{_e(usage)}</p>
-<p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""
-    return f"<!doctype html><html lang=en><head><meta charset=utf-8><title>ragnb demo report: {_e(run['label'])}</title><style>{_CSS}</style></head><body>{body}</body></html>"
+<p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""  # noqa: E501
+    return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>ragnb demo report: "
+            f"{_e(run['label'])}</title><style>{_CSS}</style></head><body>{body}</body></html>")
 
 # %% ../nbs/11_demo.ipynb #3455af72
 def _label_file(path:Path, info:dict):
@@ -347,7 +391,8 @@ def _label_file(path:Path, info:dict):
 def _pick_result(results:list) -> dict|None:
     "The result to draw an entailment map of: complete labels, and the most claims (ties: the first)."
     full = [r for r in results if r.get('response_claims') and r.get('gt_answer_claims')
-            and all(r.get(f) is not None for f in ('retrieved2response', 'retrieved2answer', 'answer2response', 'response2answer'))]
+            and all(r.get(f) is not None
+                    for f in ('retrieved2response', 'retrieved2answer', 'answer2response', 'response2answer'))]
     return max(full, key=lambda r: len(r['response_claims']) + len(r['gt_answer_claims']), default=None)
 
 # %% ../nbs/11_demo.ipynb #a0af8025
@@ -363,14 +408,31 @@ def save_figures(out:Path, # The run's folder
     n_claims = sum(len(r.get('response_claims') or []) for r in checked)
     level = int(round(report.confidence*100))
     figs, missing = {}, {}
-    figs['critique_scores'] = (critique_figure(df, label), f"Critique scores (1-5) of the {int(df['question'].notna().sum())} generated questions by the critic agents (groundedness, relevance, standalone); dashed line: the keep threshold, every score \u2265 {KEEP}. Model: {label}.")
-    figs['retrieval_by_k'] = (retrieval_figure(report, label), f"Hit rate, recall, MRR and nDCG of BM25 at k = 1, 3, 5, 10 over n = {len(report.per_question)} kept questions; lines are means, shaded bands {level}% percentile-bootstrap intervals of the mean (2,000 resamples). Questions by {label}.")
-    figs['ragchecker_metrics'] = (metrics_figure(scores, label), f"RAGChecker's 11 metrics over n = {len(scores.per_result)} answers: bars are the run's means in percent, dots single answers. Claims extracted and checked by {label}.")
-    if n_claims: figs['claim_shares'] = (shares_figure(scores.overall, n_claims, label), f"Shares of the {n_claims} response claims that are correct, relevant noise, irrelevant noise or hallucination (RAGChecker's precision, noise sensitivities and hallucination). Model: {label}.")
+    figs['critique_scores'] = (critique_figure(df, label),
+                               f"Critique scores (1-5) of the {int(df['question'].notna().sum())} generated questions "
+                               "by the critic agents (groundedness, relevance, standalone); dashed line: the keep "
+                               f"threshold, every score \u2265 {KEEP}. Model: {label}.")
+    figs['retrieval_by_k'] = (retrieval_figure(report, label),
+                              "Hit rate, recall, MRR and nDCG of BM25 at k = 1, 3, 5, 10 over n = "
+                              f"{len(report.per_question)} kept questions; lines are means, shaded bands {level}% "
+                              f"percentile-bootstrap intervals of the mean (2,000 resamples). Questions by {label}.")
+    figs['ragchecker_metrics'] = (metrics_figure(scores, label),
+                                  f"RAGChecker's 11 metrics over n = {len(scores.per_result)} answers: bars are the "
+                                  "run's means in percent, dots single answers. Claims extracted and checked by "
+                                  f"{label}.")
+    if n_claims:
+        figs['claim_shares'] = (shares_figure(scores.overall, n_claims, label),
+                                f"Shares of the {n_claims} response claims that are correct, relevant noise, "
+                                "irrelevant noise or hallucination (RAGChecker's precision, noise sensitivities and "
+                                f"hallucination). Model: {label}.")
     else: missing['claim_shares'] = 'no response claims were extracted'
-    if first := _pick_result(checked): figs['entailment_map'] = (entailment_figure(first, label), f"\u201c{first['query']}\u201d (query_id {first['query_id']}). " + ENTAILMENT_CAPTION + f" Model: {label}.")
+    if first := _pick_result(checked):
+        figs['entailment_map'] = (entailment_figure(first, label),
+                                  f"\u201c{first['query']}\u201d (query_id {first['query_id']}). " + ENTAILMENT_CAPTION
+                                  + f" Model: {label}.")
     else: missing['entailment_map'] = 'no answer has all four label sets'
-    return {name: {'file': str(plots.save_figure(f, Path(out)/f'{name}.png')), 'caption': cap} for name, (f, cap) in figs.items()}, missing
+    return ({name: {'file': str(plots.save_figure(f, Path(out)/f'{name}.png')), 'caption': cap} for name,
+             (f, cap) in figs.items()}, missing)
 
 # %% ../nbs/11_demo.ipynb #86d4da41
 def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files, figures, summary and report
@@ -383,8 +445,10 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
              record:str|Path|None=None, # Also write this run's calls as a recording (JSONL) here
              model:DemoModel|None=None, # A ready model (its mode label is used as given)
              llm_kw:dict|None=None, # `timeout`, `max_retries` for the live and local model (see `call_options`)
-             log=print) -> dict:
-    "Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures and a report."
+             log=print # Where progress lines go
+            ) -> dict:
+    ("Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures and a "
+     "report.")
     from ragnb.documents import load_documents, split_documents
     from ragnb.generate import generate_dataset, all_calls_failed
     from ragnb.retrieval import BM25Retriever, evaluate
@@ -400,20 +464,24 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
     try:
         log(f"model: {m.label} ({m.endpoint}); calls file: {out/'calls.sqlite'}")
         with st('load'): docs = load_documents(*(src or [sample_docs()]))
-        log(f"1. loaded {len(docs)} documents" + (f", {len(docs.issues)} skipped" if getattr(docs, 'issues', None) else ''))
+        log(f"1. loaded {len(docs)} documents"
+            + (f", {len(docs.issues)} skipped" if getattr(docs, 'issues', None) else ''))
         with st('questions'): ds = generate_dataset(docs, llm, max_chunks=max_chunks, min_score=KEEP)
         if msg := all_calls_failed(ds): raise ValueError(msg)  # say what failed, not 'no question survived'
         ds.df['model_run'] = m.mode
         ds.save(out/'dataset.jsonl')
         log(f"2. questions:\n{ds.report()}")
         kept = ds.kept.df
-        if kept.empty: raise ValueError(f"no question survived the critique ({ds.counts()}); nothing to evaluate: see {out/'dataset.jsonl'}")
+        if kept.empty:
+            raise ValueError(f"no question survived the critique ({ds.counts()}); nothing to evaluate: see "
+                             f"{out/'dataset.jsonl'}")
         with st('retrieval'):
             chunks = split_documents(docs, chunk_size=chunk_size, chunk_overlap=chunk_size // 10)
             report = evaluate(kept, chunks, BM25Retriever(), ks=(1, 3, 5, 10), docs=docs)
         log(f"3. BM25 retrieval over {len(chunks)} chunks:\n{report}")
         with st('answers'): rag = rag_pipeline(kept, chunks, BM25Retriever(), llm, k=k)
-        (out/'rag_results.json').write_text(json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False, indent=1), encoding='utf-8')
+        (out/'rag_results.json').write_text(json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False,
+                                                       indent=1), encoding='utf-8')
         with st('claims and checks'): run = run_checks(rag.to_ragchecker(), llm, out=out/'ragchecker_output.json')
         _label_file(out/'ragchecker_output.json', info)
         log(f"4. RAGChecker on {len(run.results)} answers:\n{json.dumps(run.scores.overall, indent=1)}")
@@ -424,25 +492,32 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         shares = plots.claim_shares({'run': run.scores.overall}).iloc[0].round(4).to_dict() if n_claims else {}
         summary = dict(run=info, params=params, keep=KEEP, documents=len(docs), document_names=[d.id for d in docs],
                        dataset={'chunks': ds.stats.get('chunks'), **ds.counts()},
-                       retrieval=dict(retriever=report.name, n=len(report.per_question), chunks=len(chunks), confidence=report.confidence,
+                       retrieval=dict(retriever=report.name, n=len(report.per_question), chunks=len(chunks),
+                                      confidence=report.confidence,
                                       by_k=report.summary.round(4).to_dict('records')),
                        ragchecker=run.scores.overall, ragchecker_n=len(run.scores.per_result), response_claims=n_claims,
                        claim_shares=shares, failures=dict(rag_answers=len(rag.failures),
-                                                           checking=sum(len(r.ragnb.get('failures', [])) for r in run.results)),
-                       figures=figures, missing_figures=missing, stages=st.rows, recorded_stages=(rec or {}).get('stages'),
-                       offline=m.mode != 'live', ragnb=__version__, date=datetime.datetime.now().isoformat(timespec='seconds'))
+                                                           checking=sum(len(r.ragnb.get('failures', []))
+                                                                        for r in run.results)),
+                       figures=figures, missing_figures=missing, stages=st.rows,
+                       recorded_stages=(rec or {}).get('stages'),
+                       offline=m.mode != 'live', ragnb=__version__,
+                       date=datetime.datetime.now().isoformat(timespec='seconds'))
         summary['usage'] = asdict(llm.usage)
         summary['seconds'] = round(time.perf_counter() - t0, 1)
-        summary['files'] = ['dataset.jsonl', 'rag_results.json', 'ragchecker_output.json', 'summary.json', 'report.html',
+        summary['files'] = ['dataset.jsonl', 'rag_results.json', 'ragchecker_output.json', 'summary.json',
+                            'report.html',
                             'calls.sqlite'] + [Path(f['file']).name for f in figures.values()]
         (out/'summary.json').write_text(json.dumps(summary, indent=1, default=str), encoding='utf-8')
         (out/'report.html').write_text(report_html(out), encoding='utf-8')
         if record:
             llm.cache.checkpoint()
-            meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint, recorded=summary['date'],
+            meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint,
+                        recorded=summary['date'],
                         ragnb=__version__, params=params, stages=st.rows, usage=summary['usage'],
                         runs=[dict(started=round(started, 3), params=params, calls=llm.usage.calls,
-                                   threads=getattr(m.server, 'threads', None) or os.environ.get('RAGNB_LOCAL_THREADS'))])
+                                   threads=getattr(m.server, 'threads', None)
+                                   or os.environ.get('RAGNB_LOCAL_THREADS'))])
             log(f"recorded {export_calls(llm.cache, record, meta)}")
         log(f"5. figures: {', '.join(Path(f['file']).name for f in figures.values())}\nmodel calls: {llm.usage}\n"
             f"wrote {out}/summary.json and {out}/report.html")
@@ -451,18 +526,24 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         m.stop()
 
 # %% ../nbs/11_demo.ipynb #2c5daad5
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Register `ragnb demo`."
-    p = sub.add_parser('demo', help='run the whole pipeline end to end on bundled documents, with a report (live, local, replayed or scripted)')
+    p = sub.add_parser('demo')
     p.add_argument('src', nargs='*', help='documents to use instead of the bundled samples (folders, files, git URLs)')
     p.add_argument('--out', default='demo-out', help='output folder')
     p.add_argument('--mode', default='auto', choices=('auto',) + MODES,
-                   help='auto: live if an endpoint is set, else local if installed, else the shipped recording, else scripted')
-    p.add_argument('--max-chunks', type=int, default=DEFAULTS['max_chunks'], help='passages sampled for question generation')
-    p.add_argument('--chunk-size', type=int, default=DEFAULTS['chunk_size'], help='chunk size of the RAG system under test')
+                   help='auto: live if an endpoint is set, else local if installed, else the shipped recording, else '
+                   'scripted')
+    p.add_argument('--max-chunks', type=int, default=DEFAULTS['max_chunks'],
+                   help='passages sampled for question generation')
+    p.add_argument('--chunk-size', type=int, default=DEFAULTS['chunk_size'],
+                   help='chunk size of the RAG system under test')
     p.add_argument('-k', type=int, default=DEFAULTS['k'], help='chunks retrieved per question')
     p.add_argument('--concurrency', type=int, default=16)
-    p.add_argument('--record', default=None, help="also write this run's calls as a text recording (JSONL) to this path")
+    p.add_argument('--record', default=None,
+                   help="also write this run's calls as a text recording (JSONL) to this path")
     add_call_options(p)
-    p.set_defaults(func=lambda a: (run_demo(a.out, a.src or None, a.max_chunks, a.chunk_size, a.k, a.concurrency, a.mode, a.record,
+    p.set_defaults(func=lambda a: (run_demo(a.out, a.src or None, a.max_chunks, a.chunk_size, a.k, a.concurrency,
+                                            a.mode, a.record,
                                             llm_kw=call_options(a)), 0)[1])

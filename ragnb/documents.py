@@ -331,6 +331,8 @@ def split_many(
     keep_separator='end',    # Where a separator goes
 )->list[Chunk]:
     "`split_documents` on an engine: document by document on `workers` processes or a Ray cluster."
-    if engine == 'local' and (workers or 1) <= 1: return split_documents(docs, chunk_size, chunk_overlap, separators, keep_separator)
-    parts = map_items(_split_item, [(d, chunk_size, chunk_overlap, separators, keep_separator) for d in docs], engine, workers)
+    if engine == 'local' and (workers or 1) <= 1:
+        return split_documents(docs, chunk_size, chunk_overlap, separators, keep_separator)
+    parts = map_items(_split_item, [(d, chunk_size, chunk_overlap, separators, keep_separator) for d in docs], engine,
+                      workers)
     return [c for cs in parts for c in cs]

@@ -29,7 +29,8 @@ def ray_init(num_cpus:int|None=None # CPUs of a local Ray (default: all); ignore
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order, ctx.enable_progress_bars = True, False
     if hasattr(ctx, 'print_on_execution_start'): ctx.print_on_execution_start = False
-    logging.getLogger('ray.data').setLevel(logging.ERROR)  # one pipeline per stage call: no plan or notice printed each time
+    # one pipeline per stage call: no plan or notice printed each time
+    logging.getLogger('ray.data').setLevel(logging.ERROR)
     return ray
 
 @dataclass
@@ -45,20 +46,23 @@ def _apply(fn, i, item):
 def _ray_batch(batch:dict, fn) -> dict:
     "Apply `fn` to a batch of pickled items (one Ray task for many items: less overhead than a task per row)."
     from ray import cloudpickle  # classes defined in a notebook travel by value
-    return {'i':batch['i'], 'out':[cloudpickle.dumps(_apply(fn, i, pickle.loads(x))) for i, x in zip(batch['i'], batch['x'])]}
+    return {'i':batch['i'], 'out':[cloudpickle.dumps(_apply(fn, i, pickle.loads(x))) for i,
+                                   x in zip(batch['i'], batch['x'])]}
 
 def map_items(fn:Callable, # A module-level function of one item (workers import it)
               items:Iterable, # The items: picklable data (paths, pages, documents)
               engine:str='local', # 'local' (this machine) or 'ray' (a Ray Data pipeline)
               workers:int|None=1 # Local processes; for a local Ray, its CPUs (None: all)
              ) -> list:
-    "`[fn(x) for x in items]` in order: in this process, in `workers` local processes, or as a Ray Data pipeline; the first item's error is raised."
+    ("`[fn(x) for x in items]` in order: in this process, in `workers` local processes, or as a Ray Data pipeline; the "
+     "first item's error is raised.")
     if engine not in ENGINES: raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
     items = list(items)
     if engine == 'local' and (workers or 1) <= 1: return [fn(x) for x in items]
     if engine == 'local':
         with ProcessPoolExecutor(min(workers, max(1, len(items)))) as ex:
-            out = list(ex.map(_apply, [fn] * len(items), range(len(items)), items, chunksize=max(1, len(items) // (8 * workers))))
+            out = list(ex.map(_apply, [fn] * len(items), range(len(items)), items,
+                              chunksize=max(1, len(items) // (8 * workers))))
     else:
         ray = ray_init(workers)
         cpus = int(ray.cluster_resources().get('CPU', 1))
@@ -74,4 +78,5 @@ def add_engine_args(p # An argparse parser
     "Add `--engine` and `--workers` to a command."
     p.add_argument('--engine', choices=ENGINES, default='local',
                    help='local: this machine; ray: a Ray Data pipeline (a local Ray, or the cluster at RAY_ADDRESS)')
-    p.add_argument('--workers', type=int, default=None, help='local processes (default 1), or CPUs of a local Ray (default: all)')
+    p.add_argument('--workers', type=int, default=None,
+                   help='local processes (default 1), or CPUs of a local Ray (default: all)')

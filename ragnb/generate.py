@@ -24,8 +24,10 @@ __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
-_QA_INLINE = re.compile(r'(?i)(?:\*\*|__)?\b(factoid[ \t]+question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
-_QA_RE = re.compile(r'(?im)^' + _LABEL + r'(factoid[ \t]+question|question|answer|evidence)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
+_QA_INLINE = re.compile(r'(?i)(?:\*\*|__)?\b(factoid[ \t]+question|answer|evidence)'
+                        r'[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
+_QA_RE = re.compile(r'(?im)^' + _LABEL + r'(factoid[ \t]+question|question|answer|evidence)'
+                    r'[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?')
 
 def _clean_field(s:str, oneline:bool=True)->str:
     "Strip whitespace, markdown emphasis and surrounding quotes from a parsed field."
@@ -33,12 +35,15 @@ def _clean_field(s:str, oneline:bool=True)->str:
     if oneline: s = re.sub(r'\s*\n\s*', ' ', s)
     for _ in range(3):
         t = s.strip().strip('*_').strip()
-        if len(t) >= 2 and (t[0], t[-1]) in {('"','"'), ("'","'"), ('“','”'), ('‘','’'), ('«','»'), ('„','“'), ('`','`')}: t = t[1:-1].strip()
+        if len(t) >= 2 and (t[0], t[-1]) in {('"','"'), ("'","'"), ('“','”'), ('‘','’'), ('«','»'), ('„','“'),
+                                             ('`','`')}:
+            t = t[1:-1].strip()
         if t == s: break
         s = t
     return s
 
-QA_SCHEMA = {'title':'factoid', 'type':'object', 'required':['question', 'answer', 'evidence'], 'additionalProperties':False,
+QA_SCHEMA = {'title':'factoid', 'type':'object', 'required':['question', 'answer', 'evidence'],
+             'additionalProperties':False,
              'properties':{'question':{'type':'string'}, 'answer':{'type':'string'}, 'evidence':{'type':'string'}}}
 
 def _json_object(text:str)->dict|None:
@@ -58,12 +63,14 @@ def _qa_from_json(j:dict, text:str)->dict:
 def parse_factoid(
     text:str,  # The model's reply
 )->dict:
-    "The `question`, `answer` and `evidence` of a factoid reply (the text protocol or `QA_SCHEMA`'s JSON); raise `ParseError` if one is missing."
+    ("The `question`, `answer` and `evidence` of a factoid reply (the text protocol or `QA_SCHEMA`'s JSON); raise "
+     "`ParseError` if one is missing.")
     if (j := _json_object(text)) is not None: return _qa_from_json(j, text)
     i = text.find('Output:::')
     body = text[i+9:] if i >= 0 and _QA_RE.search(text[i+9:]) else text
     marks = list(_QA_RE.finditer(body))
-    if len({m.group(1).lower().split()[-1] for m in marks}) < 3: marks = list(_QA_INLINE.finditer(body)) or marks  # all on one line
+    # all on one line
+    if len({m.group(1).lower().split()[-1] for m in marks}) < 3: marks = list(_QA_INLINE.finditer(body)) or marks
     out = {}
     for m, nxt in zip(marks, marks[1:] + [None]):
         label = m.group(1).lower()
@@ -74,7 +81,9 @@ def parse_factoid(
         out[key] = _clean_field(val, oneline=key != 'evidence')
     missing = [k for k in ('question', 'answer', 'evidence') if not out.get(k)]
     names = {'question':'Factoid question:', 'answer':'Answer:', 'evidence':'Evidence:'}
-    if missing: raise ParseError(f"reply has no {', '.join(repr(names[k]) for k in missing)} field; it starts {text.strip()[:80]!r}")
+    if missing:
+        raise ParseError(f"reply has no {', '.join(repr(names[k]) for k in missing)} field; it starts "
+                         f"{text.strip()[:80]!r}")
     return out
 
 # %% ../nbs/04_generate.ipynb #5d589bef
@@ -85,16 +94,21 @@ class Critique:
     evaluation:str   # The rationale
     def _repr_markdown_(self): return f"**{self.score}/5** {md_escape(self.evaluation)}"
 
-_RATING_RE = re.compile(r'(?i)total[ \t]*rating[ \t]*(?:\*\*|__)?[ \t]*[:：=]?[ \t]*(?:\*\*|__)?[ \t]*\(?[ \t]*(-?\d+(?:[.,]\d+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(\d+))?')
-_EVAL_RE = re.compile(r'(?is)evaluation[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?(.*?)(?=^[ \t>#*_\-]*total[ \t]*rating|\Z)', re.M)
+_RATING_RE = (re.compile(r'(?i)total[ \t]*rating[ \t]*(?:\*\*|__)?[ \t]*[:：=]?[ \t]*(?:\*\*|__)?[ \t]*\(?[ '
+                         r'\t]*(-?\d+(?:[.,]\d+)?)(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(\d+))?'))
+_EVAL_RE = (re.compile(r'(?is)evaluation[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?(.*?)(?=^[ \t>#*_\-]*total[ '
+                       r'\t]*rating|\Z)', re.M))
 
-RATING_SCHEMA = {'title':'rating', 'type':'object', 'required':['evaluation', 'total_rating'], 'additionalProperties':False,
-                 'properties':{'evaluation':{'type':'string'}, 'total_rating':{'type':'integer', 'enum':[1, 2, 3, 4, 5]}}}
+RATING_SCHEMA = {'title':'rating', 'type':'object', 'required':['evaluation', 'total_rating'],
+                 'additionalProperties':False,
+                 'properties':{'evaluation':{'type':'string'},
+                               'total_rating':{'type':'integer', 'enum':[1, 2, 3, 4, 5]}}}
 
 def parse_rating(
     text:str,  # The critique agent's reply
 )->Critique:
-    "The `Total rating` (1-5) and `Evaluation` of a critique reply (text or `RATING_SCHEMA`'s JSON); raise `ParseError` if missing or out of range."
+    ("The `Total rating` (1-5) and `Evaluation` of a critique reply (text or `RATING_SCHEMA`'s JSON); raise "
+     "`ParseError` if missing or out of range.")
     if (j := _json_object(text)) is not None:
         text = f"Evaluation: {j.get('evaluation') or ''}\nTotal rating: {j.get('total_rating', '')}"
     ms = list(_RATING_RE.finditer(text))
@@ -143,23 +157,30 @@ class QA:
     critique_prompts:str|None=None
     failures:list=field(default_factory=list)  # {stage, kind, message, raw}
     doc_source:str|None=None       # Where the document was loaded from: an absolute folder or file path, or a clone URL
-    groundedness_votes:list|None=None  # With self-consistency on: the first score, then each extra sample's and the second critic's
+    groundedness_votes:list|None=None  # Self-consistency: first score, each extra sample's, the second critic's
     relevance_votes:list|None=None
     standalone_votes:list|None=None
 
     def _repr_markdown_(self):  # ids come from file names, the rest from the model: all escaped
-        if not self.question: return f"**{md_escape(self.id)}**: no question; " + md_escape('; '.join(f"{f['stage']} {f['kind']}: {f['message']}" for f in self.failures))
-        ev = (f"found ({self.evidence_match}) at [{self.evidence_start}:{self.evidence_end}]" if self.evidence_found else 'not found')
-        crit = ' · '.join(f"{c} **{getattr(self, c+'_score')}**" for c in CRITERIA if getattr(self, c+'_score') is not None)
-        verdict = 'kept' if self.kept else f"dropped: {md_escape(self.drop_reason)}" if self.drop_reason else 'not selected yet'
-        return (f"**{md_escape(self.id)}** ({verdict})\n\n**Q:** {md_escape(self.question)}  \n**A:** {md_escape(self.answer)}  \n"
+        if not self.question:
+            return (f"**{md_escape(self.id)}**: no question; "
+                    + md_escape('; '.join(f"{f['stage']} {f['kind']}: {f['message']}" for f in self.failures)))
+        ev = (f"found ({self.evidence_match}) at [{self.evidence_start}:{self.evidence_end}]" if self.evidence_found
+              else 'not found')
+        crit = ' · '.join(f"{c} **{getattr(self, c+'_score')}**"
+                          for c in CRITERIA if getattr(self, c+'_score') is not None)
+        verdict = ('kept' if self.kept else f"dropped: {md_escape(self.drop_reason)}" if self.drop_reason
+                   else 'not selected yet')
+        return (f"**{md_escape(self.id)}** ({verdict})\n\n**Q:** {md_escape(self.question)}  \n"
+                f"**A:** {md_escape(self.answer)}  \n"
                 f"**Evidence** {ev}: {md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
 
 
 def _tally(stats:dict|None, rs:list[Result], t0:float):
     "Add a batch's calls, failures and wall time to `stats`."
     if stats is None: return
-    for k, v in dict(calls=len(rs), failed_calls=sum(not r.ok for r in rs), model_seconds=time.perf_counter() - t0).items():
+    for k, v in dict(calls=len(rs), failed_calls=sum(not r.ok for r in rs),
+                     model_seconds=time.perf_counter() - t0).items():
         stats[k] = stats.get(k, 0) + v
 
 def _where(source:str|None)->str|None:
@@ -203,7 +224,7 @@ def generate_questions(
     language:str='English',    # Language of the questions and answers
     threshold:float=90,        # Lowest fuzzy score for evidence grounding
     stats:dict|None=None,      # Receives `model_seconds`
-    structured:bool=False,     # Ask for `QA_SCHEMA` JSON where the endpoint takes a schema (default: the seed's text protocol)
+    structured:bool=False,     # `QA_SCHEMA` JSON where the endpoint takes a schema (default: the text protocol)
 )->list[QA]:
     "Ask for `n_per_chunk` factoid questions per passage and ground their evidence; failures are recorded per question."
     byid = {d.id: d for d in docs}
@@ -211,16 +232,19 @@ def generate_questions(
     for k in range(n_per_chunk):
         if not alive: break
         t0 = time.perf_counter()
-        rs = llm.batch([_qa_request(c, language, prev[c.id], k, structured) for c in alive], desc=f'questions (round {k+1})')
+        rs = llm.batch([_qa_request(c, language, prev[c.id], k, structured) for c in alive],
+                       desc=f'questions (round {k+1})')
         _tally(stats, rs, t0)
         still = []
         for c, r in zip(alive, rs):
             q = QA(r.id, c.doc_id, c.metadata.get('file_path', c.doc_id), c.id, c.start_index, c.text,
-                   language=language, generator_model=r.model, generator_prompt=r.prompt, doc_source=_where(c.metadata.get('source')))
+                   language=language, generator_model=r.model, generator_prompt=r.prompt,
+                   doc_source=_where(c.metadata.get('source')))
             if r.ok:
                 q.question, q.answer, q.evidence = r.value['question'], r.value['answer'], r.value['evidence']
                 if m := ground(q.evidence, c, byid.get(c.doc_id), threshold):
-                    q.evidence_found, q.evidence_start, q.evidence_end, q.evidence_match, q.evidence_score = True, m.start, m.end, m.method, m.score
+                    q.evidence_found, q.evidence_start, q.evidence_end, q.evidence_match, q.evidence_score = (
+                        True, m.start, m.end, m.method, m.score)
                 prev[c.id].append(r.text); still.append(c)
             else: q.failures.append(_failure('generate', r))
             out.append(q)
@@ -229,12 +253,15 @@ def generate_questions(
     return sorted(out, key=lambda q: (order[q.chunk_id], q.id))
 
 # %% ../nbs/04_generate.ipynb #0d5e27f4
-def _critique_request(q:QA, criterion:str, audience:str, structured:bool=False, sample:int=0, temperature:float=0.7)->Request:
+def _critique_request(q:QA, criterion:str, audience:str, structured:bool=False, sample:int=0,
+                      temperature:float=0.7)->Request:
     p = get_prompt(f'critique_{criterion}')
-    kw = {'groundedness': dict(question=q.question, context=q.context), 'relevance': dict(question=q.question, audience=audience),
+    kw = {'groundedness': dict(question=q.question, context=q.context),
+          'relevance': dict(question=q.question, audience=audience),
           'standalone': dict(question=q.question)}[criterion]
     params = {'temperature':temperature, 'seed':sample} if sample else {}
-    return Request(p.messages(**kw), p, id=f'{q.id}/{criterion}' + (f'#s{sample}' if sample else ''), parse=parse_rating,
+    return Request(p.messages(**kw), p, id=f'{q.id}/{criterion}' + (f'#s{sample}' if sample else ''),
+                   parse=parse_rating,
                    schema=RATING_SCHEMA if structured else None, params=params)
 
 def critique(
@@ -243,11 +270,12 @@ def critique(
     audience:str=DEFAULT_AUDIENCE,  # Who the questions should be useful to
     stats:dict|None=None,           # Receives `model_seconds`
     structured:bool=False,          # Ask for `RATING_SCHEMA` JSON where the endpoint takes a schema
-    samples:int=1,                  # Self-consistency: this many ratings per criterion (the extra ones sampled with `seed` 1, 2, ...)
-    sample_temperature:float=0.7,   # Temperature of the extra samples (the first rating stays at the LLM's temperature, 0)
+    samples:int=1,                  # Self-consistency: ratings per criterion (the extra ones with `seed` 1, 2, ...)
+    sample_temperature:float=0.7,   # Temperature of the extra samples (the first stays at the LLM's, 0)
     second_critic:LLM|None=None,    # Self-consistency: another critic model, asked the same three questions
 )->list[QA]:
-    "Run the three critique agents on every question in one batch; scores, rationales and failures go on each `QA`, extra votes in `<criterion>_votes`."
+    ("Run the three critique agents on every question in one batch; scores, rationales and failures go on each `QA`, "
+     "extra votes in `<criterion>_votes`.")
     todo = [q for q in qas if q.question]
     reqs = [_critique_request(q, c, audience, structured) for q in todo for c in CRITERIA]
     t0 = time.perf_counter()
@@ -259,7 +287,8 @@ def critique(
             q.critic_model = q.critic_model or r.model
             if r.ok: setattr(q, f'{c}_score', r.value.score); setattr(q, f'{c}_eval', r.value.evaluation)
             else: q.failures.append(_failure(f'critique_{c}', r))
-    extra = [(llm, [_critique_request(q, c, audience, structured, k, sample_temperature) for q in todo for c in CRITERIA])
+    extra = [(llm, [_critique_request(q, c, audience, structured, k, sample_temperature) for q in todo
+                    for c in CRITERIA])
              for k in range(1, samples)]
     if second_critic is not None: extra.append((second_critic, reqs))
     if extra:
@@ -277,18 +306,21 @@ def critique(
 
 # %% ../nbs/04_generate.ipynb #33f5a7f3
 def _votes_frame(qas)->pd.DataFrame:
-    df = qas.df if hasattr(qas, 'df') else pd.DataFrame([asdict(q) for q in qas]) if qas and isinstance(qas[0], QA) else pd.DataFrame(qas)
+    df = (qas.df if hasattr(qas, 'df') else pd.DataFrame([asdict(q) for q in qas]) if qas
+          and isinstance(qas[0], QA) else pd.DataFrame(qas))
     return df
 
 def critic_consistency(
     qas,                 # `QA`s, a `Dataset` or its DataFrame, critiqued with `samples > 1` or a `second_critic`
     min_score:int=3,     # The keep threshold the votes are compared against
 )->pd.DataFrame:
-    "Per criterion: questions with votes, share where all votes agree, agree within one point, and fall on both sides of `min_score`."
+    ("Per criterion: questions with votes, share where all votes agree, agree within one point, and fall on both sides "
+     "of `min_score`.")
     df, rows = _votes_frame(qas), {}
     for c in CRITERIA:
         col = f'{c}_votes'
-        v = [[x for x in vs if x is not None] for vs in (df[col] if col in df else []) if isinstance(vs, (list, np.ndarray))]
+        v = [[x for x in vs if x is not None]
+             for vs in (df[col] if col in df else []) if isinstance(vs, (list, np.ndarray))]
         v = [vs for vs in v if len(vs) > 1]
         if not v: continue
         rows[c] = dict(questions=len(v), votes=round(float(np.mean([len(x) for x in v])), 1),
@@ -309,15 +341,18 @@ def critic_agreement(
     ds,                 # A `Dataset`, its DataFrame or a `ReviewState`, with a `review` column (accept / edit / reject)
     min_score:int=3,    # A critic "keeps" a question when its score reaches this
 )->pd.DataFrame:
-    "Each critique agent, and the combined `kept`, against the human review: agreement, Cohen's kappa, and both kinds of disagreement."
+    ("Each critique agent, and the combined `kept`, against the human review: agreement, Cohen's kappa, and both kinds "
+     "of disagreement.")
     df = getattr(ds, 'df', ds)
-    if 'review' not in df or not df.review.notna().any(): raise ValueError("no human review in this dataset: review it first (ragnb.widgets.ReviewViewer)")
+    if 'review' not in df or not df.review.notna().any():
+        raise ValueError("no human review in this dataset: review it first (ragnb.widgets.ReviewViewer)")
     r = df[df.review.notna() & df.question.notna()]
     human = r.review.isin(['accept', 'edit']).to_numpy()
     verdicts = {c: (r[f'{c}_score'].astype(float) >= min_score).to_numpy() for c in CRITERIA if f'{c}_score' in r}
     if 'kept' in r: verdicts['kept (all criteria)'] = r.kept.astype(bool).to_numpy()
     rows = {k: dict(reviewed=len(r), agree=round(float(np.mean(v == human)), 3), kappa=_kappa(v, human),
-                    critic_keeps_human_rejects=int(np.sum(v & ~human)), critic_drops_human_keeps=int(np.sum(~v & human)))
+                    critic_keeps_human_rejects=int(np.sum(v & ~human)),
+                    critic_drops_human_keeps=int(np.sum(~v & human)))
             for k, v in verdicts.items()}
     return pd.DataFrame.from_dict(rows, orient='index').rename_axis('critic')
 
@@ -328,7 +363,7 @@ def select(
     qas:list[QA],                  # Critiqued questions
     min_score:int=3,               # Lowest score kept on every criterion
     thresholds:dict|None=None,     # Per-criterion overrides, e.g. {'relevance': 4}
-    dedupe:int|None=90,            # Drop a question this similar (0-100, rapidfuzz token_sort_ratio) to a better one; None keeps all
+    dedupe:int|None=90,            # Drop a question this similar (0-100, token_sort_ratio) to a better one; None: keep
     require_evidence:bool=False,   # Also drop questions whose evidence was not found
     require_consistent:bool=False, # Also drop questions whose critique votes fall on both sides of the threshold
 )->list[QA]:
@@ -352,18 +387,23 @@ def select(
     if dedupe is not None and len(kept) > 1:
         texts = [utils.default_process(q.question) for q in kept]
         for b in range(0, len(kept), DEDUPE_BLOCK):  # blocks of rows keep memory at DEDUPE_BLOCK x n bytes
-            sim = process.cdist(texts[b:b+DEDUPE_BLOCK], texts, scorer=fuzz.token_sort_ratio, score_cutoff=dedupe, dtype=np.uint8)
+            sim = process.cdist(texts[b:b+DEDUPE_BLOCK], texts, scorer=fuzz.token_sort_ratio, score_cutoff=dedupe,
+                                dtype=np.uint8)
             for i in range(b, min(b+DEDUPE_BLOCK, len(kept))):
                 if not kept[i].kept: continue
                 for j in np.nonzero(sim[i-b, i+1:])[0] + i + 1:
-                    if kept[j].kept: kept[j].kept, kept[j].drop_reason = False, f'near-duplicate of {kept[i].id} ({sim[i-b, j]})'
+                    if kept[j].kept:
+                        kept[j].kept, kept[j].drop_reason = False, f'near-duplicate of {kept[i].id} ({sim[i-b, j]})'
     return qas
 
 # %% ../nbs/04_generate.ipynb #d03e647d
-SEED_EXAMPLE = {  # The article's worked example on the cookbook's CONTRIBUTING.md: question -> (groundedness, relevance, standalone)
+# The article's worked example on the cookbook's CONTRIBUTING.md: question -> (groundedness, relevance, standalone)
+SEED_EXAMPLE = {
     "What are the three characteristics of the best contributions to the OpenAI Cookbook?": (5, 4, 3),
-    "What is the minimum score required in each area of the rubric for a contribution to be generally accepted?": (5, 2, 1),
-    "What is the criterion for evaluating the correctness of content related to building with OpenAI technologies?": (5, 5, 4),
+    "What is the minimum score required in each area of the rubric for a contribution to be generally accepted?": (
+        5, 2, 1),
+    "What is the criterion for evaluating the correctness of content related to building with OpenAI technologies?": (
+        5, 5, 4),
 }
 
 # %% ../nbs/04_generate.ipynb #e0ac4c3b
@@ -380,12 +420,16 @@ class Dataset:
             if c in self.df: self.df[c] = self.df[c].astype('Int64')
 
     @classmethod
-    def from_records(cls, qas:list[QA], stats:dict|None=None)->Dataset:
+    def from_records(cls, qas:list[QA], # `QA` records
+                     stats:dict|None=None # Counts of the run that made them
+                    ) -> Dataset:
+        "A dataset from `QA` records."
         cols = [f.name for f in fields(qas[0] if qas else QA)]  # a subclass of QA adds its columns
         return cls(pd.DataFrame([asdict(q) for q in qas], columns=cols), stats)
 
     def __len__(self): return len(self.df)
-    def __repr__(self): return f"Dataset({len(self)} rows; " + ', '.join(f"{k} {v}" for k, v in self.counts().items()) + ")"
+    def __repr__(self):
+        return f"Dataset({len(self)} rows; " + ', '.join(f"{k} {v}" for k, v in self.counts().items()) + ")"
     def _sub(self, mask)->Dataset: return Dataset(self.df[mask], self.stats)
     @property
     def kept(self)->Dataset: return self._sub(self.df.kept.astype(bool))
@@ -397,7 +441,8 @@ class Dataset:
     def counts(self)->dict:
         "Questions, kept, dropped and failed rows (a failed row has at least one failed call)."
         d = self.df
-        return dict(questions=int(d.question.notna().sum()), kept=int(d.kept.sum()), dropped=len(self.dropped), failed=len(self.failed))
+        return dict(questions=int(d.question.notna().sum()), kept=int(d.kept.sum()), dropped=len(self.dropped),
+                    failed=len(self.failed))
 
     def report(self)->str:
         "One line per figure: chunks, questions, kept, dropped, failed, calls and tokens."
@@ -414,12 +459,14 @@ class Dataset:
                 f"{c['failed']} with failures</p>")
         show = self.df[[k for k in _SHOW if k in self.df]].head(12).copy()
         for k in ('question', 'answer', 'drop_reason'):
-            if k in show: show[k] = show[k].map(lambda v: v if not isinstance(v, str) or len(v) <= 100 else v[:99] + '…')
+            if k in show:
+                show[k] = show[k].map(lambda v: v if not isinstance(v, str) or len(v) <= 100 else v[:99] + '…')
         tbl = show.to_html(escape=True, na_rep='', index=False)
         more = f"<p>… {len(self) - 12} more rows</p>" if len(self) > 12 else ''
         return nh3.clean(head + tbl + more)
 
-    def to_jsonl(self, path)->Path:
+    def to_jsonl(self, path # File to write
+                ) -> Path:
         "Write one JSON object per row."
         path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
         with path.open('w', encoding='utf-8') as f:
@@ -427,19 +474,22 @@ class Dataset:
                 f.write(json.dumps(r, ensure_ascii=False, default=str) + '\n')
         return path
 
-    def to_parquet(self, path)->Path:
+    def to_parquet(self, path # File to write
+                  ) -> Path:
         "Write a Parquet file (failures and hops stored as JSON text)."
         path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
         as_json = {c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}
         self.df.assign(**as_json).to_parquet(path, index=False)
         return path
 
-    def save(self, path)->Path:
+    def save(self, path # File to write: .parquet, else JSONL
+            ) -> Path:
         "Save as Parquet if `path` ends in .parquet, else as JSONL."
         return self.to_parquet(path) if str(path).endswith('.parquet') else self.to_jsonl(path)
 
     @classmethod
-    def load(cls, path)->Dataset:
+    def load(cls, path # A file written by `save`
+            ) -> Dataset:
         "Read a dataset written by `save`."
         path = Path(path)
         if path.suffix == '.parquet':
@@ -452,14 +502,17 @@ class Dataset:
         return cls(df)
 
     def to_ragas(self)->pd.DataFrame:
-        "The kept questions with ragas' column names: `user_input`, `reference`, `reference_contexts` (as imported from ragas, else the passage)."
+        ("The kept questions with ragas' column names: `user_input`, `reference`, `reference_contexts` (as imported "
+         "from ragas, else the passage).")
         k = self.kept.df
         rc = k.reference_contexts if 'reference_contexts' in k else [None] * len(k)
         return pd.DataFrame({'user_input': k.question.tolist(), 'reference': k.answer.tolist(),
-                             'reference_contexts': [list(r) if isinstance(r, (list, tuple, np.ndarray)) else [c] for r, c in zip(rc, k.context)]})
+                             'reference_contexts': [list(r) if isinstance(r, (list, tuple, np.ndarray)) else [c] for r,
+                                                    c in zip(rc, k.context)]})
 
     def to_ragchecker(self)->dict:
-        "The kept questions as RAGChecker input (`query_id`, `query`, `gt_answer`); the RAG system adds `response` and `retrieved_context`."
+        ("The kept questions as RAGChecker input (`query_id`, `query`, `gt_answer`); the RAG system adds `response` "
+         "and `retrieved_context`.")
         k = self.kept.df
         return {'results': [{'query_id': i, 'query': q, 'gt_answer': a} for i, q, a in zip(k.id, k.question, k.answer)]}
 
@@ -500,7 +553,7 @@ def generate_dataset(
     styles:list|None=None,             # Query styles of the non-factoid questions (None: all of `diversity.STYLES`)
     lengths:list|None=None,            # Query lengths of the non-factoid questions (None: short, medium and long)
     check_language:bool=True,          # Drop questions or answers that are not in `language`
-    structured:bool=False,             # Questions and ratings as JSON where the endpoint takes a schema (claims always are)
+    structured:bool=False,             # Questions and ratings as JSON where the endpoint takes a schema (claims always)
     critic_samples:int=1,              # Self-consistency: ratings per criterion (see `critique`)
     second_critic:LLM|None=None,       # Self-consistency: a second critic model
     require_consistent:bool=False,     # Drop questions whose critique votes disagree about keeping them
@@ -518,9 +571,11 @@ def generate_dataset(
                              lengths, check_language)
     chunks = sample_chunks(split_many(docs, chunk_size, chunk_overlap, engine, workers), max_chunks, seed)
     u0 = Usage(**asdict(llm.usage))
-    stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0}
+    stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0,
+             'failed_calls': 0}
     qas = generate_questions(chunks, llm, docs, n_per_chunk, language, stats=stats, structured=structured)
-    critique(qas, llm, audience, stats=stats, structured=structured, samples=critic_samples, second_critic=second_critic)
+    critique(qas, llm, audience, stats=stats, structured=structured, samples=critic_samples,
+             second_critic=second_critic)
     select(qas, min_score, thresholds, dedupe, require_evidence, require_consistent)
     if check_language:
         from ragnb.diversity import check_languages
@@ -534,7 +589,8 @@ def generate_dataset(
 def all_calls_failed(
     ds:Dataset,  # A dataset just generated
 )->str|None:
-    "'all N calls failed: <the most common reason>' when no model call of the run succeeded (no network, a wrong key), else None."
+    ("'all N calls failed: <the most common reason>' when no model call of the run succeeded (no network, a wrong "
+     "key), else None.")
     n, bad = ds.stats.get('calls', 0), ds.stats.get('failed_calls', 0)
     if not n or bad < n: return None
     msgs = [f['message'] for fs in ds.df.failures for f in fs]
@@ -542,9 +598,10 @@ def all_calls_failed(
 
 # %% ../nbs/04_generate.ipynb #b27605e9
 from .engine import add_engine_args
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Add `ragnb generate` to the command line."
-    p = sub.add_parser('generate', help='synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered')
+    p = sub.add_parser('generate')
     p.add_argument('src', nargs='+', help='git clone URLs, local repositories, folders or files')
     p.add_argument('--out', required=True, help='dataset file: .jsonl (default) or .parquet')
     p.add_argument('--model', default=None, help='chat model (default: RAGNB_MODEL or gpt-4o-mini)')
@@ -555,17 +612,25 @@ def add_cli(sub):
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--min-score', type=int, default=3, help='lowest score kept on every criterion')
     p.add_argument('--concurrency', type=int, default=16)
-    p.add_argument('--batch', action='store_true', help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
+    p.add_argument('--batch', action='store_true',
+                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
+                   "rerun resumes)")
     p.add_argument('--questions-per-chunk', type=int, default=1)
     p.add_argument('--language', default='English', help='language of questions and answers')
-    p.add_argument('--glob', action='append', default=None, help="file pattern (repeatable; default '*.md' and '*.mdx')")
+    p.add_argument('--glob', action='append', default=None,
+                   help="file pattern (repeatable; default '*.md' and '*.mdx')")
     p.add_argument('--branch', default=None, help='branch of git sources')
     p.add_argument('--encoding', default='utf-8', help='text encoding of the files, e.g. latin-1 (default: utf-8)')
-    p.add_argument('--structured', action='store_true', help='questions and ratings as JSON where the endpoint takes a JSON schema')
-    p.add_argument('--critic-samples', type=int, default=1, help='self-consistency: ratings per criterion (extra ones sampled)')
-    p.add_argument('--second-critic-model', default=None, help='self-consistency: a second critic model on the same endpoint')
-    p.add_argument('--require-consistent', action='store_true', help='drop questions whose critique votes disagree about keeping them')
-    p.add_argument('--keep-all', action='store_true', help='also write dropped and failed rows (with kept and drop_reason)')
+    p.add_argument('--structured', action='store_true',
+                   help='questions and ratings as JSON where the endpoint takes a JSON schema')
+    p.add_argument('--critic-samples', type=int, default=1,
+                   help='self-consistency: ratings per criterion (extra ones sampled)')
+    p.add_argument('--second-critic-model', default=None,
+                   help='self-consistency: a second critic model on the same endpoint')
+    p.add_argument('--require-consistent', action='store_true',
+                   help='drop questions whose critique votes disagree about keeping them')
+    p.add_argument('--keep-all', action='store_true',
+                   help='also write dropped and failed rows (with kept and drop_reason)')
     p.add_argument('--question-types', default=None, help="mix of question types with optional weights, e.g. "
                    "'factoid:2,multi_hop:1,comparative,reasoning,conditional' (default: factoids only)")
     p.add_argument('--personas', default=None, help="personas asking the questions, 'name: need' separated by ';', "
@@ -580,7 +645,8 @@ def add_cli(sub):
 
 def _cli_generate(args)->int:
     check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
-    docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding, **({'glob': tuple(args.glob)} if args.glob else {}))
+    docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding,
+                          **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
     llm = LLM(model=args.model, concurrency=args.concurrency, batch=args.batch, **call_options(args))

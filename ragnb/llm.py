@@ -32,7 +32,8 @@ def default_cache_dir() -> Path:
     import platformdirs
     return Path(platformdirs.user_cache_dir('ragnb'))
 
-def env_model(vision=False) -> str:
+def env_model(vision=False # The model for pages (`RAGNB_VISION_MODEL`) instead of text
+             ) -> str:
     "The model named by the environment (`RAGNB_VISION_MODEL` for pages), else the default."
     if vision and (m := os.environ.get('RAGNB_VISION_MODEL')): return m
     return os.environ.get('RAGNB_MODEL') or DEFAULT_MODEL
@@ -41,7 +42,8 @@ def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
                default:float, # Used when the variable is unset or empty
                kind:type=float # `float` or `int`
               ):
-    "The number in environment variable `name`, else `default`; a value that is not a number raises `ValueError` naming it."
+    ("The number in environment variable `name`, else `default`; a value that is not a number raises `ValueError` "
+     "naming it.")
     v = os.environ.get(name, '').strip()
     if not v: return default
     try: return kind(v)
@@ -51,31 +53,37 @@ def show_progress() -> bool:
     "Progress bars belong on a terminal or in a Jupyter kernel, never in a log file or a pipe."
     return sys.stderr.isatty() or 'ipykernel' in sys.modules
 
-def add_call_options(p):
+def add_call_options(p # An argparse (sub)parser
+                    ):
     "Add `--timeout` and `--max-retries` to an argparse (sub)parser of a command that calls a model."
     p.add_argument('--timeout', type=float, default=None, help='seconds per attempt of a model call, headers and body '
                    'together (default: RAGNB_TIMEOUT, else 60)')
-    p.add_argument('--max-retries', type=int, default=None, help='retries of a model call on 429/5xx/timeouts/connection '
+    p.add_argument('--max-retries', type=int, default=None,
+                   help='retries of a model call on 429/5xx/timeouts/connection '
                    'errors (default: RAGNB_MAX_RETRIES, else 4)')
 
-def call_options(args) -> dict:
+def call_options(args # Parsed arguments of a parser given `add_call_options`
+                ) -> dict:
     "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line)."
     return {k: v for k in ('timeout', 'max_retries') if (v := getattr(args, k, None)) is not None}
 
 def check_output(path:str|Path, # Where a command will write its result
                  make_parents:bool=False # The command creates missing folders itself
                 ) -> Path:
-    "`path`, or a `ValueError` before any model call when it cannot be written: a folder, a missing or read-only folder."
+    ("`path`, or a `ValueError` before any model call when it cannot be written: a folder, a missing or read-only "
+     "folder.")
     p = Path(path)
     if p.is_dir(): raise ValueError(f"--out {p} is a folder; give a file name")
     d = p.parent
     if not make_parents and not d.is_dir(): raise ValueError(f"--out {p}: the folder {d} does not exist")
     while not d.exists(): d = d.parent
-    if not os.access(d, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)): raise ValueError(f"--out {p}: not writable")
+    if not os.access(d, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"--out {p}: not writable")
     return p
 
 # %% ../nbs/00_llm.ipynb #ee5f19b2
-def text_part(text:str) -> dict:
+def text_part(text:str # The text
+             ) -> dict:
     "An OpenAI content part holding `text`."
     return {'type':'text', 'text':text}
 
@@ -120,38 +128,62 @@ class CallCache:
         with self._conn() as c:
             c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt TEXT, '
                       'record TEXT NOT NULL, created REAL)')
-            c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
-                      'updated REAL, PRIMARY KEY (endpoint, model, feature))')
 
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, 'conn', None)
         if c is None:
             c = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA busy_timeout=30000')
-            c.execute('PRAGMA synchronous=NORMAL')  # WAL: no fsync per commit; a crash of the process loses nothing committed
+            # WAL: no fsync per commit; a crash of the process loses nothing committed
+            c.execute('PRAGMA synchronous=NORMAL')
             self._local.conn = c
         return c
 
-    def get(self, key:str) -> dict|None:
+    def get(self, key:str # A `cache_key`
+           ) -> dict|None:
+        "The stored record for `key`, or None."
         row = self._conn().execute('SELECT record FROM calls WHERE key=?', (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, key:str, record:dict, kind='chat', model=None, prompt=None):
+    def put(self, key:str, # A `cache_key`
+            record:dict, # What to store (JSON-serialisable)
+            kind='chat', # 'chat' or 'embedding'
+            model=None, # Model name
+            prompt=None # Prompt id
+           ):
+        "Store `record` under `key` (replacing an older one)."
         self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)',
                              (key, kind, model, prompt, _canon(record), time.time()))
 
-    def get_feature(self, endpoint:str, model:str, feature:str) -> dict|None:
+    def get_feature(self, endpoint:str, # Endpoint name
+                    model:str, # Model name
+                    feature:str # e.g. 'structured'
+                   ) -> dict|None:
         "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
-        row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
-                                   (endpoint, model, feature)).fetchone()
+        try: row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
+                                        (endpoint, model, feature)).fetchone()
+        # no table yet: a cache from before features, opened read-only in spirit
+        except sqlite3.OperationalError: return None
         return json.loads(row[0]) if row else None
 
-    def put_feature(self, endpoint:str, model:str, feature:str, record:dict):
-        self._conn().execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)', (endpoint, model, feature, _canon(record), time.time()))
+    def put_feature(self, endpoint:str, # Endpoint name
+                    model:str, # Model name
+                    feature:str, # e.g. 'structured'
+                    record:dict # What was learnt (JSON-serialisable)
+                   ):
+        "Remember what was learnt about `feature`."
+        c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
+        c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
+                  'updated REAL, PRIMARY KEY (endpoint, model, feature))')
+        c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
+                  (endpoint, model, feature, _canon(record), time.time()))
 
     def features(self) -> list[dict]:
         "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
-        rows = self._conn().execute('SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall()
+        try:
+            rows = (self._conn().execute(
+                'SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall())
+        except sqlite3.OperationalError: return []
         return [{'endpoint':e, 'model':m, 'feature':f, **json.loads(r)} for e, m, f, r in rows]
 
     def __len__(self): return self._conn().execute('SELECT COUNT(*) FROM calls').fetchone()[0]
@@ -177,7 +209,9 @@ class Usage:
     saved_tokens:int=0  # Prompt + completion tokens of the replies the cache answered (not spent again)
     saved_cost:float=0.0  # What those replies cost when they were first made
 
-    def add(self, o:Usage):
+    def add(self, o:Usage # Another usage, added field by field
+           ):
+        "Add `o`'s counts to this usage."
         for f in self.__dataclass_fields__: setattr(self, f, getattr(self, f) + getattr(o, f))
         return self
 
@@ -185,14 +219,15 @@ class Usage:
         return (f"{self.calls} calls, {self.cached} cached, {self.failed} failed; "
                 f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens; ${self.cost:.4f}"
                 + (f" ({self.unpriced} calls unpriced)" if self.unpriced else '')
-                + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens else ''))
+                + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens
+                   else ''))
     def _repr_markdown_(self): return md_escape(self)  # '$0.0000 ... ($0.0000)' would render as LaTeX
 
 @dataclass
 class Failure:
     "Why a model call produced no usable value."
     item_id:Any
-    kind:str  # rate_limit, server_error, timeout, connection, bad_request, auth, empty, truncated, parse, replay_miss, other
+    kind:str  # rate_limit server_error timeout connection bad_request auth empty truncated parse replay_miss other
     message:str
     attempts:int=0
     def __str__(self): return f"{self.item_id}: {self.kind} after {self.attempts} attempt(s): {self.message}"
@@ -230,8 +265,10 @@ class Result:
         return self.value
 
     def _repr_markdown_(self):  # ids, model names, replies and error messages all come from outside: escaped
-        head = f"**{md_escape(self.id)}** · {md_escape(self.model)} · {md_escape(self.prompt or 'no prompt')} · " + ('cached' if self.cached else f"{self.attempts} attempt(s)")
-        if self.failure: return head + f"\n\n**failed** ({md_escape(self.failure.kind)}): {md_escape(self.failure.message)}"
+        head = (f"**{md_escape(self.id)}** · {md_escape(self.model)} · {md_escape(self.prompt or 'no prompt')} · "
+                + ('cached' if self.cached else f"{self.attempts} attempt(s)"))
+        if self.failure:
+            return head + f"\n\n**failed** ({md_escape(self.failure.kind)}): {md_escape(self.failure.message)}"
         return head + "\n\n" + fenced(self.text or '')
 
 @dataclass
@@ -252,12 +289,16 @@ PRICES = {  # USD per 1M tokens: (input, output)
     'text-embedding-3-small': (0.02, 0.0), 'text-embedding-3-large': (0.13, 0.0), 'scripted-test-model': (0.0, 0.0),
 }
 
-def price_of(model:str) -> tuple[float,float]|None:
+def price_of(model:str # Model name
+            ) -> tuple[float,float]|None:
     "(input, output) USD per 1M tokens for `model`, by longest matching prefix; None when unknown."
     best = max((k for k in PRICES if model == k or model.startswith(k + '-')), key=len, default=None)
     return PRICES[best] if best else None
 
-def cost_of(model:str, prompt_tokens:int, completion_tokens:int=0) -> float|None:
+def cost_of(model:str, # Model name
+            prompt_tokens:int, # Tokens sent
+            completion_tokens:int=0 # Tokens received
+           ) -> float|None:
     "Cost in USD of one call, or None when the model has no price."
     p = price_of(model)
     return None if p is None else (prompt_tokens*p[0] + completion_tokens*p[1]) / 1e6
@@ -265,7 +306,8 @@ def cost_of(model:str, prompt_tokens:int, completion_tokens:int=0) -> float|None
 # %% ../nbs/00_llm.ipynb #9790b644
 RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection'}
 
-def error_kind(e:Exception) -> str:
+def error_kind(e:Exception # An exception raised by a model call
+              ) -> str:
     "Classify an exception from the `openai` client."
     if isinstance(e, openai.APITimeoutError) or isinstance(e, asyncio.TimeoutError): return 'timeout'
     if isinstance(e, openai.APIConnectionError): return 'connection'
@@ -276,7 +318,8 @@ def error_kind(e:Exception) -> str:
         return 'bad_request'
     return 'other'
 
-def retry_after(e:Exception) -> float|None:
+def retry_after(e:Exception # An exception raised by a model call
+               ) -> float|None:
     "Seconds the server asked us to wait (`retry-after-ms` or `retry-after`), if any."
     resp = getattr(e, 'response', None)
     if resp is None: return None
@@ -287,13 +330,18 @@ def retry_after(e:Exception) -> float|None:
     except ValueError: return None
     return None
 
-def backoff_delay(attempt:int, base:float=0.5, cap:float=30.0, hint:float|None=None) -> float:
+def backoff_delay(attempt:int, # Retry number, from 1
+                  base:float=0.5, # Seconds before the first retry
+                  cap:float=30.0, # Longest delay in seconds
+                  hint:float|None=None # Seconds the server asked for, if any
+                 ) -> float:
     "Delay before retry number `attempt` (1-based): the server's hint, else capped exponential backoff with jitter."
     if hint is not None: return min(max(hint, 0.0), cap)
     return min(cap, base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 # %% ../nbs/00_llm.ipynb #ebb6bed4
-def run_sync(coro):
+def run_sync(coro # A coroutine
+            ):
     "Run `coro` to completion from sync code, whether or not an event loop is already running here."
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(coro)
@@ -302,7 +350,7 @@ def run_sync(coro):
 # %% ../nbs/00_llm.ipynb #b367f36c
 import re
 
-def reset_seconds(value:str|None # A rate-limit reset header: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, or a bare number of seconds
+def reset_seconds(value:str|None # A rate-limit reset header: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, or a number of seconds
                  ) -> float|None:
     "Seconds until a rate-limit budget refills, from an `x-ratelimit-reset-*` header; None when absent or unreadable."
     if value is None: return None
@@ -332,17 +380,19 @@ class _Budget:
         return self.reset - now if self.left < need and now < self.reset else 0.0
 
 class RateLimiter:
-    "When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an optional tokens-per-minute budget."
+    ("When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an "
+     "optional tokens-per-minute budget.")
     def __init__(self, concurrency:int=16, # Calls in flight at the start (and the most without rate-limit headers)
-                 ceiling:int|None=None, # Most calls in flight while the headers show room; default 4 × `concurrency`
-                 tpm:int|None=None, # This client's tokens-per-minute budget (estimated at the start, corrected by each reply's usage)
+                 ceiling:int|None=None, # Most calls in flight when headers show room; default 4×`concurrency`
+                 tpm:int|None=None, # This client's tokens-per-minute budget (corrected by each reply's usage)
                  adaptive:bool=True): # Follow headers and 429s; False keeps `concurrency` fixed
         self.concurrency, self.tpm, self.adaptive = concurrency, tpm, adaptive
         self.ceiling = max(concurrency, ceiling or 4*concurrency) if adaptive else concurrency
         self.limit, self.inflight, self.pause_until = float(concurrency), 0, 0.0
         self.requests, self.tokens = _Budget(), _Budget()  # what the endpoint's headers said
         self.bucket, self.bucket_t, self._last_cut = float(tpm or 0), time.monotonic(), 0.0
-        self.stats = {'started':0, 'rate_limited':0, 'waits':0, 'lowest':concurrency, 'highest':concurrency, 'headers':False}
+        self.stats = {'started':0, 'rate_limited':0, 'waits':0, 'lowest':concurrency, 'highest':concurrency,
+                      'headers':False}
         self._conds = {}
 
     def __repr__(self):
@@ -392,7 +442,8 @@ class RateLimiter:
             self.pause_until = max(self.pause_until, now + (hint if hint is not None else 1.0))
             if self.adaptive and now - self._last_cut > 1.0: self._set_limit(self.limit / 2); self._last_cut = now
         if headers is None or not self.adaptive: return
-        lr, rr = _int_header(headers, 'x-ratelimit-limit-requests'), _int_header(headers, 'x-ratelimit-remaining-requests')
+        lr, rr = (_int_header(headers, 'x-ratelimit-limit-requests'),
+                  _int_header(headers, 'x-ratelimit-remaining-requests'))
         lt, rt = _int_header(headers, 'x-ratelimit-limit-tokens'), _int_header(headers, 'x-ratelimit-remaining-tokens')
         if rr is None and rt is None: return
         self.stats['headers'] = True
@@ -400,21 +451,24 @@ class RateLimiter:
         self.tokens.update(rt, lt, reset_seconds(headers.get('x-ratelimit-reset-tokens')), now)
         room = min([r / l for r, l in ((rr, lr), (rt, lt)) if r is not None and l], default=1.0)
         if room < 0.1 and now - self._last_cut > 1.0: self._set_limit(self.limit * 0.75); self._last_cut = now
-        elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit): self._set_limit(self.limit + 1 / self.limit)
+        elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit):
+            self._set_limit(self.limit + 1 / self.limit)
 
     async def release(self, tokens:int=0, # The estimate `acquire` counted
                       used:int|None=None): # Tokens the reply reported using
         "Count a call as ended, correct the token budget with what it used, and wake the calls waiting for a slot."
         self.inflight -= 1
         if self.tpm and used is not None: self.bucket -= used - tokens
-        if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)  # recover after 429s
+        # recover after 429s
+        if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)
         cond = self._cond()
         async with cond: cond.notify(max(1, int(self.limit) - self.inflight))
 
     def _set_limit(self, x):
         top = self.ceiling if self.stats['headers'] else self.concurrency
         self.limit = min(max(1.0, x), float(top))
-        self.stats['lowest'], self.stats['highest'] = min(self.stats['lowest'], int(self.limit)), max(self.stats['highest'], int(self.limit))
+        self.stats['lowest'], self.stats['highest'] = (min(self.stats['lowest'], int(self.limit)),
+                                                       max(self.stats['highest'], int(self.limit)))
 
 
 # %% ../nbs/00_llm.ipynb #1d26d28e
@@ -444,34 +498,36 @@ class LLM:
                  cache_path:str|Path|None=None,  # SQLite file (or folder); default `RAGNB_CACHE_DIR`/calls.sqlite
                  replay:bool=False,  # Answer only from the cache; a miss is a `replay_miss` failure naming the call
                  concurrency:int=16,  # Calls in flight at once in a batch
-                 max_retries:int|None=None,  # Retries per call on 429/5xx/timeouts/connection errors; default `RAGNB_MAX_RETRIES` or 4
-                 timeout:float|None=None,  # Seconds per attempt, headers and body together; default `RAGNB_TIMEOUT` or 60
+                 max_retries:int|None=None,  # Retries on 429/5xx/timeout/connection; default `RAGNB_MAX_RETRIES` or 4
+                 timeout:float|None=None,  # Seconds per attempt, headers and body; default `RAGNB_TIMEOUT` or 60
                  temperature:float=0.0,
                  backoff:float=0.5,  # First backoff delay in seconds (doubles each retry, with jitter)
                  max_backoff:float=30.0,
                  vision_model:str|None=None,  # Default `RAGNB_VISION_MODEL`, else `model`
                  embed_model:str|None=None,  # Default `RAGNB_EMBED_MODEL` or text-embedding-3-small
-                 progress:bool|None=None,  # Show a tqdm progress bar for batches; default: only on a terminal or in Jupyter
-                 retry_truncated:float=2.0,  # A reply cut off at the caller's `max_tokens` is retried once with this many times the limit (0: never)
+                 progress:bool|None=None,  # A tqdm progress bar for batches; default: on a terminal or in Jupyter
+                 retry_truncated:float=2.0,  # Retry a reply cut at `max_tokens` once with this many times it (0: never)
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
-                 cache_endpoint:str|None=None,  # Endpoint name used in cache keys instead of `base_url` (e.g. when a local server's port changes)
-                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none (small local models can repeat themselves until the context is full)
-                 structured:str|None=None,  # Schemas as `response_format`: 'auto' (learn what the endpoint takes), 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED` or auto
-                 batch:bool|dict=False,  # `batch()` through the provider's Batch API (True, or a dict of `ragnb.batch.abatch_api` options)
-                 tpm:int|None=None,  # Tokens-per-minute budget (estimated at 4 characters a token, corrected by each reply's usage)
+                 cache_endpoint:str|None=None,  # Name in cache keys instead of `base_url` (a local port changes)
+                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none
+                 structured:str|None=None,  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`
+                 batch:bool|dict=False,  # `batch()` through the Batch API (True, or `ragnb.batch.abatch_api` options)
+                 tpm:int|None=None,  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
                  adaptive:bool=True,  # Adapt calls in flight to rate-limit headers and 429s
-                 max_concurrency:int|None=None,  # Most calls in flight while the headers show room; default 4 × `concurrency`
-                 fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client stays for Azure and typed parameters)
+                 max_concurrency:int|None=None,  # Most calls in flight when headers show room; default 4×`concurrency`
+                 fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client for Azure, typed parameters)
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
         self.embed_model = embed_model or os.environ.get('RAGNB_EMBED_MODEL') or DEFAULT_EMBED_MODEL
         self.azure_endpoint = azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
         self.api_version = api_version or os.environ.get('OPENAI_API_VERSION')
-        self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL') or 'https://api.openai.com/v1').rstrip('/')
+        self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL')
+                         or 'https://api.openai.com/v1').rstrip('/')
         self.cache_endpoint = (cache_endpoint or self.base_url).rstrip('/')
-        self._api_key = api_key or os.environ.get('OPENAI_API_KEY') or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None)
+        self._api_key = (api_key or os.environ.get('OPENAI_API_KEY')
+                         or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None))
         self.max_retries = env_number('RAGNB_MAX_RETRIES', 4, int) if max_retries is None else max_retries
         self.timeout = env_number('RAGNB_TIMEOUT', 60.0) if timeout is None else timeout
         self.replay, self.concurrency, self.retry_truncated = replay, concurrency, retry_truncated
@@ -516,11 +572,13 @@ def response_format(mode:str, # 'json_schema' (OpenAI, vLLM, llama.cpp) or 'json
                    ) -> dict:
     "The `response_format` asking for replies that follow `schema`, the way `mode` says."
     s = {k: v for k, v in schema.items() if k != 'title'}
-    if mode == 'json_schema': return {'type':'json_schema', 'json_schema':{'name':schema.get('title', 'reply'), 'schema':s, 'strict':True}}
+    if mode == 'json_schema':
+        return {'type':'json_schema', 'json_schema':{'name':schema.get('title', 'reply'), 'schema':s, 'strict':True}}
     if mode == 'json_object': return {'type':'json_object', 'schema':s}
     raise ValueError(f"mode must be one of {STRUCTURED_MODES}, not {mode!r}")
 
-def refuses_format(f:Failure) -> bool:
+def refuses_format(f:Failure # The failure of a call
+                  ) -> bool:
     "Whether a failed call was the endpoint refusing `response_format`: a 4xx or 5xx whose message names it."
     return f.kind in ('bad_request', 'server_error') and bool(_FORMAT_WORDS.search(f.message))
 
@@ -551,7 +609,8 @@ def _remember(self:LLM, model:str, mode:str, status:str, detail:str=''):
     self._features[k] = rec
     if self.cache is not None and not self.replay: self.cache.put_feature(*k, rec)
 
-def structured_mode(self:LLM, model:str|None=None) -> str|None:
+def structured_mode(self:LLM, model:str|None=None # Model name; default: the LLM's
+                   ) -> str|None:
     "How a schema is sent to `model` now: 'json_schema', 'json_object', or None (prompt only)."
     model = model or self.model
     if self.structured == 'off': return None
@@ -569,10 +628,12 @@ LLM._feature, LLM._remember, LLM.structured_mode, LLM.features = _feature, _reme
 # %% ../nbs/00_llm.ipynb #1a4e6858
 def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) -> dict:
     cap = {'max_tokens':self.max_tokens} if self.max_tokens else {}
-    return {'temperature':self.temperature, **cap, **params, **({'response_format':response_format(mode, schema)} if mode else {})}
+    return {'temperature':self.temperature, **cap, **params,
+            **({'response_format':response_format(mode, schema)} if mode else {})}
 
 def _grown(params:dict, factor:float) -> dict|None:
-    "`params` with `factor` times the caller's token limit, for one retry of a truncated reply; None when there is no limit to raise."
+    ("`params` with `factor` times the caller's token limit, for one retry of a truncated reply; None when there is no "
+     "limit to raise.")
     k = next((k for k in ('max_completion_tokens', 'max_tokens') if params.get(k)), None)
     return {**params, k: int(params[k] * factor)} if k and factor and factor > 1 else None
 
@@ -582,13 +643,16 @@ def _cut(completion_tokens:int, text:str|None) -> str:
             f"it ends {(text or '')[-60:]!r}")
 
 def _describe(self:LLM, e:Exception, kind:str) -> str:
-    "A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error body."
+    ("A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error "
+     "body.")
     if isinstance(e, asyncio.TimeoutError) or kind == 'timeout':  # our deadline, or the transport's
-        return f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= or RAGNB_TIMEOUT)"
+        return (f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= "
+                "or RAGNB_TIMEOUT)")
     if kind in ('connection', 'timeout'): return f"{type(e).__name__} at {self.base_url}: {e}"
     return _error_text(e)
 
-async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
+async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
+                 **params) -> Result:
     model = model or self.model
     tried = set()
     while True:   # a refused response_format: the same call again the next way, at last with none
@@ -618,12 +682,14 @@ def _replay_miss(self:LLM, messages, pid, item_id, model, key) -> Failure:
 
 def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     "Fill `res` from a cache record; a reply recorded with finish_reason 'length' is a `truncated` failure."
-    res.cached, res.text, res.model, res.finish_reason = True, rec['text'], rec.get('model') or model, rec.get('finish_reason')
+    res.cached, res.text, res.model, res.finish_reason = (True, rec['text'], rec.get('model') or model,
+                                                          rec.get('finish_reason'))
     u = rec.get('usage') or {}
     pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
     res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
     self.usage.add(res.usage)
-    if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)  # recorded before cut-off replies became failures
+    # recorded before cut-off replies became failures
+    if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
 
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
@@ -650,7 +716,9 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
                 if not grown and (bigger := _grown(call, self.retry_truncated)):
                     call, grown = bigger, True; continue
                 raise _Truncated(_cut(ct, text))
-            if text is None: raise _Empty(f"the reply has no message content (finish_reason={choice.finish_reason if choice else None})")
+            if text is None:
+                raise _Empty("the reply has no message content "
+                             f"(finish_reason={choice.finish_reason if choice else None})")
             break
         except _Empty as e:
             res.failure = Failure(item_id, 'empty', str(e), attempt); break
@@ -661,7 +729,8 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             kind, msg = error_kind(e), _error_text(e)
             errors += 1
             res.errors.append({'attempt':attempt, 'kind':kind, 'message':msg[:500]})
-            names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)  # a refused format is not retried as is
+            # a refused format is not retried as is
+            names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)
             if kind in RETRYABLE and errors <= self.max_retries and not names_format:
                 await asyncio.sleep(backoff_delay(errors, self.backoff, self.max_backoff, retry_after(e)))
                 continue
@@ -731,9 +800,12 @@ def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusEr
     cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
     return cls(f"Error code: {status} - {msg}", response=resp, body=err if err is not None else body)
 
-def fast_path(self:LLM, params:dict) -> bool:
-    "Whether a chat call with `params` goes over plain aiohttp: not Azure, no custom client options, plain JSON parameters."
-    return bool(self.fast and aiohttp is not None and not self.azure_endpoint and not self._client_kw and _plain(params))
+def fast_path(self:LLM, params:dict # The call's extra parameters
+             ) -> bool:
+    ("Whether a chat call with `params` goes over plain aiohttp: not Azure, no custom client options, plain JSON "
+     "parameters.")
+    return bool(self.fast and aiohttp is not None and not self.azure_endpoint and not self._client_kw
+                and _plain(params))
 
 def _session(self:LLM):
     loop = asyncio.get_running_loop()
@@ -750,7 +822,8 @@ def _session(self:LLM):
     return s[1]
 
 async def _post_chat(self:LLM, body:dict, headers:dict):
-    "POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the failure."
+    ("POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the "
+     "failure.")
     url = f"{self.base_url}/chat/completions"
     try:
         async with _session(self).post(url, data=json.dumps(body).encode(), headers=headers) as resp:
@@ -761,12 +834,14 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
         raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=_httpx.Request('POST', url)) from e
     if status >= 400: raise _status_error(status, rh, raw, url)
     try: return rh, ChatCompletion.model_validate_json(raw)
-    except ValueError: pass  # a lenient server's reply (a field missing): built without validation, as the typed client does
+    # a lenient server's reply (a field missing): built without validation, as the typed client does
+    except ValueError: pass
     try: return rh, ChatCompletion.construct(**json.loads(raw))
     except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
 
 async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=None, **params):
-    "One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed client."
+    ("One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed "
+     "client.")
     est = _est_tokens(messages) + int(params.get('max_tokens') or params.get('max_completion_tokens') or 0)
     lim, used = self.limiter, None
     await lim.acquire(est)
@@ -792,7 +867,10 @@ def _as_request(r, i) -> Request:
     if isinstance(r, dict): return Request(**{'id':i, **r})
     return Request(messages=r, id=i)
 
-def asdict_shallow(dc) -> dict: return {f:getattr(dc, f) for f in dc.__dataclass_fields__}
+def asdict_shallow(dc # A dataclass instance
+                  ) -> dict:
+    "The fields of `dc` as a dict, values as they are (not copied)."
+    return {f:getattr(dc, f) for f in dc.__dataclass_fields__}
 
 def _estimate(self:LLM, requests:Iterable) -> dict:
     "Calls, cache hits, prompt tokens and input cost of a batch, before running it."
@@ -801,10 +879,12 @@ def _estimate(self:LLM, requests:Iterable) -> dict:
     for r in reqs:
         model = r.model or self.model
         mode = self.structured_mode(model) if r.schema is not None else None
-        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema), _prompt_id(r.prompt))
+        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema),
+                        _prompt_id(r.prompt))
         if self.cache is not None and key in self.cache: hits += 1; continue
         t = _est_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
-    return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks, 'input_cost':round(cost, 4)}
+    return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks,
+            'input_cost':round(cost, 4)}
 
 LLM.estimate = _estimate
 
@@ -814,7 +894,8 @@ async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:st
     "Run `requests` concurrently; one `Result` per request, in order. Prints an estimate above `show_estimate` calls."
     if (mode or ('batch' if self.batch_mode else 'online')) == 'batch':  # the provider's Batch API (ragnb.batch)
         from .batch import abatch_api
-        return await abatch_api(self, requests, parse, desc, **(self.batch_mode if isinstance(self.batch_mode, dict) else {}))
+        return await abatch_api(self, requests, parse, desc,
+                                **(self.batch_mode if isinstance(self.batch_mode, dict) else {}))
     if mode not in (None, 'online'): raise ValueError(f"mode must be 'online' or 'batch', not {mode!r}")
     reqs = [_as_request(r, i) for i, r in enumerate(requests)]
     if show_estimate and len(reqs) >= show_estimate:
@@ -853,7 +934,8 @@ def prompt_id(p # A `Prompt`, a prompt id string, or None
 
 def _key_of(self:LLM, r:Request) -> str:
     "The cache key `acall` files request `r`'s reply under."
-    return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params), _prompt_id(r.prompt))
+    return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params),
+                     _prompt_id(r.prompt))
 
 def _chat_body(self:LLM, r:Request) -> dict:
     "The JSON body `acall` posts for request `r`."
@@ -888,11 +970,13 @@ def message_refs(messages:list # Chat messages
 # %% ../nbs/00_llm.ipynb #2c315571
 def _jsonable(v):
     "A parse result as JSON data (dataclasses as dicts, other objects as text)."
-    return json.loads(json.dumps(v, ensure_ascii=False, default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
+    return json.loads(json.dumps(v, ensure_ascii=False,
+                                 default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
 
 def _user_text(messages:list) -> str:
     return '\n'.join(m['content'] if isinstance(m.get('content'), str) else
-                     ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text') for m in messages)
+                     ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text')
+                     for m in messages)
 
 @dataclass
 class Exchange:
@@ -929,24 +1013,31 @@ class Exchange:
             c = m.get('content')
             if not isinstance(c, str):
                 c = '\n'.join(p.get('text', '') if p.get('type') == 'text' else
-                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes {p.get('mime', '')}]"
+                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes "
+                              f"{p.get('mime', '')}]"
                               if p.get('type') == 'image_ref' else f"[{p.get('type')}]" for p in c or [])
             out.append(f"[{m.get('role')}]\n{c}")
         return '\n\n'.join(out)
 
     def summary(self) -> str:
         "One line: prompt, model, source, attempts, tokens, latency and outcome."
-        tok = f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None else 'no tokens'
+        tok = (f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None
+               else 'no tokens')
         end = 'ok' if self.ok else f"failed ({self.failure['kind']})"
-        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}" + (f", {self.attempts} attempt(s)" if self.attempts else '')
+        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}"
+                + (f", {self.attempts} attempt(s)" if self.attempts else '')
                 + f" · {tok} · {self.latency*1000:,.0f} ms · finish {self.finish_reason or '–'} · {end}")
 
     def _repr_html_(self):
         import html as H
         pre = lambda s: f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>{H.escape(s)}</pre>"
-        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>" for e in self.errors)
-        fail = f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>" if self.failure else ''
-        parsed = f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>" if self.parsed is not None else ''
+        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>"
+                       for e in self.errors)
+        fail = (f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>"
+                if self.failure else '')
+        parsed = (
+            f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>"
+                  if self.parsed is not None else '')
         return (f"<p><b>{H.escape(str(self.item_id))}</b>: {H.escape(self.summary())}</p>"
                 f"<details><summary>request</summary>{pre(self.request_text())}</details>"
                 f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
@@ -970,9 +1061,11 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
     _keep_trace(self, ex)
     if self.cache is not None and not self.replay:
         try: self.cache.put_trace(ex)
-        except sqlite3.Error as e:  # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
+        # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
+        except sqlite3.Error as e:
             if not self.__dict__.get('_trace_warned'):
-                import warnings; warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
+                import warnings
+                warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
     return ex
 
 def _keep_trace(self:LLM, ex:Exchange):
@@ -991,7 +1084,8 @@ def _run_id(self:LLM) -> str:
         import uuid; self._run = uuid.uuid4().hex[:12]
     return self._run
 
-async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
+async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
+                        **params) -> Result:
     "Make one call (see `_acall`) and trace it."
     if not self.tracing: return await _acall(self, messages, prompt, item_id, parse, model, schema, **params)
     t0 = time.perf_counter()
@@ -1022,15 +1116,18 @@ def _put_trace(self:CallCache, ex:Exchange):
         self._trace_tables = True
     rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
            'failure':ex.failure}
-    c.execute('BEGIN IMMEDIATE')  # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
+    # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
+    c.execute('BEGIN IMMEDIATE')
     try:
         if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
-            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages, 'params':ex.params}
+            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages,
+                    'params':ex.params}
             c.execute('INSERT INTO requests VALUES (?,?)', (ex.key, zlib.compress(_canon(body).encode(), 6)))
         if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
             rec['reply'] = ex.reply  # a reply the cache did not keep
         rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
-        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)', ('' if ex.item_id is None else str(ex.item_id), ex.key,
+        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)',
+                  ('' if ex.item_id is None else str(ex.item_id), ex.key,
                   ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
         c.execute('COMMIT')
     except BaseException:
@@ -1054,28 +1151,30 @@ def select_traces(exchanges:list, # `Exchange`s, any order
 def _cache_traces(self:CallCache,
                   item_id=None, # The item's id in its batch
                   prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-                  prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
-                  contains:str|None=None # Text the request's messages must contain
+                  **filters # `prompts=`, `contains=`: as `select_traces` takes them
                  ) -> list[Exchange]:
     "Stored exchanges of item `item_id`, or of every item whose id starts with `prefix` (see `select_traces`)."
     where, args = ('t.item=?', ('' if item_id is None else str(item_id),)) if prefix is None else \
                   ('t.item>=? AND t.item<?', (prefix, prefix + '\U0010ffff'))
     try:
         rows = self._conn().execute('SELECT t.item, t.key, t.run, t.time, t.record, r.body, c.record FROM traces t '
-                                    'LEFT JOIN requests r ON r.key=t.key LEFT JOIN calls c ON c.key=t.key WHERE ' + where, args).fetchall()
+                                    'LEFT JOIN requests r ON r.key=t.key LEFT JOIN calls c ON c.key=t.key WHERE '
+                                    + where, args).fetchall()
     except sqlite3.OperationalError as e:
         if 'no such table' in str(e): return []  # a cache without traces
         raise
     out = []
     for item, key, run, t, rec, body, call in rows:
-        rec, req, call = json.loads(rec), json.loads(zlib.decompress(body)) if body else {}, json.loads(call) if call else {}
+        rec, req, call = (json.loads(rec), json.loads(zlib.decompress(body)) if body else {},
+                          json.loads(call) if call else {})
         u = call.get('usage') or {}
         out.append(Exchange(item, key, req.get('prompt'), req.get('model'), req.get('messages', []),
                             req.get('params', {}), rec.get('source', '?'), call.get('text', rec.get('reply')),
-                            call.get('finish_reason'), u.get('prompt_tokens'), u.get('completion_tokens'), rec.get('latency', 0.0),
+                            call.get('finish_reason'), u.get('prompt_tokens'), u.get('completion_tokens'),
+                            rec.get('latency', 0.0),
                             rec.get('attempts', 0), rec.get('errors', []), rec.get('parsed'), rec.get('failure'),
                             req.get('endpoint'), run, t))
-    return select_traces(out, prompts, contains)
+    return select_traces(out, **filters)
 
 CallCache.traces = _cache_traces
 
@@ -1083,8 +1182,7 @@ CallCache.traces = _cache_traces
 def _llm_traces(self:LLM,
                 item_id=None, # The item's id in its batch
                 prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-                prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
-                contains:str|None=None # Text the request's messages must contain
+                **filters # `prompts=`, `contains=`: as `select_traces` takes them
                ) -> list[Exchange]:
     "Exchanges of item `item_id` (or of all items whose id starts with `prefix`): this object's, then the cache's."
     mem = self.__dict__.get('_traces', {})
@@ -1092,15 +1190,14 @@ def _llm_traces(self:LLM,
     mine = [e for k in ids for e in mem.get(k, [])]
     seen = {(str(e.item_id), e.key) for e in mine}
     stored = self.cache.traces(item_id, prefix) if self.cache is not None else []
-    return select_traces([e for e in stored if (str(e.item_id), e.key) not in seen] + mine, prompts, contains)
+    return select_traces([e for e in stored if (str(e.item_id), e.key) not in seen] + mine, **filters)
 
 def _trace_for(self:LLM,
                item_id, # The item's id in its batch
-               prompts:Iterable|str|None=None, # Prompt names to keep; None keeps all
-               contains:str|None=None # Text the request's messages must contain
+               **filters # `prompts=`, `contains=`: as `select_traces` takes them
               ) -> list[Exchange]:
     "The exchanges of one item, oldest first (see `LLM.traces`)."
-    return self.traces(item_id, prompts=prompts, contains=contains)
+    return self.traces(item_id, **filters)
 
 LLM.traces, LLM.trace_for = _llm_traces, _trace_for
 
@@ -1116,18 +1213,22 @@ async def _aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int
     for i, k in enumerate(keys):
         rec = self.cache.get(k) if self.cache is not None else None
         if rec is not None: out[i] = rec['embedding']; self.usage.cached += 1
-        elif self.replay: raise LLMError(f"replay mode: no cached embedding for text {i} ({texts[i][:60]!r}), model {model}")
+        elif self.replay:
+            raise LLMError(f"replay mode: no cached embedding for text {i} ({texts[i][:60]!r}), model {model}")
         else: todo.append(i)
     client = self._client()
     for s in range(0, len(todo), batch_size):
         idx = todo[s:s+batch_size]
         for attempt in range(1, self.max_retries + 2):
             try:
-                r = await asyncio.wait_for(client.embeddings.create(model=model, input=[texts[i] for i in idx]), self.timeout); break
+                r = await asyncio.wait_for(client.embeddings.create(model=model, input=[texts[i] for i in idx]),
+                                           self.timeout)
+                break
             except Exception as e:
                 kind = error_kind(e)
                 if kind not in RETRYABLE or attempt > self.max_retries:
-                    raise LLMError(f"embedding texts {idx[0]}..{idx[-1]} failed ({kind}) after {attempt} attempt(s): {_describe(self, e, kind)}") from e
+                    raise LLMError(f"embedding texts {idx[0]}..{idx[-1]} failed ({kind}) after {attempt} attempt(s): "
+                                   f"{_describe(self, e, kind)}") from e
                 await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
         pt = r.usage.prompt_tokens if r.usage else 0
         self.usage.add(Usage(calls=1, prompt_tokens=pt, cost=cost_of(model, pt) or 0.0))

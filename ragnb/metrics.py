@@ -231,7 +231,8 @@ def claim_metrics(
 def overall(
     per_result:pd.DataFrame,  # per-result metrics, one column per metric (`Scores.per_result`)
 ) -> dict:
-    "RAGChecker's grouped overall metrics: mean over results x 100, rounded to 1 decimal; a left-out (NaN) value is not counted."
+    ("RAGChecker's grouped overall metrics: mean over results x 100, rounded to 1 decimal; a left-out (NaN) value is "
+     "not counted.")
     def mean(k):
         v = per_result[k].to_numpy(dtype=float)
         v = v[~np.isnan(v)]
@@ -337,11 +338,13 @@ def score(
     ex = _excluded(results, b.ids, z) if not isinstance(results, LabelBatch) else [()] * len(df)
     for i, ms in enumerate(ex):
         if ms: df.iloc[i, [df.columns.get_loc(k) for k in ms]] = np.nan
-    df['excluded'] = ex             # ragnb extra: metrics left out (NaN) because the extractor found no claim in a non-empty text
+    # ragnb extra: metrics left out (NaN) because the extractor found no claim in a non-empty text
+    df['excluded'] = ex
     return Scores(df, list(b.errors), name)
 
 def _excluded(results:list, ids:list, z:np.ndarray) -> list:
-    "Per scored result: the forced-zero metrics to leave out, when its `ragnb` warnings say an empty claim list is an extraction miss."
+    ("Per scored result: the forced-zero metrics to leave out, when its `ragnb` warnings say an empty claim list is an "
+     "extraction miss.")
     miss = {}
     for pos, r in enumerate(results):
         w = (_get(r, 'ragnb') or {}).get('warnings') or []
@@ -351,7 +354,8 @@ def _excluded(results:list, ids:list, z:np.ndarray) -> list:
     for i, rid in enumerate(ids):
         fl = miss.get(rid, set())
         hit = set()
-        if 'response_claims' in fl: hit |= {'precision', 'f1', 'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant',
+        if 'response_claims' in fl:
+            hit |= {'precision', 'f1', 'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant',
                                             'hallucination', 'self_knowledge', 'faithfulness'}
         if 'gt_answer_claims' in fl: hit |= {'recall', 'f1', 'claim_recall', 'context_precision', 'context_utilization',
                                              'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant'}
@@ -379,7 +383,8 @@ def score_many(results, # Results, as for `score`
     if isinstance(results, pd.DataFrame): results = results.to_dict('records')
     results = list(results)
     if engine == 'local' and (workers or 1) <= 1: return score(results, name, strict)
-    parts = map_items(_score_block, [(i, results[i:i+block], name, strict) for i in range(0, len(results), block)], engine, workers)
+    parts = map_items(_score_block, [(i, results[i:i+block], name, strict) for i in range(0, len(results), block)],
+                      engine, workers)
     if not parts: return score([], name, strict)
     return Scores(pd.concat([p for p, _ in parts]), [e for _, es in parts for e in es], name)
 
@@ -546,7 +551,7 @@ def add_cli(
     sub,  # the `argparse` subparsers of the `ragnb` command
 ):
     "Register `ragnb metrics`."
-    p = sub.add_parser('metrics', help="RAGChecker's 11 metrics from a checked results file (no model call)")
+    p = sub.add_parser('metrics')
     p.add_argument('file', help='RAGChecker JSON with the four label matrices per result')
     add_engine_args(p)
     p.set_defaults(func=_cli_metrics)

@@ -223,7 +223,7 @@ def add_cli(
     sub,  # the `argparse` subparsers of the `ragnb` command
 ):
     "Add the `parse` subcommand to the `ragnb` command."
-    p = sub.add_parser('parse', help='parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images')
+    p = sub.add_parser('parse')
     p.add_argument('file', help='PDF, DOCX or PPTX file')
     p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
     p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
@@ -235,7 +235,8 @@ def add_cli(
                    help='DOCX/PPTX: any other part larger than this, uncompressed, makes the file unreadable '
                         '(default: %(default)g)')
     p.add_argument('--batch', action='store_true',
-                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a rerun resumes)")
+                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
+                   "rerun resumes)")
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_parse)

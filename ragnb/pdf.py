@@ -124,7 +124,8 @@ def absorb(
     "Grow each region to the union of itself and the text boxes within `distance` of it."
     regions = np.array(regions, dtype=float).reshape(-1, 4)
     if not len(regions) or not len(rects): return regions
-    ti, ri = shapely.STRtree(shapely.box(*regions.T)).query(shapely.box(*np.asarray(rects).T), predicate='dwithin', distance=distance)
+    ti, ri = shapely.STRtree(shapely.box(*regions.T)).query(shapely.box(*np.asarray(rects).T), predicate='dwithin',
+                                                            distance=distance)
     for t, r in zip(ti, ri):
         regions[r, :2] = np.minimum(regions[r, :2], rects[t, :2])
         regions[r, 2:] = np.maximum(regions[r, 2:], rects[t, 2:])
@@ -208,7 +209,7 @@ def table_boxes(
 def layout_boxes(
     page:pymupdf.Page,  # page to read
 )->list[tuple]:
-    "The layout model's boxes of `page` as (x0, y0, x1, y1, class), e.g. 'table', 'picture', 'text'; [] without the model."
+    "The layout model's boxes of `page` as (x0, y0, x1, y1, class), e.g. 'table', 'picture'; [] without the model."
     if not has_layout(): return []
     page.get_layout()
     return [(*(float(v) for v in b[:4]), str(b[-1])) for b in page.layout_information or []]
@@ -225,7 +226,8 @@ def default_detectors()->tuple:
 def _detectors(detectors:tuple|list|None)->tuple:
     "The detectors to run: `detectors`, checked, or the default ones."
     dets = tuple(default_detectors() if detectors is None else detectors)
-    if unknown := set(dets) - set(DETECTORS): raise ValueError(f"unknown detector(s) {sorted(unknown)}; choose from {DETECTORS}")
+    if unknown := set(dets) - set(DETECTORS):
+        raise ValueError(f"unknown detector(s) {sorted(unknown)}; choose from {DETECTORS}")
     return dets
 
 def _area(b)->float: return max(0., b[2]-b[0]) * max(0., b[3]-b[1])
@@ -251,7 +253,8 @@ def _rows(words:list)->list[list]:
     "Words grouped into rows: a word joins the row above when they share half the height of the smaller one."
     rows = []
     for w in sorted(words, key=lambda w: ((w[1]+w[3])/2, w[0])):
-        if rows and min(rows[-1][0][1], w[3]) - max(rows[-1][0][0], w[1]) >= 0.5*min(rows[-1][0][1]-rows[-1][0][0], w[3]-w[1]):
+        (a, b) = rows[-1][0] if rows else (0, 0)
+        if rows and min(b, w[3]) - max(a, w[1]) >= 0.5*min(b-a, w[3]-w[1]):
             rows[-1][0] = (min(rows[-1][0][0], w[1]), max(rows[-1][0][1], w[3])); rows[-1][1].append(w)
         else: rows.append([(w[1], w[3]), [w]])
     return rows
@@ -260,12 +263,13 @@ def _row_cells(band:tuple, words:list, gap:float)->list[list]:
     "One row's words joined into cells [x0, x1, text] where they are closer than `gap` times the row's height."
     cells = []
     for w in sorted(words, key=lambda w: w[0]):
-        if cells and w[0] - cells[-1][1] < gap*(band[1]-band[0]): cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2] += ' ' + w[4]
+        if cells and w[0] - cells[-1][1] < gap*(band[1]-band[0]):
+            cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2] += ' ' + w[4]
         else: cells.append([w[0], w[2], w[4]])
     return cells
 
 def _header_above(page:pymupdf.Page, t:tuple, lay:list, gap:float=20.)->tuple:
-    "Table box `t` grown by a one-line text box right above it whose words fall into 2+ cells: a header row the layout model left out."
+    "Table box `t` grown by the one-line text box above it if its words make 2+ cells (a header row left out)."
     w = t[2]-t[0]
     for b in lay:
         if b[4] not in _TEXT_CLASSES or not (0 <= t[1]-b[3] <= gap and b[0] >= t[0]-w/4 and b[2] <= t[2]+w/4): continue
@@ -280,8 +284,8 @@ def detect_regions(
     page:pymupdf.Page,  # page to analyse
     detectors:tuple|list|None=None,  # any of 'drawings', 'tables', 'layout' (default: `default_detectors()`)
     overlap:float=0.5,  # boxes sharing this much of the smaller one's area are one region
-    decorations:bool=False,  # keep drawing-only page bands, page frames and thin boxes (True with drawings alone = the seed)
-    thin:float=45.,  # drawing-only boxes narrower or lower than this are decorations when the layout model found nothing there (pt)
+    decorations:bool=False,  # keep drawing-only page bands, page frames and thin boxes (with drawings alone: the seed)
+    thin:float=45.,  # drawing-only boxes thinner than this (pt) are decorations where the layout model found nothing
     text_share:float=0.8,  # a table finder box this much covered by the layout model's text is prose, not a table
     **seed_kw,  # passed to `page_regions` (the drawings detector)
 )->list[dict]:
@@ -291,14 +295,15 @@ def detect_regions(
     ran_layout = 'layout' in dets and has_layout()
     text = [b[:4] for b in lay if b[4] in _TEXT_CLASSES]
     cands = [(b, 'table', 'tables') for b in (table_boxes(page) if 'tables' in dets else [])]
-    cands += [(_header_above(page, b[:4], lay) if b[4] == 'table' else b[:4], 'table' if b[4] == 'table' else 'figure', 'layout')
-              for b in lay if b[4] in ('table', 'picture')]
+    cands += [(_header_above(page, b[:4], lay), 'table', 'layout') for b in lay if b[4] == 'table']
+    cands += [(b[:4], 'figure', 'layout') for b in lay if b[4] == 'picture']
     out, labels = [], _groups([c[0] for c in cands], overlap)
     for g in np.unique(labels):
         members = [c for c, l in zip(cands, labels) if l == g]
         bs = np.array([c[0] for c in members])
         bbox = (*bs[:, :2].min(0), *bs[:, 2:].max(0))
-        said = [c[1] for c in members if c[2] == 'layout']  # the layout model's word on the kind wins (charts have grids)
+        # the layout model's word on the kind wins (charts have grids)
+        said = [c[1] for c in members if c[2] == 'layout']
         if ran_layout and not said and _covered(bbox, text) >= text_share: continue  # a framed paragraph, not a table
         kind = ('table' if 'table' in said else 'figure') if said else 'table'
         out.append(dict(bbox=bbox, kind=kind, source={c[2] for c in members}))
@@ -320,7 +325,8 @@ def detect_regions(
         r['bbox'] = tuple(round(float(v), 2) for v in (max(x0, pr.x0), max(y0, pr.y0), min(x1, pr.x1), min(y1, pr.y1)))
         r['source'] = tuple(d for d in DETECTORS if d in r['source'])
     small = seed_kw.get('min_size', 20.)  # pictures as small as the seed's smallest region are icons or bullets
-    out = [r for r in out if min(r['bbox'][2]-r['bbox'][0], r['bbox'][3]-r['bbox'][1]) > (small if r['kind'] != 'table' else 0)]
+    out = [r for r in out
+           if min(r['bbox'][2]-r['bbox'][0], r['bbox'][3]-r['bbox'][1]) > (small if r['kind'] != 'table' else 0)]
     return sorted(out, key=lambda r: (r['bbox'][1], r['bbox'][0]))
 
 # %% ../nbs/05_pdf.ipynb #f0fb2f46
@@ -341,8 +347,9 @@ def _layout_version()->str|None:
 
 def _settings_key(detectors:tuple, kw:dict)->str:
     "What the regions of a page depend on besides the file: detectors, parameters, versions."
-    return json.dumps(dict(version=REGIONS_VERSION, pymupdf=pymupdf.VersionBind, layout='layout' in detectors and _layout_version(),
-                           detectors=sorted(detectors), **kw), sort_keys=True, default=str)
+    return json.dumps(dict(version=REGIONS_VERSION, pymupdf=pymupdf.VersionBind,
+                           layout='layout' in detectors and _layout_version(), detectors=sorted(detectors), **kw),
+                      sort_keys=True, default=str)
 
 class RegionCache:
     "Regions per (document SHA-256, page, settings) in a SQLite file; only the calling process writes."
@@ -350,7 +357,8 @@ class RegionCache:
                  path:str|Path|None=None,  # the SQLite file (default: `regions_cache_path()`)
                 ):
         self.path = Path(path or regions_cache_path()); self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._run('CREATE TABLE IF NOT EXISTS regions (sha TEXT, page INT, settings TEXT, found TEXT, PRIMARY KEY (sha, page, settings))')
+        self._run('CREATE TABLE IF NOT EXISTS regions '
+                  '(sha TEXT, page INT, settings TEXT, found TEXT, PRIMARY KEY (sha, page, settings))')
     def _run(self, sql:str, *args, many:bool=False)->list:
         db = sqlite3.connect(self.path, timeout=30)
         try:
@@ -363,14 +371,16 @@ class RegionCache:
            )->dict:
         "The cached regions of those `pages` that are cached: {page: [region dict, ...]}."
         rows = self._run('SELECT page, found FROM regions WHERE sha=? AND settings=?', (sha, settings))
-        return {p: [dict(r, bbox=tuple(r['bbox']), source=tuple(r['source'])) for r in json.loads(f)] for p, f in rows if p in set(pages)}
+        return {p: [dict(r, bbox=tuple(r['bbox']), source=tuple(r['source'])) for r in json.loads(f)]
+                for p, f in rows if p in set(pages)}
     def put(self,
             sha:str,  # the document's SHA-256 (hex)
             found:dict,  # {page: [region dict, ...]}
             settings:str,  # `_settings_key` of the detection
            ):
         "Store the regions of some pages."
-        self._run('INSERT OR REPLACE INTO regions VALUES (?, ?, ?, ?)', [(sha, p, settings, json.dumps(rs)) for p, rs in found.items()], many=True)
+        self._run('INSERT OR REPLACE INTO regions VALUES (?, ?, ?, ?)',
+                  [(sha, p, settings, json.dumps(rs)) for p, rs in found.items()], many=True)
 
 
 # %% ../nbs/05_pdf.ipynb #8e631d4e
@@ -390,10 +400,12 @@ class Region:
     @property
     def name(self)->str: return f"{self.doc}_{self.page}_{self.index}.png"
     def to_dict(self)->dict:
-        return dict(page=self.page, index=self.index, bbox=list(self.bbox), kind=self.kind, source=list(self.source), image=self.image)
+        return dict(page=self.page, index=self.index, bbox=list(self.bbox), kind=self.kind, source=list(self.source),
+                    image=self.image)
     def _repr_html_(self)->str:
         x0, y0, x1, y1 = self.bbox
-        head = (f"<b>{escape(self.name)}</b> page {self.page}, region {self.index}, {escape(self.kind)} ({escape('+'.join(self.source))}): "
+        head = (f"<b>{escape(self.name)}</b> page {self.page}, region {self.index}, "
+                f"{escape(self.kind)} ({escape('+'.join(self.source))}): "
                 f"({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f}) pt, {x1-x0:.0f}×{y1-y0:.0f}")
         img = png_html(self.image) if self.image and Path(self.image).exists() else '<i>not rendered</i>'
         return f"<div>{head}<br>{img}</div>"
@@ -404,12 +416,14 @@ def _opened(path:str):
     return open_pdf(path), doc_id(path)
 
 def _regions_item(item)->list[dict]:
-    "The regions of one page, `item` = (path, page, detectors, options): a worker's unit of work; a failure names the file and page."
+    "Regions of one page, `item` = (path, page, detectors, options): a worker's unit; errors name file and page."
     path, pno, dets, kw = item
     try: return detect_regions(_opened(path)[0][pno-1], dets, **kw)
-    except Exception as e: raise DocumentError(f"{path}: page {pno}: region detection failed ({e.__class__.__name__}: {e})") from e
+    except Exception as e:
+        raise DocumentError(f"{path}: page {pno}: region detection failed ({e.__class__.__name__}: {e})") from e
 
-def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='local', workers:int|None=1)->dict[str, list[Region]]:
+def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='local',
+             workers:int|None=1)->dict[str, list[Region]]:
     "The regions of `pages` of each file: from the cache where it has them, the others detected through `map_items`."
     dets, store = _detectors(detectors), (RegionCache(None if cache is True else cache) if cache else None)
     settings, found, shas, todo = _settings_key(dets, kw), {}, {}, []
@@ -521,7 +535,8 @@ def table_grid(
     rows = [_row_cells(band, ws, gap) for band, ws in _rows(words)]
     if not rows: return []
     need = max(2, int(np.median([len(c) for c in rows])))  # body rows: as many cells as the median row, at least 2
-    spans = sorted((c[0], c[1]) for cs in rows if len(cs) >= need for c in cs) or sorted((c[0], c[1]) for cs in rows for c in cs)
+    spans = (sorted((c[0], c[1]) for cs in rows if len(cs) >= need for c in cs)
+             or sorted((c[0], c[1]) for cs in rows for c in cs))
     cols = []  # the columns: x ranges of body cells, merged where they overlap
     for a, b in spans:
         if cols and a <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], b)
@@ -577,7 +592,7 @@ def offline_page(
     regions:list[Region],  # its regions (rendered or not); those of kind 'table' become HTML tables
     first_table:int=1,  # number of the page's first table
 )->ParsedPage:
-    "Parse `page` without a model: its text in reading order, table regions as HTML (`table_grid`), other regions as images."
+    "Parse `page` without a model: text in reading order, table regions as HTML (`table_grid`), others as images."
     items, tables, images, boxes = [], {}, {}, []
     for r in regions:
         grid = table_grid(page, r.bbox) if r.kind == 'table' else []
@@ -590,7 +605,8 @@ def offline_page(
             items.append((*r.bbox, f"![]({r.name})"))
     items += _text_outside(page, boxes)
     body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2))
-    warnings = [] if page.get_text().strip() else ['no text layer (a scanned page): only vision parsing can read its text']
+    no_text = 'no text layer (a scanned page): only vision parsing can read its text'
+    warnings = [] if page.get_text().strip() else [no_text]
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
 
 # %% ../nbs/05_pdf.ipynb #a0cc66f7
@@ -603,12 +619,13 @@ def text_quality(
     max_share:float=0.02,  # more than this share of odd characters (of the non-space ones) is a warning ...
     min_count:int=5,  # ... when there are at least this many
 )->str|None:
-    "A warning when `text` is full of replacement, private-use, unassigned or control characters; None when it looks like text."
+    "A warning when `text` is full of replacement, private-use, unassigned or control characters, else None."
     chars = [c for c in text if not c.isspace()]
     odd = sum(c == '\ufffd' or unicodedata.category(c) in _ODD for c in chars)
     if odd < min_count or odd <= max_share * len(chars): return None
-    return (f"{odd} of {len(chars)} characters ({odd / len(chars):.0%}) of the text layer are replacement, private-use, "
-            f"unassigned or control characters (a damaged file, or a font without a Unicode map): its text is probably garbage")
+    return (f"{odd} of {len(chars)} characters ({odd / len(chars):.0%}) of the text layer are replacement, "
+            f"private-use, unassigned or control characters (a damaged file, or a font without a Unicode map): "
+            f"its text is probably garbage")
 
 # %% ../nbs/05_pdf.ipynb #02a46096
 from .llm import LLM, Request, ParseError, text_part, image_part
@@ -618,7 +635,9 @@ def _nonempty(text:str)->str:
     "The reply, unless it is empty or ends inside a table it opened (a reply cut short)."
     if not (text or '').strip(): raise ParseError("the model returned an empty page")
     opened, closed = len(re.findall(r'<table\b', text, re.I)), len(re.findall(r'</table\s*>', text, re.I))
-    if opened > closed: raise ParseError(f"the reply ends inside an unclosed table ({opened} <table>, {closed} </table>): it was cut short")
+    if opened > closed:
+        raise ParseError(f"the reply ends inside an unclosed table ({opened} <table>, {closed} </table>): "
+                         "it was cut short")
     return text
 
 def page_messages(
@@ -644,7 +663,7 @@ def regions_many(
     cache:bool|str|Path=True,  # reuse regions found before: True (ragnb's cache folder), a SQLite path, or False
     **kwargs,  # passed to `detect_regions` (and on to `page_regions`)
 )->dict[str, list[Region]]:
-    "The regions of many PDFs, page by page on `workers` processes or a Ray cluster: `{path: pdf_regions(path, pages)}`."
+    "The regions of many PDFs, page by page on `workers` processes or a Ray cluster: `{path: pdf_regions(path, pages)}`"
     paths = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
     return _regions(paths, pages, detectors, cache, kwargs, engine, workers)
 
@@ -729,11 +748,13 @@ def parse_pdf(
             if not r.ok:
                 parsed.append(ParsedPage(pno, mode='vision', image=marked[pno], failure=r.failure)); continue
             md, tables, cited, warnings = read_page_reply(r.text, list(crops), n)
-            parsed.append(ParsedPage(pno, md, tables, {c: crops[c] for c in cited}, 'vision', marked[pno], warnings=warnings))
+            parsed.append(ParsedPage(pno, md, tables, {c: crops[c] for c in cited}, 'vision', marked[pno],
+                                     warnings=warnings))
             n += len(tables)
         res = ParsedDoc(str(path), did, 'vision', parsed, model=model, prompt=p.id, out_dir=str(out))
-    if doc.is_repaired: res.warnings.append(f"{path.name} is damaged: MuPDF had to repair it to open it, so its text and "
-                                            "pages may be incomplete or garbage")
+    if doc.is_repaired:
+        res.warnings.append(f"{path.name} is damaged: MuPDF had to repair it to open it, so its text and "
+                            "pages may be incomplete or garbage")
     for pp in res.pages:
         if w := text_quality(doc[pp.page-1].get_text()): pp.warnings.append(w)
     res.save(out)
@@ -748,7 +769,8 @@ REGIONS_JSON = """\
           (PyMuPDF's convention; the PDF file itself counts y up from the bottom-left)
   kind    "table", "figure" or "drawing" (found by the drawings detector alone, neither table nor figure)
   source  list of the detectors that found it: "drawings" (vector drawings and images clustered, the seed's
-          gptpdf method), "tables" (PyMuPDF's rule-based table finder), "layout" (PyMuPDF's page-layout model, ragnb[layout])
+          gptpdf method), "tables" (PyMuPDF's rule-based table finder), "layout" (PyMuPDF's page-layout
+          model, ragnb[layout])
   image   path of the rendered crop with --render DIR, else null
 Regions are cached per file content (SHA-256), page and settings in ragnb's cache folder ($RAGNB_CACHE_DIR)."""
 
@@ -757,7 +779,8 @@ def _cli_regions(args)->int:
     pages = args.pages  # a list of page numbers, checked by argparse (`page_list`)
     dets = ['drawings'] if args.seed else args.detectors.split(',') if args.detectors else None
     kinds = set(args.kind.split(',')) if args.kind else set(KINDS)
-    if bad := kinds - set(KINDS): print(f"error: unknown kind(s) {sorted(bad)}; choose from {', '.join(KINDS)}", file=sys.stderr); return 2
+    if bad := kinds - set(KINDS):
+        print(f"error: unknown kind(s) {sorted(bad)}; choose from {', '.join(KINDS)}", file=sys.stderr); return 2
     try:
         regions = find_regions(args.file, pages, args.engine, args.workers, detectors=dets, cache=not args.no_cache,
                                **(dict(decorations=True) if args.seed else {}))
@@ -766,23 +789,27 @@ def _cli_regions(args)->int:
     regions = [r for r in regions if r.kind in kinds]
     if args.render:
         render_regions(args.file, regions, args.render)
-        for pno in sorted({r.page for r in regions}): mark_page(args.file, pno, [r for r in regions if r.page == pno], args.render)
+        for pno in sorted({r.page for r in regions}):
+            mark_page(args.file, pno, [r for r in regions if r.page == pno], args.render)
     if args.json: print('[' + ',\n '.join(json.dumps(r.to_dict()) for r in regions) + ']')  # one region per line
     else:
-        for r in regions: print(f"page {r.page:>3} region {r.index:>2}  {r.kind:<7} bbox {', '.join(f'{v:.1f}' for v in r.bbox)}  {'+'.join(r.source):<22} {r.image or ''}")
+        for r in regions:
+            box = ', '.join(f'{v:.1f}' for v in r.bbox)
+            src = '+'.join(r.source)
+            print(f"page {r.page:>3} region {r.index:>2}  {r.kind:<7} bbox {box}  {src:<22} {r.image or ''}")
     return 0
 
 def add_cli(sub):
     "Add the `regions` subcommand to the `ragnb` command."
-    p = sub.add_parser('regions', help='find figure and table regions in a PDF (no model)', epilog=REGIONS_JSON,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser('regions', epilog=REGIONS_JSON, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('file', help='PDF file')
     p.add_argument('--json', action='store_true', help='print a JSON list of regions (fields below)')
     p.add_argument('--render', metavar='DIR', help='write region crops and marked pages to DIR')
     p.add_argument('--pages', type=page_list, help='comma-separated page numbers, from 1 (default: all)')
     p.add_argument('--detectors', metavar='LIST', help='comma-separated, from drawings,tables,layout '
                    '(default: all three when the layout model is installed, else drawings,tables)')
-    p.add_argument('--seed', action='store_true', help="the seed's drawings method alone, unfiltered (reproduces the seed)")
+    p.add_argument('--seed', action='store_true',
+                   help="the seed's drawings method alone, unfiltered (reproduces the seed)")
     p.add_argument('--kind', metavar='LIST', help='keep only these kinds, from table,figure,drawing (default: all)')
     p.add_argument('--no-cache', action='store_true', help="detect again rather than reuse cached regions")
     add_engine_args(p)

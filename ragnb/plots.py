@@ -437,11 +437,12 @@ def _region_styles(regions:list[dict])->dict:
     kinds = list(dict.fromkeys(r['kind'] for r in regions if r.get('kind')))
     known = [k for k in REGION_STYLES if k in kinds]
     others = [k for k in kinds if k not in REGION_STYLES]
-    return {**{k: REGION_STYLES[k] for k in known}, **{k: _OTHER_STYLES[i % len(_OTHER_STYLES)] for i, k in enumerate(others)}}
+    return {**{k: REGION_STYLES[k] for k in known},
+            **{k: _OTHER_STYLES[i % len(_OTHER_STYLES)] for i, k in enumerate(others)}}
 
 def plot_page_regions(
     image,  # The rendered page: a path, PNG bytes, a PIL image or an array
-    regions:list[dict],  # Records with `bbox` [x0, y0, x1, y1] in PDF points (top-left origin); `kind`, `index`, `label` ('' for none) optional
+    regions:list[dict],  # `bbox` [x0, y0, x1, y1] in points, top-left origin; `kind`, `index`, `label` optional
     page_size:tuple|None=None,  # The page's (width, height) in points; default: the image is at zoom 1
     title:str='',
 ) -> Figure:
@@ -455,7 +456,8 @@ def plot_page_regions(
         if 'bbox' not in r or len(r['bbox']) != 4: raise ValueError(f"region {i} has no 4-number 'bbox': {r!r}")
         x0, y0, x1, y1 = r['bbox']
         colour, dash = styles.get(r.get('kind'), (OKABE_ITO[3], '-'))
-        ax.add_patch(Rectangle((x0*sx, y0*sy), (x1-x0)*sx, (y1-y0)*sy, fill=False, edgecolor=colour, linestyle=dash, linewidth=2))
+        ax.add_patch(Rectangle((x0*sx, y0*sy), (x1-x0)*sx, (y1-y0)*sy, fill=False, edgecolor=colour, linestyle=dash,
+                               linewidth=2))
         if (label := r.get('label', r.get('index', i+1))) == '': continue  # an empty label: the box alone
         ax.text(x0*sx, y0*sy, f" {label} ", color='white' if colour != '#E69F00' else 'black',
                 fontsize=9, va='bottom', bbox=dict(facecolor=colour, edgecolor='none', pad=1))

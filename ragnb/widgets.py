@@ -154,7 +154,7 @@ class PageView:
     tables:dict=field(default_factory=dict)  # table name -> HTML as the parser wrote it (sanitised on display)
     note:str=''  # e.g. "offline: PyMuPDF text, no model", or why the page failed
     page_width:float|None=None  # the page's width in PDF points, to show the image at `PT_PX` pixels a point
-    regions:dict=field(default_factory=dict)  # crop name -> (kind, source) of its region, e.g. ('table', ('tables', 'layout'))
+    regions:dict=field(default_factory=dict)  # crop name -> (kind, source), e.g. ('table', ('tables', 'layout'))
 
     @classmethod
     def from_parsed(cls,
@@ -191,8 +191,9 @@ def page_html(
     elif p.page_width: left = img_tag(p.image, round(p.page_width * PT_PX), f'page {p.page}', exact=True)
     else: left = img_tag(p.image, width, f'page {p.page}')
     crops = ''.join(f'<figure style="display:inline-block;margin:4px">{img_tag(c, 140, n)}'
-                    f'<figcaption style="font-size:11px">{html.escape(n)}{_kind_html(*p.regions[n]) if n in p.regions else ""}'
-                    f'</figcaption></figure>' for n, c in p.crops.items())
+                    f'<figcaption style="font-size:11px">{html.escape(n)}'
+                    f'{_kind_html(*p.regions[n]) if n in p.regions else ""}</figcaption></figure>'
+                    for n, c in p.crops.items())
     tables = ''.join(f'<div class="ragnb-table" style="margin-top:6px"><b>{html.escape(n)}</b>{safe_table(t)}</div>'
                      for n, t in p.tables.items())
     note = f'<div style="color:#a50"><i>{html.escape(p.note)}</i></div>' if p.note else ''
@@ -219,7 +220,7 @@ class ParsingViewer:
                  pages,  # A `ragnb.pdf.ParsedDoc`, its pages, or `PageView`s
                  width:int=460,  # Largest width of a page image whose page size is unknown
                  model=None,  # The vision model that parsed the pages; default: the `ParsedDoc`'s
-                 regions:list|None=None,  # `ragnb.pdf.Region`s whose kind and source label the crops; default: a parsed PDF's
+                 regions:list|None=None,  # `Region`s labelling the crops with kind and source (default: the PDF's)
                 ):
         doc, pages = pages, getattr(pages, 'pages', pages)
         self.pages = [p if isinstance(p, PageView) else PageView.from_parsed(p) for p in pages]
@@ -231,7 +232,8 @@ class ParsingViewer:
             from ragnb.pdf import pdf_regions  # the parse's regions, from the region cache (no import cycle at load)
             regions = pdf_regions(doc.path, [v.page for v in self.pages])
         for v in self.pages:
-            v.regions = v.regions or {r.name: (r.kind, tuple(r.source)) for r in regions or [] if r.page == v.page and r.name in v.crops}
+            v.regions = v.regions or {r.name: (r.kind, tuple(r.source)) for r in regions or []
+                                      if r.page == v.page and r.name in v.crops}
         if getattr(doc, 'path', None):
             widths = _page_widths(doc.path, [v.page for v in self.pages])
             for v in self.pages: v.page_width = v.page_width or widths.get(v.page)

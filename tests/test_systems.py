@@ -160,7 +160,7 @@ def test_retries_timeouts_and_bad_output():
     def stuck(q): time.sleep(2); return lookup(q)   # a thread cannot be stopped: the run does not wait for it
     t0 = time.perf_counter()
     assert [f.kind for f in run_system(QUESTIONS, stuck, timeout=0.1, retries=0, progress=False).failures] == ['timeout'] * 3
-    assert time.perf_counter() - t0 < 1.5
+    assert time.perf_counter() - t0 < 1.9   # less than the stuck thread's 2 s: the run did not wait for it
     assert {f.kind for f in run_system(QUESTIONS, lambda q: {'text': 'no answer key'}, progress=False).failures} == {'parse'}
 
 

@@ -66,7 +66,7 @@ def test_every_item_traced_with_its_attempts_and_errors(tmp_path):
         assert llm.trace_for(f'q{i}') == [ex]
 
 def test_traces_read_back_by_a_new_llm_on_the_same_cache(tmp_path):
-    with ScriptedServer(faults={'500': 0.3}, seed=2) as srv:
+    with ScriptedServer(faults={'500': 0.3}, seed=3) as srv:
         llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
                   max_retries=1, backoff=0.01, progress=False)
         rs = llm.batch([Request(msg(f'hello {i}'), prompt='greet@2', id=f'h{i}', parse=lambda t: {'n': len(t)}) for i in range(20)])

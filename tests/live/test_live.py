@@ -27,7 +27,9 @@ def test_check_ragchecker_example_keeps_both_results(live_llm, shared, record):
     warns = collections.Counter(w['kind'] for r in run.results for w in r.ragnb.get('warnings', []))
     record('check', **usage_figures(llm, secs), failures_by_kind=dict(fails), warnings_by_kind=dict(warns),
            claims={r.query_id: (len(r.response_claims or []), len(r.gt_answer_claims or [])) for r in run.results},
-           claims_salvaged_past_a_bad_element=sum(1 for r in run.results for w in r.ragnb.get('warnings', []) if w['kind'] == 'dropped_claim'),
+           claims_dropped=sum(1 for r in run.results for w in r.ragnb.get('warnings', []) if w['kind'] == 'dropped_claim'),
+           claims_salvaged=sum(len(getattr(r, f) or []) for r in run.results for f in ('response_claims', 'gt_answer_claims')
+                               if any(w['field'] == f and w['kind'] == 'dropped_claim' for w in r.ragnb.get('warnings', []))),
            scored=list(run.scores.per_result.index), excluded={q: list(x) for q, x in run.scores.per_result.excluded.items() if x},
            overall=run.scores.overall)
     for r in run.results:   # both results keep all four label sets, with a label for every claim (and chunk)

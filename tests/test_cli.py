@@ -1,0 +1,50 @@
+"The `ragnb` command: each command's one-line help is defined once, in ragnb.cli.COMMANDS."
+import argparse, ast, contextlib, io
+from pathlib import Path
+import pytest
+from ragnb.cli import COMMANDS, Subcommands, build_parser, main
+
+PKG = Path(__file__).resolve().parents[1]/'ragnb'
+# Modules that still pass the (same) help text themselves: pdf's add_cli was being edited on another branch; drop the
+# help= there and take it out of this set.
+PENDING = {'pdf'}
+
+def flat(s): return ' '.join(s.split())
+
+def top_help(command=None):
+    "`ragnb --help` as printed, built the way `main` builds it for `ragnb <command> ...`."
+    return flat(build_parser(command).format_help())
+
+def test_help_lists_every_command_with_its_one_help():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit): main(['--help'])
+    for c, (_, help) in COMMANDS.items(): assert f"{c} {flat(help)}" in flat(out.getvalue()), c
+
+@pytest.mark.parametrize('command', sorted(COMMANDS))
+def test_command_parser_keeps_the_help(command):
+    "With the command's module loaded (its add_cli ran), the listing and the command's description are the same text."
+    assert f"{command} {flat(COMMANDS[command][1])}" in top_help(command)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit): main([command, '--help'])
+    assert out.getvalue().startswith(f'usage: ragnb {command}')
+    assert flat(COMMANDS[command][1]) in flat(out.getvalue())
+
+def add_parser_helps():
+    "(module, command, help text or None) for every `sub.add_parser(...)` call in ragnb's modules."
+    for f in sorted(PKG.glob('*.py')):
+        if f.stem in ('cli', '_modidx'): continue
+        for n in ast.walk(ast.parse(f.read_text(encoding='utf-8'))):
+            if isinstance(n, ast.Call) and getattr(n.func, 'attr', None) == 'add_parser':
+                help = next((k.value for k in n.keywords if k.arg == 'help'), None)
+                yield f.stem, ast.literal_eval(n.args[0]), None if help is None else ast.literal_eval(help)
+
+def test_no_module_passes_its_own_help():
+    found = list(add_parser_helps())
+    assert sorted((f'ragnb.{m}', c) for m, c, _ in found) == sorted((m, c) for c, (m, _) in COMMANDS.items())
+    assert not [(m, c) for m, c, h in found if h is not None and m not in PENDING], 'help text belongs in COMMANDS'
+    assert not [(m, c) for m, c, h in found if h is not None and h != COMMANDS[c][1]], 'help differs from COMMANDS'
+
+def test_subcommands_rejects_another_help():
+    sc = Subcommands(argparse.ArgumentParser(prog='ragnb').add_subparsers())
+    with pytest.raises(ValueError, match='help differs'): sc.add_parser('metrics', help='something else')
+    assert sc.add_parser('metrics', description='own text').description == 'own text'
