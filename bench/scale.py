@@ -1,5 +1,6 @@
 """Pages per second over the ICDAR-2013 development set (57 PDFs): region detection (ragnb.pdf.regions_many), and
-with `--stage offline` regions plus offline parsing of each page (PyMuPDF's table finder; no rendering).
+with `--stage offline` regions plus offline parsing of each page (`table_grid` on table regions; no rendering).
+Regions are detected afresh (the region cache off), by the default detectors (the layout model when installed).
 
 Engines: local with 1 and 2 worker processes, and Ray Data on a local Ray with 2 CPUs (if ray is installed:
 pip install "ragnb[scale]"). Ray's start-up is timed apart; every engine's regions are checked equal to the
@@ -9,7 +10,7 @@ pip install "ragnb[scale]"). Ray's start-up is timed apart; every engine's regio
 """
 import argparse, resource, time
 from ragnb.engine import map_items
-from ragnb.pdf import regions_many, open_pdf, page_regions, offline_page, Region
+from ragnb.pdf import regions_many, open_pdf, detect_regions, offline_page, Region
 from ragnb.samples import shared_path
 
 ap = argparse.ArgumentParser()
@@ -23,12 +24,13 @@ def offline_item(item):
     "Regions and the offline parse of one page (a module-level function: workers import or receive it)."
     path, pno = item
     page = open_pdf(path)[pno - 1]
-    regions = [Region('bench', pno, i, bb) for i, bb in enumerate(page_regions(page), 1)]
+    regions = [Region('bench', pno, i, r['bbox'], kind=r['kind'], source=r['source'])
+               for i, r in enumerate(detect_regions(page), 1)]
     pp = offline_page(page, regions)
     return pp.markdown, pp.tables
 
 def run(files, engine, workers):
-    if a.stage == 'regions': return regions_many(files, engine=engine, workers=workers)
+    if a.stage == 'regions': return regions_many(files, engine=engine, workers=workers, cache=False)
     return map_items(offline_item, [(str(f), p) for f in files for p in range(1, open_pdf(f).page_count + 1)], engine, workers)
 
 files = sorted(shared_path('documents', 'icdar2013').glob('*/*.pdf'))[:a.limit]

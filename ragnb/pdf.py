@@ -181,12 +181,17 @@ def iou(a, b)->float:
     return inter/union if union > 0 else 0.
 
 # %% ../nbs/05_pdf.ipynb #c3e70338
-import importlib.util, inspect
+import importlib.util, inspect, os
+
+_forked = [False]  # set in a process forked while the layout model was loaded
+os.register_at_fork(after_in_child=lambda: _forked.__setitem__(0, callable(getattr(pymupdf, '_get_layout', None))))
 
 def has_layout()->bool:
     "Whether PyMuPDF's page-layout model is installed (pymupdf >= 2 ships it; `pymupdf-layout` adds it to 1.x)."
     if importlib.util.find_spec('pymupdf.layout') is None: return False
-    import pymupdf.layout  # activates the model for `Page.get_layout` (pymupdf 2 does this on import)
+    import pymupdf.layout  # activates the model for `Page.get_layout`
+    if _forked[0]:  # a forked worker: onnxruntime's threads did not survive the fork, so it loads its own model
+        pymupdf._get_layout = None; pymupdf.layout.activate(); _forked[0] = False
     return True
 
 def _finder_params()->set:
