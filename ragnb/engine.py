@@ -52,7 +52,8 @@ def _ray_batch(batch:dict, fn) -> dict:
 def map_items(fn:Callable, # A module-level function of one item (workers import it)
               items:Iterable, # The items: picklable data (paths, pages, documents)
               engine:str='local', # 'local' (this machine) or 'ray' (a Ray Data pipeline)
-              workers:int|None=1 # Local processes; for a local Ray, its CPUs (None: all)
+              workers:int|None=1, # Local processes; for a local Ray, its CPUs (None: all)
+              start:str|None=None # How local processes start: None (Python's default), 'spawn' or 'forkserver'
              ) -> list:
     ("`[fn(x) for x in items]` in order: in this process, in `workers` local processes, or as a Ray Data pipeline; the "
      "first item's error is raised.")
@@ -60,7 +61,9 @@ def map_items(fn:Callable, # A module-level function of one item (workers import
     items = list(items)
     if engine == 'local' and (workers or 1) <= 1: return [fn(x) for x in items]
     if engine == 'local':
-        with ProcessPoolExecutor(min(workers, max(1, len(items)))) as ex:
+        import multiprocessing  # 'spawn' when the caller holds threads a forked copy must not inherit
+        ctx = multiprocessing.get_context(start) if start else None
+        with ProcessPoolExecutor(min(workers, max(1, len(items))), mp_context=ctx) as ex:
             out = list(ex.map(_apply, [fn] * len(items), range(len(items)), items,
                               chunksize=max(1, len(items) // (8 * workers))))
     else:

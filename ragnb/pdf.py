@@ -181,17 +181,12 @@ def iou(a, b)->float:
     return inter/union if union > 0 else 0.
 
 # %% ../nbs/05_pdf.ipynb #c3e70338
-import importlib.util, inspect, os
-
-_forked = [False]  # set in a process forked while the layout model was loaded
-os.register_at_fork(after_in_child=lambda: _forked.__setitem__(0, callable(getattr(pymupdf, '_get_layout', None))))
+import importlib.util, inspect
 
 def has_layout()->bool:
     "Whether PyMuPDF's page-layout model is installed (pymupdf >= 2 ships it; `pymupdf-layout` adds it to 1.x)."
     if importlib.util.find_spec('pymupdf.layout') is None: return False
-    import pymupdf.layout  # activates the model for `Page.get_layout`
-    if _forked[0]:  # a forked worker: onnxruntime's threads did not survive the fork, so it loads its own model
-        pymupdf._get_layout = None; pymupdf.layout.activate(); _forked[0] = False
+    import pymupdf.layout  # activates the model for `Page.get_layout` (onnxruntime sessions, with their threads)
     return True
 
 def _finder_params()->set:
@@ -440,7 +435,12 @@ def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='loca
         shas[p] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
         found[p] = dict.fromkeys(pnos) | (store.get(shas[p], pnos, settings) if store else {})
         todo += [(p, pno, dets, kw) for pno in pnos if found[p][pno] is None]
-    for (p, pno, *_), rs in zip(todo, map_items(_regions_item, todo, engine, workers)): found[p][pno] = rs
+    # the layout model runs onnxruntime threads, which a forked process does not get back: workers are spawned
+    # and run the exported module's function (importable by a fresh process, unlike a notebook's)
+    spawn = 'layout' in dets and has_layout() and engine == 'local' and (workers or 1) > 1
+    fn = importlib.import_module('ragnb.pdf')._regions_item if spawn else _regions_item
+    for (p, pno, *_), rs in zip(todo, map_items(fn, todo, engine, workers, 'spawn' if spawn else None)):
+        found[p][pno] = rs
     for p in paths:
         if store and (new := {pno: found[p][pno] for q, pno, *_ in todo if q == p}): store.put(shas[p], new, settings)
     return {p: [Region(doc_id(p), pno, i, tuple(r['bbox']), kind=r['kind'], source=tuple(r['source']))
