@@ -71,6 +71,7 @@ def _chunks(lines:list[dict], max_requests:int, max_bytes:int):
         cur.append(b); size += len(b)
     return out + ([cur] if cur else [])
 
+# %% ../nbs/00b_batch.ipynb #b5b8ab55
 async def _start(client, job:dict, jobs:BatchJobs, window:str):
     "Create the batch of an uploaded job, unless a killed run already did (found by its input file)."
     if not job.get('batch_id'):
@@ -84,6 +85,7 @@ async def _start(client, job:dict, jobs:BatchJobs, window:str):
         job['status'] = 'submitted'; jobs.save(job)
     return job
 
+# %% ../nbs/00b_batch.ipynb #382cb300
 async def submit(llm:LLM, # The LLM whose requests these are
                  reqs:dict, # {cache key: `Request`} to send
                  jobs:BatchJobs, # Where the job files go
@@ -137,6 +139,7 @@ async def _lines(client, file_id) -> list[dict]:
     data = (await client.files.content(file_id)).content
     return [json.loads(l) for l in data.decode('utf-8').splitlines() if l.strip()]
 
+# %% ../nbs/00b_batch.ipynb #16264abd
 def _reason(line:dict) -> str:
     "Why a Batch API line has no usable reply."
     if line.get('error'): return f"{line['error'].get('code')}: {line['error'].get('message')}"
@@ -144,6 +147,7 @@ def _reason(line:dict) -> str:
     err = (resp.get('body') or {}).get('error') or {}
     return f"HTTP {resp.get('status_code')}: {err.get('message') or resp.get('body')}"
 
+# %% ../nbs/00b_batch.ipynb #65c515d7
 async def collect(llm:LLM, # The cache to fill
                   job:dict, # A submitted job
                   batch # Its last batch object (None when the endpoint lost it)
@@ -219,6 +223,7 @@ async def abatch_api(llm:LLM, # The LLM: its cache receives the replies
         active = []
     return _as_batch_calls(llm, await llm.abatch(reqs, parse, desc, show_estimate=0, mode='online'), filled)
 
+# %% ../nbs/00b_batch.ipynb #3695137e
 def _as_batch_calls(llm:LLM, results:list[Result], filled:dict) -> list[Result]:
     "Replies this run's batches brought are calls made (at the batch price), not cache hits."
     for res in results:

@@ -67,6 +67,7 @@ def build_parser(command:str|None=None # The command being run, if any (only its
         if c not in added: sub.add_parser(c, help=help)
     return parser
 
+# %% ../nbs/09_cli.ipynb #010886a2
 def main(argv:list[str]|None=None # Arguments after `ragnb`; default `sys.argv[1:]`
         ) -> int:
     "Entry point of the `ragnb` console command."

@@ -52,6 +52,7 @@ class RecordingCache(CallCache):
         "Store `record` and remember `key`."
         super().put(key, record, *a, **kw); self.used.add(key)
 
+# %% ../nbs/11_demo.ipynb #0b699698
 def export_calls(cache:CallCache, # The calls of a run
                  path:str|Path, # The JSONL file to write
                  meta:dict, # What produced them: model, mode, settings, timings
@@ -71,6 +72,7 @@ def export_calls(cache:CallCache, # The calls of a run
                                     record=json.loads(record)), ensure_ascii=False) + '\n')
     return path
 
+# %% ../nbs/11_demo.ipynb #93e2e075
 def read_recording(path:str|Path # A recording (JSONL)
                   ) -> tuple[dict, list[dict]]:
     "The metadata and the call rows of a recording."
@@ -79,6 +81,7 @@ def read_recording(path:str|Path # A recording (JSONL)
         raise ValueError(f"{path}: not a ragnb recording (first line has no 'meta')")
     return lines[0]['meta'], lines[1:]
 
+# %% ../nbs/11_demo.ipynb #2820d5ec
 def load_recording(path:str|Path, # A recording written by `export_calls`
                    cache:CallCache # Where its calls go
                   ) -> dict:
@@ -94,6 +97,7 @@ def endpoint_configured() -> bool:
     "Whether the environment names a real endpoint."
     return any(os.environ.get(v) for v in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'AZURE_OPENAI_ENDPOINT'))
 
+# %% ../nbs/11_demo.ipynb #2f614c31
 def replay_problem(params:dict, # The run's settings: max_chunks, chunk_size, k, src
                    path:str|Path|None=None # The recording; default the shipped one
                   ) -> str|None:
@@ -104,6 +108,7 @@ def replay_problem(params:dict, # The run's settings: max_chunks, chunk_size, k,
     diff = [f"{k}={params.get(k)!r} (recorded {v!r})" for k, v in rec.items() if params.get(k) != v]
     return ('settings differ from the recording: ' + ', '.join(diff)) if diff else None
 
+# %% ../nbs/11_demo.ipynb #be6c0b65
 def choose_mode(mode:str='auto', # auto, or one of `MODES`
                 params:dict|None=None, # The run's settings (for replay)
                 log=print # Where to print the choice's reason
@@ -210,6 +215,7 @@ def _retitle(fig, text:str, axes:bool=False, pad:float|None=None):
     else: fig.suptitle(text, x=0.01, ha='left', fontsize=10)
     return fig
 
+# %% ../nbs/11_demo.ipynb #8bef10e7
 def critique_figure(df, # The dataset's rows
                     model:str, # The critic model's name
                     keep:int=KEEP # The keep threshold
@@ -224,6 +230,7 @@ def critique_figure(df, # The dataset's rows
     fig.axes[0].text(keep - 1.4, fig.axes[0].get_ylim()[1]*.97, f'keep \u2265 {keep}', fontsize=8, va='top')
     return _retitle(fig, f"Critique scores of n = {n} generated questions \u00b7 critic: {model}")
 
+# %% ../nbs/11_demo.ipynb #33228f36
 def retrieval_figure(report, # A `RetrievalReport`
                      model:str # The model that wrote the questions
                     ):
@@ -242,6 +249,7 @@ def retrieval_figure(report, # A `RetrievalReport`
     fig.tight_layout()
     return fig
 
+# %% ../nbs/11_demo.ipynb #c227c59f
 def metrics_figure(scores, # RAGChecker `Scores` of the run
                    model:str # The model that checked
                   ):
@@ -250,6 +258,7 @@ def metrics_figure(scores, # RAGChecker `Scores` of the run
     fig = plots.plot_metrics(scores)
     return _retitle(fig, f"RAGChecker metrics, n = {len(scores.per_result)} answers \u00b7 {model}", axes=True)
 
+# %% ../nbs/11_demo.ipynb #7b6493ab
 def shares_figure(overall:dict, # Overall metrics (percent)
                   n_claims:int, # Response claims
                   model:str # The model
@@ -265,6 +274,7 @@ ENTAILMENT_CAPTION = ("Rows: the claims of the RAG answer (R1, R2, ...) and of t
     "(\u2717, orange) or neither (blank, grey). The narrow column checks each claim against the other answer: response "
     "claims against the ground truth, ground-truth claims against the response.")
 
+# %% ../nbs/11_demo.ipynb #20004522
 def entailment_figure(result:dict, # One checked result
                       model:str # The model
                      ):
@@ -295,8 +305,10 @@ _MODE_NOTE = {
 
 def _e(x) -> str: return html.escape('' if x is None else str(x))
 
+# %% ../nbs/11_demo.ipynb #89b90a99
 def _table(df, **kw) -> str: return df.to_html(escape=True, na_rep='', border=0, **kw)
 
+# %% ../nbs/11_demo.ipynb #d7684f36
 def _fmt_by_k(by_k:list, level:int):
     import pandas as pd
     t = pd.DataFrame(by_k)
@@ -312,6 +324,7 @@ def _dataset_rows(rows:list) -> str:
     df = df[[c for c in cols if c in df.columns]].rename(columns=lambda c: c.replace('_score', ''))
     return _table(df, index=False)
 
+# %% ../nbs/11_demo.ipynb #2ae0908c
 def report_html(out:str|Path # The run's folder
                ) -> str:
     "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."

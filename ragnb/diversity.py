@@ -58,6 +58,7 @@ def parse_question_types(
     if not sum(out.values()): raise ValueError(f"no question type has a positive weight: {spec!r}")
     return {k: v for k, v in out.items() if v}
 
+# %% ../nbs/04a_diversity.ipynb #d0212ce3
 def allocate(
     n:int,         # Questions in all
     weights:dict,  # {type: weight}
@@ -110,6 +111,7 @@ def _name(t:str, common:set)->str|None:
     if not t or (t.isupper() and t.isalpha() and t.lower() in common): return None
     return t
 
+# %% ../nbs/04a_diversity.ipynb #fb04f15e
 def offline_terms(
     chunks:list[Chunk],  # The passages
     max_n:int=12,        # Terms per passage
@@ -175,6 +177,7 @@ def noisy_terms(
     df = Counter(e for es in entities.values() for e in {norm_entity(x) for x in es})
     return {e for e, k in df.items() if k > max(min_count, share * len(entities))}
 
+# %% ../nbs/04a_diversity.ipynb #5e9bad00
 def link_chunks(
     chunks:list[Chunk],        # The passages
     entities:dict,             # chunk id -> entities (`extract_entities` or `offline_terms`)
@@ -327,6 +330,7 @@ def corpus_digest(
     out = '\n'.join(lines)
     return out if len(out) <= max_chars else out[:max_chars].rsplit('\n', 1)[0]
 
+# %% ../nbs/04a_diversity.ipynb #240449fe
 def propose_personas(
     docs:list[Document],     # The corpus
     llm:LLM,                 # The model (one call, cached)
@@ -362,6 +366,7 @@ def _check_names(given, known:dict, what:str)->list:
     if bad or not given: raise ValueError(f"unknown {what} {bad or given!r}; known: {', '.join(known)}")
     return given
 
+# %% ../nbs/04a_diversity.ipynb #d46322d3
 def scenarios(
     n:int,                 # Questions
     personas:list,         # Who asks
@@ -392,12 +397,14 @@ class Spec:
     style:str|None=None         # A key of `STYLES`
     length:str|None=None        # A key of `LENGTHS`
 
+# %% ../nbs/04a_diversity.ipynb #9f325289
 def passages_text(
     chunks:list[Chunk],  # The passages of one question
 )->str:
     "The passages tagged `<1-hop>`, `<2-hop>`, ... as the typed prompts show them."
     return '\n\n'.join(f"<{i}-hop>\n{c.text}" for i, c in enumerate(chunks, 1))
 
+# %% ../nbs/04a_diversity.ipynb #f6df6171
 def typed_request(
     spec:Spec,       # The question to write
     language:str,    # Language of question and answer
@@ -459,6 +466,7 @@ class MixedQA(QA):
         who = ' · '.join(x for x in (self.persona, self.style, self.length) if x)
         return f"*{self.question_type}*" + (f" ({who})" if who else '') + f"\n\n{super()._repr_markdown_()}\n\n{hops}"
 
+# %% ../nbs/04a_diversity.ipynb #b194a414
 def hop_record(
     chunk:Chunk,          # The hop's passage
     evidence:str|None,    # The evidence the model quoted for it
@@ -490,6 +498,7 @@ def _qa_of(spec:Spec, r, language:str, docs:dict, threshold:float)->MixedQA:
         q.evidence_match, q.evidence_score = m.method, m.score
     return q
 
+# %% ../nbs/04a_diversity.ipynb #d789a375
 def write_questions(
     specs:list[Spec],          # The questions to write
     llm:LLM,                   # The model
@@ -646,6 +655,7 @@ def _reasons(q:MixedQA, max_alone:int)->list[str]:
         return [f"answerable from {q.single_hop_eval.split(':')[0]} alone ({q.single_hop_score} >= {max_alone})"]
     return []
 
+# %% ../nbs/04a_diversity.ipynb #88caa7bd
 def select_mixed(
     qas:list[MixedQA],             # Critiqued and checked questions
     min_score:int=3,               # Lowest score kept on every criterion

@@ -158,6 +158,7 @@ def _git(*args, cwd=None, timeout=600)->subprocess.CompletedProcess:
     return subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, 'GIT_TERMINAL_PROMPT': '0'})
 
+# %% ../nbs/03_documents.ipynb #c53e4719
 def clone(
     url:str,               # Clone URL or local path of a repository
     branch:str|None=None,  # Branch or tag (default: the remote's default branch)

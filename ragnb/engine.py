@@ -33,22 +33,26 @@ def ray_init(num_cpus:int|None=None # CPUs of a local Ray (default: all); ignore
     logging.getLogger('ray.data').setLevel(logging.ERROR)
     return ray
 
+# %% ../nbs/00c_engine.ipynb #caf3c752
 @dataclass
 class ItemError:
     "An exception raised by one item in a worker, carried back to be raised in the caller."
     index:int  # the item's position
     error:BaseException
 
+# %% ../nbs/00c_engine.ipynb #6881b5c1
 def _apply(fn, i, item):
     try: return fn(item)
     except Exception as e: return ItemError(i, e)
 
+# %% ../nbs/00c_engine.ipynb #b4cce6c6
 def _ray_batch(batch:dict, fn) -> dict:
     "Apply `fn` to a batch of pickled items (one Ray task for many items: less overhead than a task per row)."
     from ray import cloudpickle  # classes defined in a notebook travel by value
     return {'i':batch['i'], 'out':[cloudpickle.dumps(_apply(fn, i, pickle.loads(x))) for i,
                                    x in zip(batch['i'], batch['x'])]}
 
+# %% ../nbs/00c_engine.ipynb #767a2551
 def map_items(fn:Callable, # A module-level function of one item (workers import it)
               items:Iterable, # The items: picklable data (paths, pages, documents)
               engine:str='local', # 'local' (this machine) or 'ray' (a Ray Data pipeline)
@@ -76,6 +80,7 @@ def map_items(fn:Callable, # A module-level function of one item (workers import
         if isinstance(o, ItemError): raise o.error
     return out
 
+# %% ../nbs/00c_engine.ipynb #c7554785
 def add_engine_args(p # An argparse parser
                    ):
     "Add `--engine` and `--workers` to a command."

@@ -78,6 +78,7 @@ def locate(
     s, e = _refine(ne, nt, a.dest_start, a.dest_end)
     return Match(int(pos[s]), int(pos[e-1])+1, 'fuzzy', round(max(a.score, fuzz.ratio(ne, nt[s:e])), 1))
 
+# %% ../nbs/03a_evidence.ipynb #924a2d2e
 def _refine(needle:str, text:str, s:int, e:int)->tuple[int, int]:
     "Move the ends of the window `text[s:e]` (by up to a tenth of its length) to where it best matches `needle`."
     k = max(3, len(needle) // 10)

@@ -46,6 +46,7 @@ QA_SCHEMA = {'title':'factoid', 'type':'object', 'required':['question', 'answer
              'additionalProperties':False,
              'properties':{'question':{'type':'string'}, 'answer':{'type':'string'}, 'evidence':{'type':'string'}}}
 
+# %% ../nbs/04_generate.ipynb #db154d4e
 def _json_object(text:str)->dict|None:
     "The reply as a JSON object when it is one (a constrained reply), else None."
     t = (text or '').strip()
@@ -54,12 +55,14 @@ def _json_object(text:str)->dict|None:
     except json.JSONDecodeError: return None
     return v if isinstance(v, dict) else None
 
+# %% ../nbs/04_generate.ipynb #59fcb533
 def _qa_from_json(j:dict, text:str)->dict:
     out = {k: _clean_field(str(j.get(k) or ''), oneline=k != 'evidence') for k in ('question', 'answer', 'evidence')}
     if missing := [k for k, v in out.items() if not v]:
         raise ParseError(f"JSON reply has no {', '.join(repr(k) for k in missing)}; it starts {text.strip()[:80]!r}")
     return out
 
+# %% ../nbs/04_generate.ipynb #d7c728eb
 def parse_factoid(
     text:str,  # The model's reply
 )->dict:
@@ -104,6 +107,7 @@ RATING_SCHEMA = {'title':'rating', 'type':'object', 'required':['evaluation', 't
                  'properties':{'evaluation':{'type':'string'},
                                'total_rating':{'type':'integer', 'enum':[1, 2, 3, 4, 5]}}}
 
+# %% ../nbs/04_generate.ipynb #c657e611
 def parse_rating(
     text:str,  # The critique agent's reply
 )->Critique:
@@ -175,7 +179,7 @@ class QA:
                 f"**A:** {md_escape(self.answer)}  \n"
                 f"**Evidence** {ev}: {md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
 
-
+# %% ../nbs/04_generate.ipynb #fcd822ee
 def _tally(stats:dict|None, rs:list[Result], t0:float):
     "Add a batch's calls, failures and wall time to `stats`."
     if stats is None: return
@@ -183,10 +187,12 @@ def _tally(stats:dict|None, rs:list[Result], t0:float):
                      model_seconds=time.perf_counter() - t0).items():
         stats[k] = stats.get(k, 0) + v
 
+# %% ../nbs/04_generate.ipynb #a6d4c040
 def _where(source:str|None)->str|None:
     "A document's source as the next command can find it: a local path made absolute, a URL as it is."
     return str(Path(source).resolve()) if source and Path(source).exists() else source
 
+# %% ../nbs/04_generate.ipynb #aecab329
 def _failure(stage:str, r:Result)->dict:
     return dict(stage=stage, kind=r.failure.kind, message=r.failure.message, raw=(r.text or '')[:500] or None)
 
@@ -216,6 +222,7 @@ def _qa_request(chunk:Chunk, language:str, prev:list[str], k:int, structured:boo
         prompt = nxt
     return Request(msgs, prompt, id=f'{chunk.id}/q{k}', parse=parse_factoid, schema=QA_SCHEMA if structured else None)
 
+# %% ../nbs/04_generate.ipynb #e0442c7c
 def generate_questions(
     chunks:list[Chunk],        # Passages to write questions about
     llm:LLM,                   # The model
@@ -264,6 +271,7 @@ def _critique_request(q:QA, criterion:str, audience:str, structured:bool=False, 
                    parse=parse_rating,
                    schema=RATING_SCHEMA if structured else None, params=params)
 
+# %% ../nbs/04_generate.ipynb #28a75ba8
 def critique(
     qas:list[QA],                   # Questions to judge (those without a question are skipped)
     llm:LLM,                        # The critic model
@@ -310,6 +318,7 @@ def _votes_frame(qas)->pd.DataFrame:
           and isinstance(qas[0], QA) else pd.DataFrame(qas))
     return df
 
+# %% ../nbs/04_generate.ipynb #b0898afa
 def critic_consistency(
     qas,                 # `QA`s, a `Dataset` or its DataFrame, critiqued with `samples > 1` or a `second_critic`
     min_score:int=3,     # The keep threshold the votes are compared against
@@ -337,6 +346,7 @@ def _kappa(a:np.ndarray, b:np.ndarray)->float:
     po = float(np.mean(a == b)); pe = float(np.mean(a) * np.mean(b) + np.mean(~a) * np.mean(~b))
     return float('nan') if pe == 1 else round((po - pe) / (1 - pe), 3)
 
+# %% ../nbs/04_generate.ipynb #a6d1a1fb
 def critic_agreement(
     ds,                 # A `Dataset`, its DataFrame or a `ReviewState`, with a `review` column (accept / edit / reject)
     min_score:int=3,    # A critic "keeps" a question when its score reaches this
@@ -527,12 +537,14 @@ def sample_chunks(
     idx = sorted(random.Random(seed).sample(range(len(chunks)), max_chunks))
     return [chunks[i] for i in idx]
 
+# %% ../nbs/04_generate.ipynb #1479d287
 def _as_docs(src, glob=None)->list[Document]:
     if isinstance(src, (str, Path)): src = [src]
     src = list(src)
     if all(isinstance(d, Document) for d in src): return src
     return load_documents(*src, **({'glob': glob} if glob else {}))
 
+# %% ../nbs/04_generate.ipynb #8d816daa
 def generate_dataset(
     src,                               # Documents, or paths / clone URLs to load
     llm:LLM|None=None,                 # The model (default: `LLM()` from the environment)
@@ -586,6 +598,7 @@ def generate_dataset(
                  seconds=round(time.perf_counter() - t0, 3))
     return Dataset.from_records(qas, stats)
 
+# %% ../nbs/04_generate.ipynb #5059a02f
 def all_calls_failed(
     ds:Dataset,  # A dataset just generated
 )->str|None:
@@ -643,6 +656,7 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     add_engine_args(p)
     p.set_defaults(func=_cli_generate)
 
+# %% ../nbs/04_generate.ipynb #0e4437d2
 def _cli_generate(args)->int:
     check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
     docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding,

@@ -32,12 +32,14 @@ def default_cache_dir() -> Path:
     import platformdirs
     return Path(platformdirs.user_cache_dir('ragnb'))
 
+# %% ../nbs/00_llm.ipynb #98e4e515
 def env_model(vision=False # The model for pages (`RAGNB_VISION_MODEL`) instead of text
              ) -> str:
     "The model named by the environment (`RAGNB_VISION_MODEL` for pages), else the default."
     if vision and (m := os.environ.get('RAGNB_VISION_MODEL')): return m
     return os.environ.get('RAGNB_MODEL') or DEFAULT_MODEL
 
+# %% ../nbs/00_llm.ipynb #55c6c2e5
 def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
                default:float, # Used when the variable is unset or empty
                kind:type=float # `float` or `int`
@@ -49,10 +51,12 @@ def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
     try: return kind(v)
     except ValueError: raise ValueError(f"{name}={v!r} is not a{' whole' if kind is int else ''} number") from None
 
+# %% ../nbs/00_llm.ipynb #ca8278cd
 def show_progress() -> bool:
     "Progress bars belong on a terminal or in a Jupyter kernel, never in a log file or a pipe."
     return sys.stderr.isatty() or 'ipykernel' in sys.modules
 
+# %% ../nbs/00_llm.ipynb #75976c07
 def add_call_options(p # An argparse (sub)parser
                     ):
     "Add `--timeout` and `--max-retries` to an argparse (sub)parser of a command that calls a model."
@@ -62,11 +66,13 @@ def add_call_options(p # An argparse (sub)parser
                    help='retries of a model call on 429/5xx/timeouts/connection '
                    'errors (default: RAGNB_MAX_RETRIES, else 4)')
 
+# %% ../nbs/00_llm.ipynb #aa48fe48
 def call_options(args # Parsed arguments of a parser given `add_call_options`
                 ) -> dict:
     "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line)."
     return {k: v for k in ('timeout', 'max_retries') if (v := getattr(args, k, None)) is not None}
 
+# %% ../nbs/00_llm.ipynb #f3dae34e
 def check_output(path:str|Path, # Where a command will write its result
                  make_parents:bool=False # The command creates missing folders itself
                 ) -> Path:
@@ -223,6 +229,7 @@ class Usage:
                    else ''))
     def _repr_markdown_(self): return md_escape(self)  # '$0.0000 ... ($0.0000)' would render as LaTeX
 
+# %% ../nbs/00_llm.ipynb #608480e8
 @dataclass
 class Failure:
     "Why a model call produced no usable value."
@@ -232,12 +239,15 @@ class Failure:
     attempts:int=0
     def __str__(self): return f"{self.item_id}: {self.kind} after {self.attempts} attempt(s): {self.message}"
 
+# %% ../nbs/00_llm.ipynb #2c4e0fcb
 class LLMError(Exception):
     "Raised by `Result.unwrap` on a failed call."
 
+# %% ../nbs/00_llm.ipynb #4feac29f
 class ParseError(ValueError):
     "A reply that does not follow the prompt's protocol."
 
+# %% ../nbs/00_llm.ipynb #eed5a6a4
 @dataclass
 class Result:
     "The outcome of one model call: a value, or a failure record."
@@ -271,6 +281,7 @@ class Result:
             return head + f"\n\n**failed** ({md_escape(self.failure.kind)}): {md_escape(self.failure.message)}"
         return head + "\n\n" + fenced(self.text or '')
 
+# %% ../nbs/00_llm.ipynb #7fe6d4eb
 @dataclass
 class Request:
     "One call for `LLM.batch`."
@@ -318,6 +329,7 @@ def error_kind(e:Exception # An exception raised by a model call
         return 'bad_request'
     return 'other'
 
+# %% ../nbs/00_llm.ipynb #ee27ca17
 def retry_after(e:Exception # An exception raised by a model call
                ) -> float|None:
     "Seconds the server asked us to wait (`retry-after-ms` or `retry-after`), if any."
@@ -330,6 +342,7 @@ def retry_after(e:Exception # An exception raised by a model call
     except ValueError: return None
     return None
 
+# %% ../nbs/00_llm.ipynb #0b8d464e
 def backoff_delay(attempt:int, # Retry number, from 1
                   base:float=0.5, # Seconds before the first retry
                   cap:float=30.0, # Longest delay in seconds
@@ -361,10 +374,12 @@ def reset_seconds(value:str|None # A rate-limit reset header: `1s`, `6m0s`, `20m
     if not parts or ''.join(a + b for a, b in parts) != s: return None
     return sum(float(v) * {'h':3600, 'm':60, 's':1, 'ms':0.001}[u] for v, u in parts)
 
+# %% ../nbs/00_llm.ipynb #0021c205
 def _int_header(h, name):
     try: return int(float(h.get(name)))
     except (TypeError, ValueError): return None
 
+# %% ../nbs/00_llm.ipynb #ff95e1cf
 class _Budget:
     "One header budget (requests or tokens): what is left, when it refills, and to how much."
     def __init__(self): self.left, self.reset, self.limit, self.period = None, 0.0, None, 0.0
@@ -379,6 +394,7 @@ class _Budget:
         need = min(need, self.limit or need)  # a call larger than the whole budget waits for a full one, not forever
         return self.reset - now if self.left < need and now < self.reset else 0.0
 
+# %% ../nbs/00_llm.ipynb #861874b1
 class RateLimiter:
     ("When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an "
      "optional tokens-per-minute budget.")
@@ -470,11 +486,11 @@ class RateLimiter:
         self.stats['lowest'], self.stats['highest'] = (min(self.stats['lowest'], int(self.limit)),
                                                        max(self.stats['highest'], int(self.limit)))
 
-
 # %% ../nbs/00_llm.ipynb #1d26d28e
 def _prompt_id(p) -> str|None:
     return None if p is None else (p if isinstance(p, str) else p.id)
 
+# %% ../nbs/00_llm.ipynb #6507f169
 def _est_tokens(messages) -> int:
     "Rough prompt-token count (4 characters a token; 765 per image, OpenAI's high-detail tile figure)."
     n = 0
@@ -488,6 +504,7 @@ def _est_tokens(messages) -> int:
         n += 16
     return math.ceil(n / 4)
 
+# %% ../nbs/00_llm.ipynb #d09f60d5
 class LLM:
     "Cached, concurrent, retrying access to any OpenAI-compatible chat and embeddings endpoint."
     def __init__(self,
@@ -577,11 +594,13 @@ def response_format(mode:str, # 'json_schema' (OpenAI, vLLM, llama.cpp) or 'json
     if mode == 'json_object': return {'type':'json_object', 'schema':s}
     raise ValueError(f"mode must be one of {STRUCTURED_MODES}, not {mode!r}")
 
+# %% ../nbs/00_llm.ipynb #be575c04
 def refuses_format(f:Failure # The failure of a call
                   ) -> bool:
     "Whether a failed call was the endpoint refusing `response_format`: a 4xx or 5xx whose message names it."
     return f.kind in ('bad_request', 'server_error') and bool(_FORMAT_WORDS.search(f.message))
 
+# %% ../nbs/00_llm.ipynb #7201d258
 def follows_schema(text:str, # A reply
                    schema:dict # The JSON schema it was asked to follow
                   ) -> str|None:
@@ -600,6 +619,7 @@ def _feature(self:LLM, model:str, mode:str) -> str|None:
     if k not in self._features: self._features[k] = self.cache.get_feature(*k) if self.cache is not None else None
     return (self._features[k] or {}).get('status')
 
+# %% ../nbs/00_llm.ipynb #dadfde14
 def _remember(self:LLM, model:str, mode:str, status:str, detail:str=''):
     "Record what a reply showed about `mode` (in memory, and in the cache unless replaying); the key is never stored."
     k = (self.cache_endpoint, model, f'response_format:{mode}')
@@ -609,6 +629,7 @@ def _remember(self:LLM, model:str, mode:str, status:str, detail:str=''):
     self._features[k] = rec
     if self.cache is not None and not self.replay: self.cache.put_feature(*k, rec)
 
+# %% ../nbs/00_llm.ipynb #74f6de22
 def structured_mode(self:LLM, model:str|None=None # Model name; default: the LLM's
                    ) -> str|None:
     "How a schema is sent to `model` now: 'json_schema', 'json_object', or None (prompt only)."
@@ -618,6 +639,7 @@ def structured_mode(self:LLM, model:str|None=None # Model name; default: the LLM
     if self.replay: return next((m for m in STRUCTURED_MODES if self._feature(model, m) == 'ok'), None)
     return next((m for m in STRUCTURED_MODES if self._feature(model, m) not in ('refused', 'ignored')), None)
 
+# %% ../nbs/00_llm.ipynb #88c6e1e5
 def _features_of(self:LLM) -> list[dict]:
     "What this LLM has learnt about its endpoints (from the cache when it has one)."
     if self.cache is not None: return self.cache.features()
@@ -631,17 +653,20 @@ def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) ->
     return {'temperature':self.temperature, **cap, **params,
             **({'response_format':response_format(mode, schema)} if mode else {})}
 
+# %% ../nbs/00_llm.ipynb #6bc68dad
 def _grown(params:dict, factor:float) -> dict|None:
     ("`params` with `factor` times the caller's token limit, for one retry of a truncated reply; None when there is no "
      "limit to raise.")
     k = next((k for k in ('max_completion_tokens', 'max_tokens') if params.get(k)), None)
     return {**params, k: int(params[k] * factor)} if k and factor and factor > 1 else None
 
+# %% ../nbs/00_llm.ipynb #edb2afee
 def _cut(completion_tokens:int, text:str|None) -> str:
     "The message of a `truncated` failure."
     return (f"the reply was cut off at the token limit (finish_reason=length, {completion_tokens} completion tokens); "
             f"it ends {(text or '')[-60:]!r}")
 
+# %% ../nbs/00_llm.ipynb #4efbc218
 def _describe(self:LLM, e:Exception, kind:str) -> str:
     ("A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error "
      "body.")
@@ -651,6 +676,7 @@ def _describe(self:LLM, e:Exception, kind:str) -> str:
     if kind in ('connection', 'timeout'): return f"{type(e).__name__} at {self.base_url}: {e}"
     return _error_text(e)
 
+# %% ../nbs/00_llm.ipynb #48a97614
 async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
                  **params) -> Result:
     model = model or self.model
@@ -674,12 +700,14 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
     if res.failure: self.usage.failed += 1
     return res
 
+# %% ../nbs/00_llm.ipynb #6271564b
 def _replay_miss(self:LLM, messages, pid, item_id, model, key) -> Failure:
     first = next((m['content'] for m in reversed(messages) if m.get('role') == 'user'), '')
     if not isinstance(first, str): first = ' '.join(p.get('text', '') for p in first if p.get('type') == 'text')
     return Failure(item_id, 'replay_miss', f"replay mode: no cached reply for call {item_id!r} (prompt {pid}, "
         f"model {model}, endpoint {self.cache_endpoint}, key {key[:12]}); user message starts {first[:80]!r}", 0)
 
+# %% ../nbs/00_llm.ipynb #4a9975b3
 def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     "Fill `res` from a cache record; a reply recorded with finish_reason 'length' is a `truncated` failure."
     res.cached, res.text, res.model, res.finish_reason = (True, rec['text'], rec.get('model') or model,
@@ -692,6 +720,7 @@ def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
 
+# %% ../nbs/00_llm.ipynb #cd5789dc
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
     "Cache lookup, else the call with retries, a total deadline per attempt and the cache write; no parsing."
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
@@ -747,9 +776,13 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
                              'finish_reason':res.finish_reason}, 'chat', model, pid)
     return res
 
+# %% ../nbs/00_llm.ipynb #599ea7cb
 class _Empty(Exception): pass
+
+# %% ../nbs/00_llm.ipynb #7aff38e1
 class _Truncated(Exception): pass
 
+# %% ../nbs/00_llm.ipynb #f11558c3
 def _error_text(e:Exception) -> str:
     "The exception with the error body the server sent (the client's message can leave it out, e.g. a 422's `detail`)."
     s, body = f"{type(e).__name__}: {e}", getattr(e, 'body', None)
@@ -790,6 +823,7 @@ def _plain(o) -> bool:
     if isinstance(o, (list, tuple)): return all(_plain(v) for v in o)
     return o is None or isinstance(o, (str, int, float, bool))
 
+# %% ../nbs/00_llm.ipynb #21ecf89b
 def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusError:
     "The `openai` exception the typed client would raise for this HTTP error reply."
     try: body = json.loads(raw)
@@ -800,6 +834,7 @@ def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusEr
     cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
     return cls(f"Error code: {status} - {msg}", response=resp, body=err if err is not None else body)
 
+# %% ../nbs/00_llm.ipynb #a35706fe
 def fast_path(self:LLM, params:dict # The call's extra parameters
              ) -> bool:
     ("Whether a chat call with `params` goes over plain aiohttp: not Azure, no custom client options, plain JSON "
@@ -807,6 +842,7 @@ def fast_path(self:LLM, params:dict # The call's extra parameters
     return bool(self.fast and aiohttp is not None and not self.azure_endpoint and not self._client_kw
                 and _plain(params))
 
+# %% ../nbs/00_llm.ipynb #827524f3
 def _session(self:LLM):
     loop = asyncio.get_running_loop()
     s = self._sessions.get(id(loop))
@@ -821,6 +857,7 @@ def _session(self:LLM):
         self._sessions[id(loop)] = s
     return s[1]
 
+# %% ../nbs/00_llm.ipynb #618aba1c
 async def _post_chat(self:LLM, body:dict, headers:dict):
     ("POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the "
      "failure.")
@@ -839,6 +876,7 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
     try: return rh, ChatCompletion.construct(**json.loads(raw))
     except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
 
+# %% ../nbs/00_llm.ipynb #f74fd452
 async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=None, **params):
     ("One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed "
      "client.")
@@ -914,6 +952,7 @@ async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:st
     try: return await asyncio.gather(*(one(r) for r in reqs))
     finally: bar.close()
 
+# %% ../nbs/00_llm.ipynb #fcb47bda
 def _batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls', show_estimate:int=100,
            mode:str|None=None) -> list[Result]:
     "Sync `abatch`: works in scripts and in Jupyter cells. `mode='batch'` goes through the provider's Batch API."
@@ -973,11 +1012,13 @@ def _jsonable(v):
     return json.loads(json.dumps(v, ensure_ascii=False,
                                  default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
 
+# %% ../nbs/00_llm.ipynb #eeba11da
 def _user_text(messages:list) -> str:
     return '\n'.join(m['content'] if isinstance(m.get('content'), str) else
                      ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text')
                      for m in messages)
 
+# %% ../nbs/00_llm.ipynb #5d6d11bb
 @dataclass
 class Exchange:
     "One model call as it happened: what was sent, what came back, and how the reply was read."
@@ -1068,6 +1109,7 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
                 warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
     return ex
 
+# %% ../nbs/00_llm.ipynb #429292cd
 def _keep_trace(self:LLM, ex:Exchange):
     "Keep `ex` in memory under its item id, at most `trace_memory` exchanges (the oldest items go first)."
     mem = self.__dict__.setdefault('_traces', {})
@@ -1078,12 +1120,14 @@ def _keep_trace(self:LLM, ex:Exchange):
     while self._n_traces > self.trace_memory and len(mem) > 1:
         self._n_traces -= len(mem.pop(next(iter(mem))))
 
+# %% ../nbs/00_llm.ipynb #e0e6174d
 def _run_id(self:LLM) -> str:
     "An id for this `LLM` object, stored with its traces: the exchanges of one run belong together."
     if '_run' not in self.__dict__:
         import uuid; self._run = uuid.uuid4().hex[:12]
     return self._run
 
+# %% ../nbs/00_llm.ipynb #1a94c06a
 async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
                         **params) -> Result:
     "Make one call (see `_acall`) and trace it."
@@ -1148,6 +1192,7 @@ def select_traces(exchanges:list, # `Exchange`s, any order
     for e in keep: last[str(e.item_id)] = max(last.get(str(e.item_id), (0, None)), (e.time, e.run), key=lambda t: t[0])
     return sorted((e for e in keep if e.run == last[str(e.item_id)][1]), key=lambda e: (e.time, str(e.item_id)))
 
+# %% ../nbs/00_llm.ipynb #4200238b
 def _cache_traces(self:CallCache,
                   item_id=None, # The item's id in its batch
                   prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
@@ -1237,6 +1282,7 @@ async def _aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int
             if self.cache is not None: self.cache.put(keys[i], {'embedding':d.embedding}, 'embedding', model)
     return np.asarray(out, dtype=np.float32)
 
+# %% ../nbs/00_llm.ipynb #18ea0b9d
 def _embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Sync `aembed`."
     return run_sync(self._closing(self.aembed(list(texts), model, batch_size)))

@@ -201,6 +201,7 @@ def _die_with_parent():
         import ctypes, signal
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
+# %% ../nbs/09a_local.ipynb #c8a53b1a
 def _start(self:LocalServer) -> LocalServer:
     "Start the server and wait until it answers; raises with the server's last log lines if it dies."
     if self.gguf is None: self.gguf = require_local(self.python)
@@ -225,6 +226,7 @@ def _start(self:LocalServer) -> LocalServer:
     raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; log: "
                        f"{self.log_path}")
 
+# %% ../nbs/09a_local.ipynb #07d36f8b
 def _stop(self:LocalServer):
     "Stop the server process."
     if self.proc is not None and self.proc.poll() is None:
@@ -269,6 +271,7 @@ def _cli_local(args) -> int:
     finally: srv.stop()
     return 0
 
+# %% ../nbs/09a_local.ipynb #de0fbc0c
 def add_cli(sub # `Subcommands` of the `ragnb` parser
            ):
     "Register `ragnb local`."

@@ -342,6 +342,7 @@ def score(
     df['excluded'] = ex
     return Scores(df, list(b.errors), name)
 
+# %% ../nbs/06a_metrics.ipynb #440dc411
 def _excluded(results:list, ids:list, z:np.ndarray) -> list:
     ("Per scored result: the forced-zero metrics to leave out, when its `ragnb` warnings say an empty claim list is an "
      "extraction miss.")
@@ -516,6 +517,7 @@ def attach_metrics(
         else: r.ragnb.pop('excluded_metrics', None)
     return results
 
+# %% ../nbs/06a_metrics.ipynb #94b4cada
 def save_results(
     results,                  # anything `load_results` takes
     path,                     # the JSON file to write (replaced atomically)

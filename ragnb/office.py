@@ -164,6 +164,7 @@ def image_type(
         return 'svg'
     return None
 
+# %% ../nbs/05a_office.ipynb #28d30ac5
 def _picture_segment(name:str, blob:bytes, big:dict, out:Path, stem:str, page:int)->Segment:
     "An image segment for package part `name`, written with the extension its bytes show; or a failed one saying why."
     if name in big: return Segment('image', '', stem, page, failure=f"picture {name} not read: {big[name]}")

@@ -50,8 +50,10 @@ class Relevance:
         spans = ', '.join(f"{md_escape(g)} [{self.spans[g][0]:,}:{self.spans[g][1]:,}]" for g in self.gold)
         return f"**{md_escape(self.query_id)}** ({self.how}): {kind} {spans}"
 
+# %% ../nbs/07_retrieval.ipynb #70947dbc
 def _missing(v)->bool: return v is None or (isinstance(v, float) and math.isnan(v))
 
+# %% ../nbs/07_retrieval.ipynb #583157e9
 def _mentions(c, name:str)->bool:
     "Does chunk `c` hold the table or image called `name` (in its text or metadata)?"
     if re.search(rf'(?<![\w]){re.escape(name)}(?![\d])', c.text): return True
@@ -203,6 +205,7 @@ def _covered(spans:list[tuple]) -> int:
         if hi > end: n += hi - max(lo, end); end = hi
     return n
 
+# %% ../nbs/07_retrieval.ipynb #87e47ade
 def _gains(ids:list[str], rel:Relevance) -> list[float]:
     "The share of the evidence each chunk adds, in ranking order."
     out, held = [], []
@@ -212,6 +215,7 @@ def _gains(ids:list[str], rel:Relevance) -> list[float]:
         out.append((_covered(held) - before) / rel.length)
     return out
 
+# %% ../nbs/07_retrieval.ipynb #246fa1af
 def _ideal(rel:Relevance) -> list[float]:
     "Gains of the best ranking (greedy: largest new share first)."
     left, held, out = dict(rel.spans), [], []
@@ -222,6 +226,7 @@ def _ideal(rel:Relevance) -> list[float]:
         out.append(g); held.append(left.pop(best))
     return out
 
+# %% ../nbs/07_retrieval.ipynb #092c2ea5
 def score_ranking(
     ranking:list[str],               # Chunk ids, best first
     rel:Relevance,                   # The question's relevant chunks
@@ -250,6 +255,7 @@ def read_dataset(src,                # A DataFrame, a `ragnb.generate.Dataset`, 
     if kept_only and 'kept' in df: df = df[df.kept.fillna(False).astype(bool)]
     return df  # the index still numbers the rows of the source, for error messages
 
+# %% ../nbs/07_retrieval.ipynb #428b6bd7
 def _read(src) -> pd.DataFrame:
     if isinstance(src, pd.DataFrame): return src
     if isinstance(src, (str, Path)):
@@ -264,6 +270,7 @@ def _read(src) -> pd.DataFrame:
         return pd.DataFrame(rows)
     return pd.DataFrame(list(src))
 
+# %% ../nbs/07_retrieval.ipynb #80d79d23
 def match_documents(
     df:pd.DataFrame,  # the dataset
     docs:list         # the documents its `source_doc` names
@@ -278,6 +285,7 @@ def match_documents(
         return outer[0] if len(outer) == 1 else src
     return df.assign(source_doc=[find(str(s)) for s in df.source_doc])
 
+# %% ../nbs/07_retrieval.ipynb #4736fa2d
 def query_ids(
     df:pd.DataFrame   # the dataset
 )->list[str]:
@@ -285,6 +293,7 @@ def query_ids(
         if col in df: return [str(v) for v in df[col]]
     return [str(i) for i in range(len(df))]
 
+# %% ../nbs/07_retrieval.ipynb #373efd87
 def check_columns(
     df,              # the table to check
     cols,            # columns it must have
@@ -383,6 +392,7 @@ def hop_scores(
         out[f'any_hop@{k}'], out[f'all_hops@{k}'] = float(any(hit)), float(all(hit))
     return out
 
+# %% ../nbs/07_retrieval.ipynb #c803e540
 def by_question_type(
     report:RetrievalReport,     # From `evaluate` on a dataset with `question_type` and `hops`
     ks:Iterable[int]|int=5,     # cut-off(s)
@@ -500,8 +510,10 @@ class Sweep:
         return f"<p>{len(self.reports)} chunkings x {self.results.k.nunique()} k in {self.seconds:.1f} s</p>" + \
                self.results[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}")
 
+# %% ../nbs/07_retrieval.ipynb #bb3aa26a
 def _overlap(size:int, ov:float) -> int: return int(round(ov * size)) if 0 < ov < 1 else int(ov)
 
+# %% ../nbs/07_retrieval.ipynb #2811953d
 def sweep(
     docs:list,                                   # Source documents (records with id and text)
     dataset,                                     # The questions (see `evaluate`)
@@ -558,6 +570,7 @@ def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
     fig.tight_layout()
     return fig
 
+# %% ../nbs/07_retrieval.ipynb #091d39aa
 @patch
 def plot(self:Sweep,
          metric:str='hit'):  # One of hit, recall, mrr, ndcg
@@ -577,6 +590,7 @@ def _root(doc_source) -> Path|None:
     p = Path(doc_source)
     return p if p.is_dir() else p.parent if p.is_file() else None
 
+# %% ../nbs/07_retrieval.ipynb #9d47b162
 def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8') -> list:
     ("Documents from `--docs`, else the files `source_doc` names: under the dataset's `doc_source`, the dataset's "
      "folder or the cwd.")
@@ -600,6 +614,7 @@ def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8') -> list:
         out.append(Document(text, str(path.parent), src, path.name, path.suffix, id=src))
     return out
 
+# %% ../nbs/07_retrieval.ipynb #8966f98a
 def _make_retriever(args):
     if args.retriever == 'bm25': return BM25Retriever
     if args.retriever == 'local':
@@ -608,6 +623,7 @@ def _make_retriever(args):
     llm = LLM(embed_model=args.embed_model, **call_options(args))
     return lambda: DenseRetriever(llm, name=f'dense ({llm.embed_model})')
 
+# %% ../nbs/07_retrieval.ipynb #4debbdff
 def _cli_retrieval(args) -> int:
     df = read_dataset(args.dataset)
     check_columns(df, ['question', 'source_doc'])
@@ -630,6 +646,7 @@ def _cli_retrieval(args) -> int:
         if args.out: sw.results.to_json(args.out, orient='records', lines=True)
     return 0
 
+# %% ../nbs/07_retrieval.ipynb #f0ad53ec
 def add_cli(
     sub   # the `ragnb` command's subparsers
 ):

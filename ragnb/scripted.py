@@ -569,6 +569,7 @@ def _subject_ok(x:str)->bool:
     return 1 <= len(w) <= 8 and w[0].lower().strip('`*') not in _BAD_START and w[0].lower() not in _PRONOUNS \
         and not re.search(r'\b(that|which|who|where|if|when)$|\s(that|which|who)\s', x)
 
+# %% ../nbs/04_generate.ipynb #e2bad21f
 def _short(rest:str)->str:
     "The first clause of `rest`, at most 12 words, without a dangling small word."
     w = _CUT.split(rest.rstrip('.!?'))[0].split()[:12]
@@ -577,10 +578,12 @@ def _short(rest:str)->str:
         w.pop()
     return ' '.join(w)
 
+# %% ../nbs/04_generate.ipynb #fba46d72
 def _common_noun(w:str, ctx:str)->bool:
     "Whether a capitalised sentence-initial word also appears in lower case in `ctx` (so it is not a name)."
     return w[:1].isupper() and w[1:].islower() and re.search(r'\b' + re.escape(w.lower()) + r'\b', ctx) is not None
 
+# %% ../nbs/04_generate.ipynb #beb9cf9c
 def _question_for(s:str, language:str, ctx:str='')->tuple[str, str]|None:
     "A search-style question and short answer from sentence `s`, or None if it has no usable subject-verb shape."
     tpl = _WHAT.get(language, _WHAT['English'])
@@ -605,6 +608,7 @@ def _question_for(s:str, language:str, ctx:str='')->tuple[str, str]|None:
     ans = _short(rest)
     return (q, ans) if ans else None
 
+# %% ../nbs/04_generate.ipynb #eecac350
 def _informative(s:str)->float:
     "How much a sentence looks like it states a checkable fact."
     score = 2*bool(re.search(r'\d', s)) + 2*bool(re.search(r'`[^`]+`|\b[A-Z][a-z]+[A-Z]\w*|\b[A-Z]{2,}\b', s))
@@ -823,6 +827,7 @@ def _typed_parts(t:str)->dict:
 
 _ALL_VERBS = '|'.join(list(_COPULA) + list(_VERBS) + list(_MODALS))
 
+# %% ../nbs/04a_diversity.ipynb #b6f7fd05
 def _facts(ctx:str, language:str, bridge:str='')->list[tuple]:
     ("(sentence, subject, verb, rest) of the passage's prose sentences, those naming `bridge` first, then the "
      "informative ones.")
@@ -842,17 +847,21 @@ def _facts(ctx:str, language:str, bridge:str='')->list[tuple]:
     key = bridge.lower()
     return sorted(out, key=lambda f: (f[2] is None, key not in f[0].lower() if key else 0, -_informative(f[0])))
 
+# %% ../nbs/04a_diversity.ipynb #2980d83d
 def _fact_text(f:tuple)->str: return f[3] if f[2] is None else f"{f[1]} {f[2]} {f[3]}"
 
+# %% ../nbs/04a_diversity.ipynb #db93d819
 def _pick(facts:list, rng:random.Random, avoid=())->tuple|None:
     "One of the first facts whose sentence and subject are not in `avoid`."
     left = [f for f in facts if f[0] not in avoid and f[1].lower() not in avoid and f[3]]
     return rng.choice(left[:3]) if left else None
 
+# %% ../nbs/04a_diversity.ipynb #673b2b1c
 def _own(x:str, others:list)->bool:
     "Whether subject `x` has a content word that none of the `others` passages contains."
     return any(all(w not in _words(o) for o in others) for w in _words(x))
 
+# %% ../nbs/04a_diversity.ipynb #a4984f82
 def _picks(facts:list, rng:random.Random, passages:list)->list:
     "One fact per passage, each about a subject the other passages do not mention (so no passage answers alone)."
     out, seen = [], set()
@@ -892,6 +901,7 @@ man wenn know about matter happens happen need savoir sur faut wissen über muss
 
 def _lower1(s:str)->str: return s[:1].lower() + s[1:] if s[:2] != s[:2].upper() else s
 
+# %% ../nbs/04a_diversity.ipynb #ce2942da
 def _styled(q:str, style:str, rng:random.Random)->str:
     "The question as typed in `style`."
     if style == 'web_search':
@@ -908,6 +918,7 @@ def _styled(q:str, style:str, rng:random.Random)->str:
         return _lower1(q).rstrip(' ?') + rng.choice(['', ' ?', '??'])
     return q
 
+# %% ../nbs/04a_diversity.ipynb #37ef2093
 def _sized(q:str, length:str, persona:str, language:str)->str:
     "The question cut to a short one, or lengthened with who asks."
     if length == 'short' and len(q.split()) > 8:  # shortened to its key words, as people type short queries
@@ -925,6 +936,7 @@ def _one_q(f:tuple, language:str)->str:
     if language == 'English': return (_question_for(s, 'English') or (f"What {v} {x}?", a))[0]
     return _WHAT.get(language, _WHAT['English'])[0].format(v=v, x=x)
 
+# %% ../nbs/04a_diversity.ipynb #888cbf76
 def _typed_qa(p:dict, rng:random.Random)->tuple|None:
     ("Question, answer and one evidence sentence per passage for a typed prompt, or None when a passage has no usable "
      "fact.")
@@ -975,6 +987,7 @@ def _typed_qa(p:dict, rng:random.Random)->tuple|None:
     q = _sized(_styled(q, p['style'], rng), p['length'], p['persona'], lang)
     return q, a, evs
 
+# %% ../nbs/04a_diversity.ipynb #655cd4fe
 @scripted_reply('multi_hop_qa')
 @scripted_reply('comparative_qa')
 @scripted_reply('reasoning_qa')

@@ -166,6 +166,7 @@ class System:
 
 _WRAPPERS = []  # obj -> System or None: each adapter below adds the test for its framework's objects
 
+# %% ../nbs/07b_systems.ipynb #b17094e5
 def as_system(obj, # A function, an adapter, a LangChain runnable, LlamaIndex engine, Haystack pipeline or a URL
              ):
     "`obj` ready for `run_system`: adapters and functions as they are, framework objects and URLs in their adapter."
@@ -596,6 +597,7 @@ def plot(self:Comparison, title:str|None=None # Default: what is drawn, and the 
 # %% ../nbs/07b_systems.ipynb #62159ce2
 def _ent(labels) -> bool: return any(l == 'Entailment' for l in labels)
 
+# %% ../nbs/07b_systems.ipynb #6b94cf41
 def claim_moves(cmp:Comparison, # From `compare`
                 a:str|None=None, # The system moved from (default: the baseline)
                 b:str|None=None, # The system moved to (default: the second system)
