@@ -22,6 +22,7 @@ def main():
     p.add_argument('notebook', help='the lesson, e.g. nbs/06_checker.ipynb')
     p.add_argument('--base-url', required=True, help='OpenAI-compatible endpoint serving the lesson\'s `model`')
     p.add_argument('--fresh', action='store_true', help='remove the lesson\'s cache first')
+    p.add_argument('--allow-errors', action='store_true', help='go on after a failing cell (record every call in one pass, fix the cells after)')
     a = p.parse_args()
     path = Path(a.notebook).resolve()
     db = path.parent/'cache'/f'{path.stem}.sqlite'
@@ -32,7 +33,7 @@ def main():
     for i in live: run.cells[i].source = ''
     os.environ['RAGNB_RECORD'] = a.base_url
     before, t0 = calls(db), time.time()
-    try: NotebookClient(run, timeout=None, resources={'metadata': {'path': str(path.parent)}}).execute()
+    try: NotebookClient(run, timeout=None, allow_errors=a.allow_errors, resources={'metadata': {'path': str(path.parent)}}).execute()
     finally:
         print(f"{path.name}: {calls(db) - before} calls recorded in {time.time() - t0:.0f} s ({calls(db)} in {db.name})", file=sys.stderr)
     for i, (c, r) in enumerate(zip(nb.cells, run.cells)):
