@@ -9,7 +9,7 @@ from html import unescape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
-from .llm import LLM
+from .llm import LLM, env_number
 
 # %% auto #0
 __all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'admit', 'rate_headers', 'batch_api', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
@@ -491,14 +491,21 @@ _lesson_server = None
 
 def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.sqlite`
                cache_dir:str|Path='cache', # Relative to the notebook's folder
+               model:str=LESSON_MODEL, # The model whose replies the cache holds (and that a real endpoint is asked for when recording)
                **kw) -> LLM:
-    "An `LLM` for lesson notebooks: replay by default, record with `RAGNB_RECORD=1`, live with `RAGNB_LIVE=1`."
+    "An `LLM` for lesson notebooks: replay by default, record with `RAGNB_RECORD=1` (scripted) or `=<base_url>`, live with `RAGNB_LIVE=1`."
     global _lesson_server
     kw = {'progress':False, **kw}
     if os.environ.get('RAGNB_LIVE'): return LLM(**kw)
     path = Path(cache_dir)/f'{name}.sqlite'
-    common = dict(model=LESSON_MODEL, embed_model='scripted-embedding', cache_path=path, cache_endpoint=LESSON_ENDPOINT)
-    if os.environ.get('RAGNB_RECORD'):
+    common = dict(model=model, embed_model='scripted-embedding', cache_path=path, cache_endpoint=LESSON_ENDPOINT)
+    rec = os.environ.get('RAGNB_RECORD', '')
+    if rec and rec != '1':  # a real endpoint: one call at a time, patient deadline
+        kw = {'concurrency':1, 'timeout':env_number('RAGNB_TIMEOUT', 600.0), **kw}
+        return LLM(base_url=rec, api_key=os.environ.get('RAGNB_RECORD_API_KEY') or 'none', **common, **kw)
+    if rec:
+        if model != LESSON_MODEL:
+            raise ValueError(f"{name} replays {model}'s replies; record it from that model with RAGNB_RECORD=<base_url>, not the scripted server")
         if _lesson_server is None:  # this process's own server, on a free port, with every stage's rules loaded now
             _lesson_server = ScriptedServer().start()
         return LLM(base_url=_lesson_server.base_url, api_key='scripted', **common, **kw)

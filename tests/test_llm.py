@@ -185,6 +185,26 @@ def test_lesson_llm_records_then_replays(tmp_path, monkeypatch):
     assert rp.replay and again.cached and again.text == first.text
 
 
+def test_lesson_llm_records_a_real_endpoint_under_its_model(tmp_path, monkeypatch):
+    monkeypatch.delenv('RAGNB_TIMEOUT', raising=False)
+    with ScriptedServer() as srv:   # standing in for a real endpoint, e.g. `ragnb local serve`
+        monkeypatch.setenv('RAGNB_RECORD', srv.base_url)
+        rec = lesson_llm('lesson', cache_dir=tmp_path, model='small-real-model')
+        assert (rec.base_url, rec.replay, rec.concurrency, rec.timeout) == (srv.base_url, False, 1, 600.0)
+        first = rec.call(msg('hello from a real model'))
+        assert first.ok and not first.cached and srv.requests[-1]['model'] == 'small-real-model'
+    monkeypatch.delenv('RAGNB_RECORD')   # the server is gone: replay is offline
+    again = lesson_llm('lesson', cache_dir=tmp_path, model='small-real-model').call(msg('hello from a real model'))
+    assert again.cached and again.text == first.text
+    scripted = lesson_llm('lesson', cache_dir=tmp_path).call(msg('hello from a real model'))
+    assert scripted.failure.kind == 'replay_miss'   # filed under the real model's name, not the scripted one's
+
+def test_lesson_llm_scripted_recording_keeps_off_a_real_models_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv('RAGNB_RECORD', '1')
+    with pytest.raises(ValueError, match=r'record it from that model with RAGNB_RECORD=<base_url>'):
+        lesson_llm('lesson', cache_dir=tmp_path, model='small-real-model')
+
+
 SCHEMA = {'title': 'claims', 'type': 'object', 'required': ['claims'], 'additionalProperties': False,
           'properties': {'claims': {'type': 'array', 'items': {'type': 'string'}}}}
 CLAIMS_RULE = {'claims_test': lambda messages, rng: 'Here you go:\n```json\n{"claims": ["The Nile is in Africa."]}\n```'}
