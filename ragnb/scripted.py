@@ -491,9 +491,10 @@ _lesson_server = None
 
 def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.sqlite`
                cache_dir:str|Path='cache', # Relative to the notebook's folder
-               model:str=LESSON_MODEL, # The model whose replies the cache holds (and that a real endpoint is asked for when recording)
+               model:str=LESSON_MODEL, # The model whose replies the cache holds (asked for when recording)
                **kw) -> LLM:
-    "An `LLM` for lesson notebooks: replay by default, record with `RAGNB_RECORD=1` (scripted) or `=<base_url>`, live with `RAGNB_LIVE=1`."
+    ("An `LLM` for lesson notebooks: replay by default, record with `RAGNB_RECORD=1` (scripted) or `=<base_url>`, "
+     "live with `RAGNB_LIVE=1`.")
     global _lesson_server
     kw = {'progress':False, **kw}
     if os.environ.get('RAGNB_LIVE'): return LLM(**kw)
@@ -505,7 +506,8 @@ def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.
         return LLM(base_url=rec, api_key=os.environ.get('RAGNB_RECORD_API_KEY') or 'none', **common, **kw)
     if rec:
         if model != LESSON_MODEL:
-            raise ValueError(f"{name} replays {model}'s replies; record it from that model with RAGNB_RECORD=<base_url>, not the scripted server")
+            raise ValueError(f"{name} replays {model}'s replies; record it from that model with "
+                             "RAGNB_RECORD=<base_url>, not the scripted server")
         if _lesson_server is None:  # this process's own server, on a free port, with every stage's rules loaded now
             _lesson_server = ScriptedServer().start()
         return LLM(base_url=_lesson_server.base_url, api_key='scripted', **common, **kw)
