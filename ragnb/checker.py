@@ -48,11 +48,13 @@ def _claim(c, i:int, fmt:str):
     if not (isinstance(c, str) and c.strip()): raise ParseError(f"claim {i} is not a sentence: {c!r}")
     return c.strip()
 
+# %% ../nbs/06_checker.ipynb #49c1df44
 class Claims(list):
     "The claims read from a reply, with the elements that were dropped and why (`dropped`: [(position, reason)])."
     def __init__(self, claims=(), dropped=(), total:int=0):
         super().__init__(claims); self.dropped, self.total = list(dropped), total
 
+# %% ../nbs/06_checker.ipynb #61df97d4
 def cut_list(text:str, # A JSON reply cut off inside a list
              key:str='claims' # The list's key
             ) -> list|None:
@@ -67,6 +69,7 @@ def cut_list(text:str, # A JSON reply cut off inside a list
         out.append(v)
     return out or None
 
+# %% ../nbs/06_checker.ipynb #ea0ff633
 def salvage_claims(text:str, # An extraction reply
                    fmt:str='triplet' # 'triplet' or 'sentence'
                   ) -> Claims:
@@ -93,6 +96,7 @@ def salvage_claims(text:str, # An extraction reply
         seen[k] = i; out.append(c)
     return out
 
+# %% ../nbs/06_checker.ipynb #a455ff55
 def parse_claims(text:str, # An extraction reply
                  fmt:str='triplet' # 'triplet' or 'sentence'
                 ) -> list:
@@ -102,11 +106,13 @@ def parse_claims(text:str, # An extraction reply
     if out.dropped: raise ParseError(out.dropped[0][1])
     return list(out)
 
+# %% ../nbs/06_checker.ipynb #ac66a4f1
 def claim_text(c # A claim: a sentence, or a [subject, predicate, object] triplet
               ) -> str:
     "A claim as the checker sees it: a sentence as is, a triplet as `(subject, predicate, object)`."
     return c if isinstance(c, str) else '(' + ', '.join(c) + ')'
 
+# %% ../nbs/06_checker.ipynb #48591519
 def claims_schema(fmt:str='triplet' # 'triplet' or 'sentence'
                  ) -> dict:
     ("The JSON schema of an extraction reply, sent where the endpoint takes one; it has the prompt's shape (triplets "
@@ -126,6 +132,7 @@ def numbered(claims:list, # All claims of a task
 
 _CANON = {l.lower(): l for l in LABELS}
 
+# %% ../nbs/06_checker.ipynb #4261ad08
 def parse_labels(text:str # A checking reply
                 ) -> dict:
     ("Claim number -> label from a checking reply (also one cut off mid-list); entries without a number or a known "
@@ -215,6 +222,7 @@ LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'addi
                      'type':'object', 'required':['claim', 'label'], 'additionalProperties':False,
                      'properties':{'claim':{'type':'integer'}, 'label':{'type':'string', 'enum':list(LABELS)}}}}}}
 
+# %% ../nbs/06_checker.ipynb #145a2a55
 def llm_checker(llm:LLM, # The model that labels the claims
                 model:str|None=None, # Model name; default: the LLM's
                 rounds:int=3 # Most calls per task (the first, then re-asks for missing labels)
@@ -267,13 +275,16 @@ def _note(r:RAGResult, stage:str, calls:int=0, cached:int=0, pt:int=0, ct:int=0)
     u[f'{stage}_calls'] = u.get(f'{stage}_calls', 0) + calls
     for k, v in (('cached', cached), ('prompt_tokens', pt), ('completion_tokens', ct)): u[k] = u.get(k, 0) + v
 
+# %% ../nbs/06_checker.ipynb #0d825db2
 def _fail(r:RAGResult, stage:str, fld:str, why:str):
     r.ragnb.setdefault('failures', []).append({'stage': stage, 'field': fld, 'reason': why})
 
+# %% ../nbs/06_checker.ipynb #c09aedd9
 def _warn(r:RAGResult, stage:str, fld:str, kind:str, why:str, **kw):
     "A recorded warning: something was dropped or is missing, but the result goes on."
     r.ragnb.setdefault('warnings', []).append({'stage': stage, 'field': fld, 'kind': kind, 'reason': why, **kw})
 
+# %% ../nbs/06_checker.ipynb #66710b80
 def _too_little(c:Claims) -> str|None:
     "Why a salvaged claim list deserves a repair turn (none survived, or fewer than half), else None."
     if c.total and len(c) * 2 < c.total:
@@ -281,6 +292,7 @@ def _too_little(c:Claims) -> str|None:
     if not c: return "you listed no claims, but the text states facts; list the factual claims it makes"
     return None
 
+# %% ../nbs/06_checker.ipynb #608d9d7d
 def extract_claims(results:list, # `RAGResult`s; those with claims already are left as they are
                    llm:LLM, # The extractor model
                    claim_format:str='triplet', # 'triplet' or 'sentence'
@@ -344,6 +356,7 @@ def _tasks(r:RAGResult) -> tuple:
                         [(f, len(cs)) for f, cs in need]))
     return out, need
 
+# %% ../nbs/06_checker.ipynb #8d70b909
 def check_claims(results:list, # `RAGResult`s with their claims extracted
                  checker:Checker # Labels the claims of each task
                 ):
@@ -377,6 +390,7 @@ def ragchecker_calls(n_resp:int, # Response claims
     "Calls RAGChecker makes for one result: 2 extractions, then claims in groups of `joint` per reference."
     return 2 + (math.ceil(n_resp / joint) + math.ceil(n_gt / joint)) * (1 + n_chunks)
 
+# %% ../nbs/06_checker.ipynb #52d34494
 def usage_table(results:list # Checked `RAGResult`s (their `ragnb` usage records)
                ) -> pd.DataFrame:
     "Calls and tokens per result, beside what RAGChecker's joint checking would need for the same claims."
@@ -408,6 +422,7 @@ class CheckRun:
                 + (f"<ul>{ws}</ul>" if ws else '')
                 + self.usage.to_html() + self.scores._repr_html_())
 
+# %% ../nbs/06_checker.ipynb #4a0fa64c
 def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a list of results
                llm:LLM|None=None, # The model for both stages; default `LLM()` from the environment
                claim_format:str='triplet', # 'triplet' (RAGChecker's) or 'sentence'
@@ -461,6 +476,7 @@ def _cli_check(args) -> int:
     print(f"ragnb check: wrote {out}; {llm.usage}", file=sys.stderr)
     return 1 if fails else 0
 
+# %% ../nbs/06_checker.ipynb #7f6f680f
 def add_cli(sub # `Subcommands` of the `ragnb` parser
            ):
     "Register `ragnb check`."

@@ -48,6 +48,7 @@ def _line_boxes(page:pymupdf.Page, textpage=None)->list[tuple]:
             out.append((a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max(), ''.join(s['text'] for s in l['spans'])))
     return out
 
+# %% ../nbs/05_pdf.ipynb #09ccba54
 def drawing_rects(
     page:pymupdf.Page,  # page to read
     rule_height:float=1.,  # drawings lower than this ...
@@ -105,6 +106,7 @@ def _block_boxes(page:pymupdf.Page, textpage=None)->list[tuple]:
         out.append((a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max(), '\n'.join(t for t, _ in lines)))
     return out
 
+# %% ../nbs/05_pdf.ipynb #25c834ce
 def text_rects(
     boxes:list[tuple],  # (x0, y0, x1, y1, text) of text lines or blocks
     chars_per_line:float=10,  # text averaging more characters per line than this is "large"
@@ -116,6 +118,7 @@ def text_rects(
         (large if sum(map(len, lines))/max(1, len(lines)) > chars_per_line else small).append(bb)
     return np.array(large, dtype=float).reshape(-1, 4), np.array(small, dtype=float).reshape(-1, 4)
 
+# %% ../nbs/05_pdf.ipynb #d8e285db
 def absorb(
     regions:np.ndarray,  # region boxes (n, 4)
     rects:np.ndarray,  # text boxes (m, 4)
@@ -189,6 +192,7 @@ def has_layout()->bool:
     import pymupdf.layout  # activates the model for `Page.get_layout` (onnxruntime sessions, with their threads)
     return True
 
+# %% ../nbs/05_pdf.ipynb #3953e6ef
 def _finder_params()->set:
     "The parameters of PyMuPDF's table finder (`Page.find_tables` only passes its keywords on)."
     from pymupdf.table import find_tables
@@ -197,6 +201,7 @@ def _finder_params()->set:
 # PyMuPDF >= 2 gates its table finder by the layout model unless told not to; the 'tables' detector is the rule finder
 _RULES_ONLY = {'use_layout': False} if 'use_layout' in _finder_params() else {}
 
+# %% ../nbs/05_pdf.ipynb #596ebbdd
 def table_boxes(
     page:pymupdf.Page,  # page to read
     min_cells:int=2,  # keep tables with at least this many rows and this many columns
@@ -206,6 +211,7 @@ def table_boxes(
     tf = page.find_tables(**_RULES_ONLY)
     return [tuple(t.bbox) for t in (tf.tables if tf else []) if t.row_count >= min_cells and t.col_count >= min_cells]
 
+# %% ../nbs/05_pdf.ipynb #1d3a5c75
 def layout_boxes(
     page:pymupdf.Page,  # page to read
 )->list[tuple]:
@@ -223,6 +229,7 @@ def default_detectors()->tuple:
     "All three detectors when the layout model is installed, else drawings and tables."
     return DETECTORS if has_layout() else DETECTORS[:2]
 
+# %% ../nbs/05_pdf.ipynb #0c3e8b0f
 def _detectors(detectors:tuple|list|None)->tuple:
     "The detectors to run: `detectors`, checked, or the default ones."
     dets = tuple(default_detectors() if detectors is None else detectors)
@@ -230,16 +237,23 @@ def _detectors(detectors:tuple|list|None)->tuple:
         raise ValueError(f"unknown detector(s) {sorted(unknown)}; choose from {DETECTORS}")
     return dets
 
+# %% ../nbs/05_pdf.ipynb #be425ce2
 def _area(b)->float: return max(0., b[2]-b[0]) * max(0., b[3]-b[1])
+
+# %% ../nbs/05_pdf.ipynb #7d0d0975
 def _inter(a, b)->float: return _area((max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])))
+
+# %% ../nbs/05_pdf.ipynb #c8b29a0f
 def _same(a, b, overlap)->bool: return _inter(a, b) >= overlap * min(_area(a), _area(b)) > 0
 
+# %% ../nbs/05_pdf.ipynb #05898f4f
 def _covered(b, others)->float:
     "Share of box `b`'s area covered by the union of the boxes `others`."
     if not len(others) or _area(b) == 0: return 0.
     u = shapely.union_all(shapely.box(*np.asarray(others, dtype=float)[:, :4].T))
     return float(shapely.area(shapely.intersection(u, shapely.box(*b[:4])))) / _area(b)
 
+# %% ../nbs/05_pdf.ipynb #cd595355
 def _groups(boxes:list, overlap:float)->np.ndarray:
     "Group label of each box: boxes sharing at least `overlap` of the smaller one's area are grouped (transitively)."
     n = len(boxes)
@@ -249,6 +263,7 @@ def _groups(boxes:list, overlap:float)->np.ndarray:
     keep = np.array([_same(boxes[a], boxes[b], overlap) for a, b in zip(i, j)], dtype=bool)
     return connected_components(coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n)), directed=False)[1]
 
+# %% ../nbs/05_pdf.ipynb #d4d90f92
 def _rows(words:list)->list[list]:
     "Words grouped into rows: a word joins the row above when they share half the height of the smaller one."
     rows = []
@@ -259,6 +274,7 @@ def _rows(words:list)->list[list]:
         else: rows.append([(w[1], w[3]), [w]])
     return rows
 
+# %% ../nbs/05_pdf.ipynb #4ae8e032
 def _row_cells(band:tuple, words:list, gap:float)->list[list]:
     "One row's words joined into cells [x0, x1, text] where they are closer than `gap` times the row's height."
     cells = []
@@ -268,6 +284,7 @@ def _row_cells(band:tuple, words:list, gap:float)->list[list]:
         else: cells.append([w[0], w[2], w[4]])
     return cells
 
+# %% ../nbs/05_pdf.ipynb #df932f8d
 def _header_above(page:pymupdf.Page, t:tuple, lay:list, gap:float=20.)->tuple:
     "Table box `t` grown by the one-line text box above it if its words make 2+ cells (a header row left out)."
     w = t[2]-t[0]
@@ -277,7 +294,6 @@ def _header_above(page:pymupdf.Page, t:tuple, lay:list, gap:float=20.)->tuple:
         rows = _rows([x for x in page.get_text('words') if r.contains(pymupdf.Point((x[0]+x[2])/2, (x[1]+x[3])/2))])
         if len(rows) == 1 and len(_row_cells(*rows[0], 0.5)) >= 2: return (min(t[0], b[0]), b[1], max(t[2], b[2]), t[3])
     return t
-
 
 # %% ../nbs/05_pdf.ipynb #2c4597e4
 def detect_regions(
@@ -340,17 +356,20 @@ def regions_cache_path()->Path:
     from ragnb.llm import default_cache_dir
     return default_cache_dir()/'regions.sqlite'
 
+# %% ../nbs/05_pdf.ipynb #d9dbd687
 def _layout_version()->str|None:
     "The version of the layout model's package, or None without it."
     try: return metadata.version('pymupdf-layout')
     except metadata.PackageNotFoundError: return 'pymupdf' if has_layout() else None
 
+# %% ../nbs/05_pdf.ipynb #c8b8d2d5
 def _settings_key(detectors:tuple, kw:dict)->str:
     "What the regions of a page depend on besides the file: detectors, parameters, versions."
     return json.dumps(dict(version=REGIONS_VERSION, pymupdf=pymupdf.VersionBind,
                            layout='layout' in detectors and _layout_version(), detectors=sorted(detectors), **kw),
                       sort_keys=True, default=str)
 
+# %% ../nbs/05_pdf.ipynb #9dfdfbfe
 class RegionCache:
     "Regions per (document SHA-256, page, settings) in a SQLite file; only the calling process writes."
     def __init__(self,
@@ -382,7 +401,6 @@ class RegionCache:
         self._run('INSERT OR REPLACE INTO regions VALUES (?, ?, ?, ?)',
                   [(sha, p, settings, json.dumps(rs)) for p, rs in found.items()], many=True)
 
-
 # %% ../nbs/05_pdf.ipynb #8e631d4e
 import functools
 from .engine import map_items
@@ -410,11 +428,13 @@ class Region:
         img = png_html(self.image) if self.image and Path(self.image).exists() else '<i>not rendered</i>'
         return f"<div>{head}<br>{img}</div>"
 
+# %% ../nbs/05_pdf.ipynb #bbccbd5e
 @functools.lru_cache(maxsize=8)
 def _opened(path:str):
     "A PDF and its id, opened once per worker process."
     return open_pdf(path), doc_id(path)
 
+# %% ../nbs/05_pdf.ipynb #6768989e
 def _regions_item(item)->list[dict]:
     "Regions of one page, `item` = (path, page, detectors, options): a worker's unit; errors name file and page."
     path, pno, dets, kw = item
@@ -422,6 +442,7 @@ def _regions_item(item)->list[dict]:
     except Exception as e:
         raise DocumentError(f"{path}: page {pno}: region detection failed ({e.__class__.__name__}: {e})") from e
 
+# %% ../nbs/05_pdf.ipynb #5bf1b2dc
 def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='local',
              workers:int|None=1)->dict[str, list[Region]]:
     "The regions of `pages` of each file: from the cache where it has them, the others detected through `map_items`."
@@ -446,6 +467,7 @@ def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='loca
     return {p: [Region(doc_id(p), pno, i, tuple(r['bbox']), kind=r['kind'], source=tuple(r['source']))
                 for pno, rs in found[p].items() for i, r in enumerate(rs, 1)] for p in paths}
 
+# %% ../nbs/05_pdf.ipynb #c0972057
 def pdf_regions(
     path:str|Path,  # PDF file
     pages:list[int]|None=None,  # page numbers from 1 (default: all)
@@ -455,7 +477,6 @@ def pdf_regions(
 )->list[Region]:
     "The regions of every page of `path` (or of `pages`), as `Region` records with their kind and source."
     return _regions([str(path)], pages, detectors, cache, kwargs)[str(path)]
-
 
 # %% ../nbs/05_pdf.ipynb #e0101ece
 def render_regions(
@@ -563,6 +584,7 @@ def _inside(a, b, share=0.5)->bool:
     area = (a[2]-a[0])*(a[3]-a[1])
     return area > 0 and ix*iy/area > share
 
+# %% ../nbs/05_pdf.ipynb #f82fd5b7
 def reading_order(
     items:list[tuple],  # (x0, y0, x1, y1, payload)
     middle:float,  # x of the page's middle
@@ -578,6 +600,7 @@ def reading_order(
     flush()
     return out
 
+# %% ../nbs/05_pdf.ipynb #6f6ce173
 def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
     "The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes`."
     out = []
@@ -592,6 +615,7 @@ def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
             out.append((a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max(), ' '.join(t.strip() for _, t in lines)))
     return out
 
+# %% ../nbs/05_pdf.ipynb #1a54c608
 def offline_page(
     page:pymupdf.Page,  # the page
     regions:list[Region],  # its regions (rendered or not); those of kind 'table' become HTML tables
@@ -804,6 +828,7 @@ def _cli_regions(args)->int:
             print(f"page {r.page:>3} region {r.index:>2}  {r.kind:<7} bbox {box}  {src:<22} {r.image or ''}")
     return 0
 
+# %% ../nbs/05_pdf.ipynb #23023f11
 def add_cli(sub):
     "Add the `regions` subcommand to the `ragnb` command."
     p = sub.add_parser('regions', epilog=REGIONS_JSON, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -819,4 +844,3 @@ def add_cli(sub):
     p.add_argument('--no-cache', action='store_true', help="detect again rather than reuse cached regions")
     add_engine_args(p)
     p.set_defaults(func=_cli_regions)
-

@@ -432,6 +432,7 @@ def _as_image(image):
 REGION_STYLES = {'table': ('#0072B2', '-'), 'figure': ('#E69F00', '--'), 'drawing': ('#CC79A7', ':')}
 _OTHER_STYLES = [('#000000', '-.'), ('#009E73', (0, (5, 1, 1, 1, 1, 1))), ('#56B4E9', (0, (1, 3)))]
 
+# %% ../nbs/08_plots.ipynb #932bd9a5
 def _region_styles(regions:list[dict])->dict:
     "Colour and line style for each kind present in `regions` (known kinds first); {} when no region has a kind."
     kinds = list(dict.fromkeys(r['kind'] for r in regions if r.get('kind')))
@@ -440,6 +441,7 @@ def _region_styles(regions:list[dict])->dict:
     return {**{k: REGION_STYLES[k] for k in known},
             **{k: _OTHER_STYLES[i % len(_OTHER_STYLES)] for i, k in enumerate(others)}}
 
+# %% ../nbs/08_plots.ipynb #bc40adf1
 def plot_page_regions(
     image,  # The rendered page: a path, PNG bytes, a PIL image or an array
     regions:list[dict],  # `bbox` [x0, y0, x1, y1] in points, top-left origin; `kind`, `index`, `label` optional

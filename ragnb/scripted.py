@@ -70,6 +70,7 @@ def first_json(text:str # A rule's reply text
 
 _LABEL_LINE = re.compile(r'^[\W_]*([A-Za-z][A-Za-z ]{0,40}?)[*_ ]*[:：][*_ ]*(.*)$')
 
+# %% ../nbs/02_scripted.ipynb #d8876af7
 def _labelled(text:str, schema:dict) -> dict:
     ("A text protocol's `Label: value` lines as the fields of an object `schema` (label `Total rating` fills "
      "`total_rating`).")
@@ -89,6 +90,7 @@ def _labelled(text:str, schema:dict) -> dict:
         else: out[name] = val
     return out
 
+# %% ../nbs/02_scripted.ipynb #41a67152
 def _coerce(v, schema:dict):
     ("`v` reshaped the way a schema-constrained model would write it: a list where an object is asked for fills its "
      "fields in order.")
@@ -100,6 +102,7 @@ def _coerce(v, schema:dict):
     if t == 'array' and isinstance(v, list): return [_coerce(x, schema.get('items') or {}) for x in v]
     return v
 
+# %% ../nbs/02_scripted.ipynb #c65ecbdb
 def as_schema(text:str, # A rule's reply text
               schema:dict|None # The requested JSON schema, if any
              ) -> str:
@@ -109,6 +112,7 @@ def as_schema(text:str, # A rule's reply text
     if v is not None and schema: v = _coerce(v, schema)
     return text if v is None else json.dumps(v, ensure_ascii=False)
 
+# %% ../nbs/02_scripted.ipynb #d57b3793
 def requested_schema(rf # The request's `response_format`
                     ) -> dict|None:
     "The JSON schema inside a `response_format` (OpenAI's `json_schema.schema` or llama-cpp-python's `schema`)."
@@ -121,12 +125,14 @@ def approx_tokens(text:str # Any text
     "Tokens of `text`, estimated at 4 characters a token."
     return max(1, math.ceil(len(text) / 4))
 
+# %% ../nbs/02_scripted.ipynb #86ecaab8
 def _garble(text:str, rng:random.Random) -> str:
     choice = rng.randrange(3)
     if choice == 0: return text[:max(1, len(text) // 3)]
     if choice == 1: return "I'm sorry, but I can't help with that request."
     return re.sub(r'[A-Za-z]+:', '', text)  # the protocol's field labels dropped
 
+# %% ../nbs/02_scripted.ipynb #b1fd8a7c
 class ScriptedServer:
     "An OpenAI-compatible chat/embeddings server on 127.0.0.1 with scripted replies and injectable faults."
     def __init__(self, port:int=0, # 0 picks a free port
@@ -316,6 +322,7 @@ def _roll(self:ScriptedServer, now:float):
     w = self.rate_limits.get('window', 60.0)
     if now >= self._window_end: self._used, self._window_end = {'requests':0, 'tokens':0}, now + w
 
+# %% ../nbs/02_scripted.ipynb #1da8319e
 def admit(self:ScriptedServer, body:dict # The chat request
          ) -> bool:
     "Count a request against `rate_limits` (prompt tokens + `max_tokens`); False when the window's budget is spent."
@@ -330,6 +337,7 @@ def admit(self:ScriptedServer, body:dict # The chat request
         self._used['requests'] += 1; self._used['tokens'] += toks
         return True
 
+# %% ../nbs/02_scripted.ipynb #149ee4e5
 def rate_headers(self:ScriptedServer) -> dict:
     "OpenAI's `x-ratelimit-*` headers for the current window."
     rl, now = self.rate_limits, time.time()
@@ -351,15 +359,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 def _is_batch_api(path:str) -> bool: return bool(re.search(r'/v1/(files|batches)(/|\?|$)', path))
 
+# %% ../nbs/02_scripted.ipynb #287b7917
 def _multipart(ctype:str, body:bytes) -> dict:
     "The fields of a multipart/form-data body: {name: (filename, bytes)}."
     msg = email.parser.BytesParser().parsebytes(b'Content-Type: ' + ctype.encode() + b'\r\n\r\n' + body)
     return {p.get_param('name', header='content-disposition'): (p.get_filename(), p.get_payload(decode=True))
             for p in msg.get_payload()}
 
+# %% ../nbs/02_scripted.ipynb #748ac95c
 def _file_obj(fid, f): return {'id':fid, 'object':'file', 'bytes':len(f['data']), 'created_at':f['created_at'],
                                'filename':f['filename'], 'purpose':f['purpose'], 'status':'processed'}
 
+# %% ../nbs/02_scripted.ipynb #b9d140a7
 def batch_api(self:ScriptedServer, h, # The request handler
               method:str # 'GET' or 'POST'
              ):
@@ -405,6 +416,7 @@ def batch_api(self:ScriptedServer, h, # The request handler
         return h._send(200, b)
     return err(404, f"no route {method} {h.path}")
 
+# %% ../nbs/02_scripted.ipynb #1814a7f0
 def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
     "One input line answered: through this server's own chat endpoint, or failed by `batch_faults`."
     cid = line.get('custom_id')  # its cache key names the endpoint, so its port: the draw hashes the body instead
@@ -423,6 +435,7 @@ def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
     return {'id':f"{bid}-{cid}", 'custom_id':cid, 'error':None,
             'response':{'status_code':r.status, 'body':json.loads(r.read())}}
 
+# %% ../nbs/02_scripted.ipynb #8e0b203a
 def _run_batch(self:ScriptedServer, bid:str):
     "Work through a batch's lines in the background; the first `expire_after` batches stop there and expire."
     b = self.batches[bid]
@@ -1063,6 +1076,7 @@ def _table_rows(html:str)->list[list[str]]:
         out.append(row)
     return out
 
+# %% ../nbs/05b_multimodal.ipynb #28970b66
 @scripted_reply('multimodal_qa')
 def _scripted_multimodal(messages:list, rng)->str:
     ("Scripted multimodal_qa reply: a question about a table cell (evidence: the table's name), else a sentence, else "
@@ -1108,6 +1122,7 @@ def _subject_split(s:str) -> tuple:
     if i is None: i = next((k for k, x in enumerate(w) if k > 0 and re.fullmatch(r'[a-z]+(?:s|ed)', x)), 1)
     return ' '.join(w[:i]), w[i], ' '.join(w[i + 1:])
 
+# %% ../nbs/06_checker.ipynb #86cb2206
 def _scripted_claims(text:str) -> list:
     "(subject, predicate, object) for each sentence and each clause of a text; clauses reuse the sentence's subject."
     text = re.sub(r'\s*\([^)]*\)', '', ' '.join(text.split()))

@@ -105,6 +105,7 @@ def model_name(m:str|None # A model's name
     "A model's name as shown; ragnb's scripted test model is marked as scripted."
     return '(unknown)' if not m else f"{m} (scripted)" if m.startswith('scripted') else m
 
+# %% ../nbs/08b_trace.ipynb #f30bbbdf
 def exchange_steps(ex:Exchange|None, # The exchange, or None when none was found
                    what:str, # What the call was for: 'factoid', 'groundedness', 'page', ...
                    reply:str='reply', # What to call the reply: 'raw reply', 'raw markdown', ...
@@ -146,12 +147,14 @@ def _get(row, k:str, default=None):
     if v is None or (not isinstance(v, (list, dict, str, bool)) and pd.isna(v)): return default
     return v
 
+# %% ../nbs/08b_trace.ipynb #2ccc8a62
 def passage_step(row # A dataset row
                 ) -> Step:
     "The passage a question was written from."
     return Step('passage', f"{_get(row, 'chunk_id', '?')} of {_get(row, 'source_doc', '?')}", {},
                 _get(row, 'context', ''))
 
+# %% ../nbs/08b_trace.ipynb #b6bfa567
 def parsed_step(row # A dataset row
                ) -> Step:
     "The question, answer and evidence parsed from the reply, the evidence highlighted in the passage."
@@ -316,6 +319,7 @@ def pages_from_manifest(path:str|Path # A parse folder or its `manifest.json`
                               Failure(None, f['kind'], f['message']) if f else None, q.get('warnings', [])))
     return Path(m['file']).name, out
 
+# %% ../nbs/08b_trace.ipynb #8d3c1301
 def load_traced(path:str|Path # A dataset, RAGChecker results, or a parse folder / manifest
                ) -> tuple[str, Any]:
     "What a file holds for `ragnb show`: ('dataset', Dataset), ('results', [RAGResult]) or ('pages', (name, pages))."
@@ -410,6 +414,7 @@ def _label_sets(r:dict, task:str) -> list[tuple[str, str, Any]]:
     return ([(f'R{k+1}', claim_text(c), cell(r.get('retrieved2response'), k)) for k, c in enumerate(rc)]
             + [(f'G{k+1}', claim_text(c), cell(r.get('retrieved2answer'), k)) for k, c in enumerate(gc)])
 
+# %% ../nbs/08b_trace.ipynb #081b8c8c
 def check_steps(result:dict, # A RAGChecker result
                 traces:Callable # From `tracer`
                ) -> list[Step]:
@@ -453,6 +458,7 @@ def labels_step(result:dict # A RAGChecker result
     return Step('labels and roles', f"{len(r)} response and {len(g)} ground-truth claims", f,
                 html=r.to_html(index=False, escape=True) + g.to_html(index=False, escape=True), open=True)
 
+# %% ../nbs/08b_trace.ipynb #65e665f6
 def metrics_step(result:dict # A RAGChecker result
                 ) -> Step:
     "The result's metrics, pointing to the metrics viewer for which claims each one counts."
@@ -462,6 +468,7 @@ def metrics_step(result:dict # A RAGChecker result
                 "ragnb.widgets.MetricsViewer(results) shows, result by result, which claims and chunks each of the 11 "
                 "metrics counts.")
 
+# %% ../nbs/08b_trace.ipynb #c87f3995
 def checking_steps(result, # A RAGChecker result (dict or `RAGResult`)
                    source # An `LLM`, a `CallCache` or a cache file
                   ) -> list[Step]:
@@ -474,6 +481,7 @@ def checking_steps(result, # A RAGChecker result (dict or `RAGResult`)
             + [claims_step(r, 'response_claims', traces),
             claims_step(r, 'gt_answer_claims', traces)] + check_steps(r, traces) + [labels_step(r), metrics_step(r)])
 
+# %% ../nbs/08b_trace.ipynb #4f80a3e9
 def checking_trace(results, # RAGChecker results: a list, a `CheckRun`, or a RAGChecker dict
                    source # An `LLM`, a `CallCache` or a cache file
                   ) -> TraceState:
@@ -491,10 +499,12 @@ def _png(path, width:int) -> str:
     except Exception as e:
         return f"<i>image not readable: {html.escape(str(path))} ({html.escape(type(e).__name__)})</i>"
 
+# %% ../nbs/08b_trace.ipynb #8d3c4235
 def _sha256(path) -> str|None:
     p = Path(path) if path else None
     return hashlib.sha256(p.read_bytes()).hexdigest() if p and p.is_file() else None
 
+# %% ../nbs/08b_trace.ipynb #3108c7f7
 def parsing_steps(page:ParsedPage, # A parsed page (or one read back by `pages_from_manifest`)
                   doc_name:str, # The source file's name (its page calls are items '<name> page <n>')
                   source # An `LLM`, a `CallCache` or a cache file
@@ -523,6 +533,7 @@ def parsing_steps(page:ParsedPage, # A parsed page (or one read back by `pages_f
     return ([img] + exchange_steps(ex, 'page', 'raw markdown')
             + [tables, crops, Step('page as written', 'markdown citing its tables and images', f, page.markdown)])
 
+# %% ../nbs/08b_trace.ipynb #b405e3d7
 def parsing_trace(parsed, # A `ParsedDoc`, or (file name, pages) from `pages_from_manifest`
                   source # An `LLM`, a `CallCache` or a cache file
                  ) -> TraceState:

@@ -182,6 +182,7 @@ def _kind_html(kind:str, source)->str:
     return (f'<br><b style="color:{colour}">{html.escape(kind)}</b> '
             f'<span style="color:#555">{html.escape("+".join(source))}</span>')
 
+# %% ../nbs/08a_widgets.ipynb #ec930a54
 def page_html(
     p:PageView,     # the page to draw
     width:int=460,  # largest width of the page image when the page's size is unknown
@@ -440,6 +441,7 @@ def _evidence_html(row) -> str:
         return highlight_spans(str(row['context']), [h.get('evidence') for h in hops], before=120, after=200)
     return passage_html(str(row["context"]), str(row.get("evidence") or ""))
 
+# %% ../nbs/08a_widgets.ipynb #58c4d1ac
 def review_html(
     row:pd.Series,  # one row of the dataset
     i:int,          # its position, from 0 (shown from 1)
