@@ -70,7 +70,8 @@ def drawing_rects(
     return r
 
 # %% ../nbs/05_pdf.ipynb #4c2f7c26
-def image_rects(page:pymupdf.Page)->np.ndarray:
+def image_rects(page:pymupdf.Page # The PDF page
+               )->np.ndarray:
     "Bounding boxes (n, 4) of the images drawn on `page`."
     return np.array([im['bbox'] for im in page.get_image_info()], dtype=float).reshape(-1, 4)
 
@@ -176,7 +177,9 @@ def icdar_tables(
         out.append((pno, (x1, h-max(y1, y2), x2, h-min(y1, y2))))
     return out
 
-def iou(a, b)->float:
+def iou(a, # A box (x0, y0, x1, y1)
+        b, # Another box
+       )->float:
     "Intersection over union of two boxes (x0, y0, x1, y1)."
     ix, iy = max(0, min(a[2], b[2])-max(a[0], b[0])), max(0, min(a[3], b[3])-max(a[1], b[1]))
     inter = ix*iy
@@ -829,7 +832,8 @@ def _cli_regions(args)->int:
     return 0
 
 # %% ../nbs/05_pdf.ipynb #23023f11
-def add_cli(sub):
+def add_cli(sub # `Subcommands` of the `ragnb` parser
+           ):
     "Add the `regions` subcommand to the `ragnb` command."
     p = sub.add_parser('regions', epilog=REGIONS_JSON, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('file', help='PDF file')

@@ -446,7 +446,7 @@ def plot_page_regions(
     image,  # The rendered page: a path, PNG bytes, a PIL image or an array
     regions:list[dict],  # `bbox` [x0, y0, x1, y1] in points, top-left origin; `kind`, `index`, `label` optional
     page_size:tuple|None=None,  # The page's (width, height) in points; default: the image is at zoom 1
-    title:str='',
+    title:str='',  # A title above the page (none by default)
 ) -> Figure:
     "The page image with each region's box and label drawn on it, coloured by `kind` with a legend."
     img = _as_image(image); h, w = img.shape[:2]
