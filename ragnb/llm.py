@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 import openai, jsonschema
+from fastcore.basics import patch
 from tqdm.auto import tqdm
 from .display import md_escape, fenced
 
@@ -613,6 +614,7 @@ def follows_schema(text:str, # A reply
 # %% ../nbs/00_llm.ipynb #f7265b1d
 _SECRET = re.compile(r'\b(sk|az|key)-[\w-]{6,}', re.I)
 
+@patch
 def _feature(self:LLM, model:str, mode:str) -> str|None:
     "What is known of `mode` at this endpoint for `model`: 'ok', 'refused', 'ignored', or None."
     k = (self.cache_endpoint, model, f'response_format:{mode}')
@@ -620,6 +622,7 @@ def _feature(self:LLM, model:str, mode:str) -> str|None:
     return (self._features[k] or {}).get('status')
 
 # %% ../nbs/00_llm.ipynb #dadfde14
+@patch
 def _remember(self:LLM, model:str, mode:str, status:str, detail:str=''):
     "Record what a reply showed about `mode` (in memory, and in the cache unless replaying); the key is never stored."
     k = (self.cache_endpoint, model, f'response_format:{mode}')
@@ -640,12 +643,13 @@ def structured_mode(self:LLM, model:str|None=None # Model name; default: the LLM
     return next((m for m in STRUCTURED_MODES if self._feature(model, m) not in ('refused', 'ignored')), None)
 
 # %% ../nbs/00_llm.ipynb #88c6e1e5
-def _features_of(self:LLM) -> list[dict]:
+@patch
+def features(self:LLM) -> list[dict]:
     "What this LLM has learnt about its endpoints (from the cache when it has one)."
     if self.cache is not None: return self.cache.features()
     return [{'endpoint':e, 'model':m, 'feature':f, **r} for (e, m, f), r in self._features.items() if r]
 
-LLM._feature, LLM._remember, LLM.structured_mode, LLM.features = _feature, _remember, structured_mode, _features_of
+LLM.structured_mode = structured_mode
 
 # %% ../nbs/00_llm.ipynb #1a4e6858
 def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) -> dict:
@@ -721,6 +725,7 @@ def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     return res
 
 # %% ../nbs/00_llm.ipynb #cd5789dc
+@patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
     "Cache lookup, else the call with retries, a total deadline per attempt and the cache write; no parsing."
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
@@ -789,13 +794,15 @@ def _error_text(e:Exception) -> str:
     if body is not None and (b := json.dumps(body, default=str)[:400]) not in s: s += f" {b}"
     return s
 
-LLM.acall, LLM._acall_once = _acall, _acall_once
+LLM.acall = _acall
 
 # %% ../nbs/00_llm.ipynb #2212ce79
-def _call(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
+@patch
+def call(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None, **params) -> Result:
     "Make one call (sync); see `acall`."
     return run_sync(self._closing(self.acall(messages, prompt, item_id, parse, model, schema, **params)))
 
+@patch
 async def _closing(self:LLM, coro):
     "Await `coro`, then close the client made for this event loop."
     try: return await coro
@@ -804,7 +811,6 @@ async def _closing(self:LLM, coro):
         if (c := self._clients.pop(id(loop), None)): await c[1].close()
         if (s := self._sessions.pop(id(loop), None)): await s[1].close()
 
-LLM.call, LLM._closing = _call, _closing
 
 # %% ../nbs/00_llm.ipynb #e901ec7a
 try: import aiohttp
@@ -877,6 +883,7 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
     except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
 
 # %% ../nbs/00_llm.ipynb #f74fd452
+@patch
 async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=None, **params):
     ("One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed "
      "client.")
@@ -897,7 +904,7 @@ async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=N
         lim.observe(e.response.headers, e.status_code, retry_after(e)); raise
     finally: await lim.release(est, used)
 
-LLM._chat, LLM.fast_path = _chat, fast_path
+LLM.fast_path = fast_path
 
 # %% ../nbs/00_llm.ipynb #0254d2c1
 def _as_request(r, i) -> Request:
@@ -910,7 +917,8 @@ def asdict_shallow(dc # A dataclass instance
     "The fields of `dc` as a dict, values as they are (not copied)."
     return {f:getattr(dc, f) for f in dc.__dataclass_fields__}
 
-def _estimate(self:LLM, requests:Iterable) -> dict:
+@patch
+def estimate(self:LLM, requests:Iterable) -> dict:
     "Calls, cache hits, prompt tokens and input cost of a batch, before running it."
     reqs = [_as_request(r, i) for i, r in enumerate(requests)]
     hits, toks, cost = 0, 0, 0.0
@@ -924,10 +932,10 @@ def _estimate(self:LLM, requests:Iterable) -> dict:
     return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks,
             'input_cost':round(cost, 4)}
 
-LLM.estimate = _estimate
 
 # %% ../nbs/00_llm.ipynb #2791f92b
-async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
+@patch
+async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
                   show_estimate:int=100, mode:str|None=None) -> list[Result]:
     "Run `requests` concurrently; one `Result` per request, in order. Prints an estimate above `show_estimate` calls."
     if (mode or ('batch' if self.batch_mode else 'online')) == 'batch':  # the provider's Batch API (ragnb.batch)
@@ -953,12 +961,12 @@ async def _abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:st
     finally: bar.close()
 
 # %% ../nbs/00_llm.ipynb #fcb47bda
-def _batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls', show_estimate:int=100,
+@patch
+def batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls', show_estimate:int=100,
            mode:str|None=None) -> list[Result]:
     "Sync `abatch`: works in scripts and in Jupyter cells. `mode='batch'` goes through the provider's Batch API."
     return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate, mode)))
 
-LLM.abatch, LLM.batch = _abatch, _batch
 
 # %% ../nbs/00_llm.ipynb #019eb2f1
 def as_requests(requests:Iterable # Requests, dicts or message lists
@@ -971,20 +979,22 @@ def prompt_id(p # A `Prompt`, a prompt id string, or None
     "The `name@version` id of a prompt."
     return _prompt_id(p)
 
-def _key_of(self:LLM, r:Request) -> str:
+@patch
+def key_of(self:LLM, r:Request) -> str:
     "The cache key `acall` files request `r`'s reply under."
     return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params),
                      _prompt_id(r.prompt))
 
-def _chat_body(self:LLM, r:Request) -> dict:
+@patch
+def chat_body(self:LLM, r:Request) -> dict:
     "The JSON body `acall` posts for request `r`."
     return {'model':r.model or self.model, 'messages':r.messages, **_params(self, r.params)}
 
-def _typed_client(self:LLM) -> openai.AsyncOpenAI:
+@patch
+def client(self:LLM) -> openai.AsyncOpenAI:
     "The typed `openai` client of this event loop (Azure's when `azure_endpoint` is set), e.g. for the Batch API."
     return self._client()
 
-LLM.key_of, LLM.chat_body, LLM.client = _key_of, _chat_body, _typed_client
 
 # %% ../nbs/00_llm.ipynb #3f9f5b49
 def _image_ref(part:dict) -> dict:
@@ -1085,6 +1095,7 @@ class Exchange:
                 + (f"<ul>{errs}</ul>" if errs else '') + fail + parsed)
 
 # %% ../nbs/00_llm.ipynb #b2b43f7c
+@patch
 def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Exchange:
     "Build the `Exchange` of a finished call; keep it in memory and, unless replaying, in the call cache."
     params = _params(self, params)
@@ -1128,7 +1139,8 @@ def _run_id(self:LLM) -> str:
     return self._run
 
 # %% ../nbs/00_llm.ipynb #1a94c06a
-async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
+@patch
+async def acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
                         **params) -> Result:
     "Make one call (see `_acall`) and trace it."
     if not self.tracing: return await _acall(self, messages, prompt, item_id, parse, model, schema, **params)
@@ -1142,7 +1154,7 @@ async def _traced_acall(self:LLM, messages, prompt=None, item_id=None, parse=Non
     res.trace = self._record(res, messages, sent, t0)
     return res
 
-LLM.tracing, LLM._record, LLM.acall = True, _record, _traced_acall
+LLM.tracing = True
 LLM.trace_memory = 10_000  # exchanges kept in memory; older ones are read back from the cache
 
 # %% ../nbs/00_llm.ipynb #d986d56b
@@ -1152,7 +1164,8 @@ _TRACE_TABLES = ('CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, bod
                  'CREATE TABLE IF NOT EXISTS traces (item TEXT NOT NULL, key TEXT NOT NULL, run TEXT, time REAL, '
                  'record TEXT NOT NULL, PRIMARY KEY (item, key)) WITHOUT ROWID')
 
-def _put_trace(self:CallCache, ex:Exchange):
+@patch
+def put_trace(self:CallCache, ex:Exchange):
     "Store an exchange: its request once per cache key (compressed), and its trace row under (item, key)."
     c = self._conn()
     if not self.__dict__.get('_trace_tables'):
@@ -1177,7 +1190,6 @@ def _put_trace(self:CallCache, ex:Exchange):
     except BaseException:
         c.execute('ROLLBACK'); raise
 
-CallCache.put_trace = _put_trace
 
 # %% ../nbs/00_llm.ipynb #37a9289f
 def select_traces(exchanges:list, # `Exchange`s, any order
@@ -1193,7 +1205,8 @@ def select_traces(exchanges:list, # `Exchange`s, any order
     return sorted((e for e in keep if e.run == last[str(e.item_id)][1]), key=lambda e: (e.time, str(e.item_id)))
 
 # %% ../nbs/00_llm.ipynb #4200238b
-def _cache_traces(self:CallCache,
+@patch
+def traces(self:CallCache,
                   item_id=None, # The item's id in its batch
                   prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
                   **filters # `prompts=`, `contains=`: as `select_traces` takes them
@@ -1221,10 +1234,10 @@ def _cache_traces(self:CallCache,
                             req.get('endpoint'), run, t))
     return select_traces(out, **filters)
 
-CallCache.traces = _cache_traces
 
 # %% ../nbs/00_llm.ipynb #06104f4b
-def _llm_traces(self:LLM,
+@patch
+def traces(self:LLM,
                 item_id=None, # The item's id in its batch
                 prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
                 **filters # `prompts=`, `contains=`: as `select_traces` takes them
@@ -1237,19 +1250,20 @@ def _llm_traces(self:LLM,
     stored = self.cache.traces(item_id, prefix) if self.cache is not None else []
     return select_traces([e for e in stored if (str(e.item_id), e.key) not in seen] + mine, **filters)
 
-def _trace_for(self:LLM,
+@patch
+def trace_for(self:LLM,
                item_id, # The item's id in its batch
                **filters # `prompts=`, `contains=`: as `select_traces` takes them
               ) -> list[Exchange]:
     "The exchanges of one item, oldest first (see `LLM.traces`)."
     return self.traces(item_id, **filters)
 
-LLM.traces, LLM.trace_for = _llm_traces, _trace_for
 
 # %% ../nbs/00_llm.ipynb #5f3ac913
 import numpy as np
 
-async def _aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
+@patch
+async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Embedding vectors for `texts` (rows in order), from the cache where possible."
     model = model or self.embed_model
     keys = [cache_key(self.cache_endpoint, model, t, None, None, 'embedding') for t in texts]
@@ -1283,8 +1297,8 @@ async def _aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int
     return np.asarray(out, dtype=np.float32)
 
 # %% ../nbs/00_llm.ipynb #18ea0b9d
-def _embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
+@patch
+def embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Sync `aembed`."
     return run_sync(self._closing(self.aembed(list(texts), model, batch_size)))
 
-LLM.aembed, LLM.embed = _aembed, _embed

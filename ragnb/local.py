@@ -5,6 +5,7 @@
 # %% ../nbs/09a_local.ipynb #bdf9d315
 from __future__ import annotations
 import hashlib, importlib.util, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
+from fastcore.basics import patch
 from pathlib import Path
 from .llm import LLM, default_cache_dir
 
@@ -227,7 +228,8 @@ def _start(self:LocalServer) -> LocalServer:
                        f"{self.log_path}")
 
 # %% ../nbs/09a_local.ipynb #07d36f8b
-def _stop(self:LocalServer):
+@patch
+def stop(self:LocalServer):
     "Stop the server process."
     if self.proc is not None and self.proc.poll() is None:
         self.proc.terminate()
@@ -235,7 +237,7 @@ def _stop(self:LocalServer):
         except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
     if self.log_path: self.log_path.unlink(missing_ok=True)
 
-LocalServer.start, LocalServer.stop = _start, _stop
+LocalServer.start = _start
 LocalServer.__enter__ = lambda self: self.start()
 LocalServer.__exit__ = lambda self, *exc: self.stop()
 

@@ -5,6 +5,7 @@
 # %% ../nbs/02_scripted.ipynb #2b53e7ab
 from __future__ import annotations
 import hashlib, json, os, math, random, re, socket, threading, time
+from fastcore.basics import patch
 from html import unescape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -417,6 +418,7 @@ def batch_api(self:ScriptedServer, h, # The request handler
     return err(404, f"no route {method} {h.path}")
 
 # %% ../nbs/02_scripted.ipynb #1814a7f0
+@patch
 def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
     "One input line answered: through this server's own chat endpoint, or failed by `batch_faults`."
     cid = line.get('custom_id')  # its cache key names the endpoint, so its port: the draw hashes the body instead
@@ -436,6 +438,7 @@ def _batch_line(self:ScriptedServer, conn, bid:str, line:dict) -> dict:
             'response':{'status_code':r.status, 'body':json.loads(r.read())}}
 
 # %% ../nbs/02_scripted.ipynb #8e0b203a
+@patch
 def _run_batch(self:ScriptedServer, bid:str):
     "Work through a batch's lines in the background; the first `expire_after` batches stop there and expire."
     b = self.batches[bid]
@@ -477,7 +480,7 @@ def _run_batch(self:ScriptedServer, bid:str):
     b['status'] = 'finalizing'
     b.update(output_file_id=save(out), error_file_id=save(errs), status=status, completed_at=int(time.time()))
 
-ScriptedServer.batch_api, ScriptedServer._batch_line, ScriptedServer._run_batch = batch_api, _batch_line, _run_batch
+ScriptedServer.batch_api = batch_api
 
 # %% ../nbs/02_scripted.ipynb #dacdd03b
 def add_cli(sub # `Subcommands` of the `ragnb` parser
