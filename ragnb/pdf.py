@@ -735,7 +735,11 @@ def offline_pages(
     workers:int|None=1,  # local processes, or CPUs of a local Ray
 )->list[ParsedPage]:
     "`offline_page` for many pages on workers, tables numbered through the document as a single pass numbers them."
-    pps, n = map_items(_offline_item, [(str(path), pno, by_page[pno]) for pno in pnos], engine, workers), 1
+    # with the layout model imported, a forked worker's PyMuPDF does not match this process's: spawn, as for regions
+    spawn = has_layout() and engine == 'local' and (workers or 1) > 1
+    fn = importlib.import_module('ragnb.pdf')._offline_item if spawn else _offline_item
+    items = [(str(path), pno, by_page[pno]) for pno in pnos]
+    pps, n = map_items(fn, items, engine, workers, 'spawn' if spawn else None), 1
     for pp in pps: renumber_tables(pp, n); n += len(pp.tables)
     return pps
 
