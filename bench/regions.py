@@ -68,7 +68,7 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--docs', help='comma-separated document stems (default: all)')
     ap.add_argument('--dir', help='a folder of ID.pdf + ID-reg.xml pairs (default: the shared ICDAR-2013 set)')
-    ap.add_argument('--data', help='shared data folder (default: $RAGNB_SHARED_DATA, else ../shared/data)')
+    ap.add_argument('--data', help='shared data folder (default: ragnb.samples.shared_root(): $RAGNB_SHARED_DATA, else the shared folder beside the repository)')
     ap.add_argument('--workers', type=int, default=2, help='processes for the second union run (0: skip it)')
     ap.add_argument('--sheet', help='PNG contact sheet of the union regions that overlap no human table')
     ap.add_argument('--configs', help='comma-separated configuration names to run (default: all)')

@@ -158,7 +158,7 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--methods', default='lines,default,refine,pymupdf4llm,ragnb,ragnb-light')
     ap.add_argument('--docs', help='comma-separated document stems (default: all 57)')
-    ap.add_argument('--data', help='shared data folder (default: $RAGNB_SHARED_DATA, else ../shared/data)')
+    ap.add_argument('--data', help='shared data folder (default: ragnb.samples.shared_root(): $RAGNB_SHARED_DATA, else the shared folder beside the repository)')
     a = ap.parse_args()
     docs = dev_docs(shared_dir(a.data), a.docs.split(',') if a.docs else None)
     pages = sum(pymupdf.open(d).page_count for d in docs)
