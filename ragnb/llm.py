@@ -936,7 +936,7 @@ def estimate(self:LLM, requests:Iterable) -> dict:
 # %% ../nbs/00_llm.ipynb #2791f92b
 @patch
 async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
-                  show_estimate:int=100, mode:str|None=None) -> list[Result]:
+                 show_estimate:int=100, mode:str|None=None) -> list[Result]:
     "Run `requests` concurrently; one `Result` per request, in order. Prints an estimate above `show_estimate` calls."
     if (mode or ('batch' if self.batch_mode else 'online')) == 'batch':  # the provider's Batch API (ragnb.batch)
         from .batch import abatch_api
@@ -963,7 +963,7 @@ async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str
 # %% ../nbs/00_llm.ipynb #fcb47bda
 @patch
 def batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls', show_estimate:int=100,
-           mode:str|None=None) -> list[Result]:
+          mode:str|None=None) -> list[Result]:
     "Sync `abatch`: works in scripts and in Jupyter cells. `mode='batch'` goes through the provider's Batch API."
     return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate, mode)))
 
@@ -1141,7 +1141,7 @@ def _run_id(self:LLM) -> str:
 # %% ../nbs/00_llm.ipynb #1a94c06a
 @patch
 async def acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
-                        **params) -> Result:
+                **params) -> Result:
     "Make one call (see `_acall`) and trace it."
     if not self.tracing: return await _acall(self, messages, prompt, item_id, parse, model, schema, **params)
     t0 = time.perf_counter()
@@ -1207,10 +1207,10 @@ def select_traces(exchanges:list, # `Exchange`s, any order
 # %% ../nbs/00_llm.ipynb #4200238b
 @patch
 def traces(self:CallCache,
-                  item_id=None, # The item's id in its batch
-                  prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-                  **filters # `prompts=`, `contains=`: as `select_traces` takes them
-                 ) -> list[Exchange]:
+           item_id=None, # The item's id in its batch
+           prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
+           **filters # `prompts=`, `contains=`: as `select_traces` takes them
+          ) -> list[Exchange]:
     "Stored exchanges of item `item_id`, or of every item whose id starts with `prefix` (see `select_traces`)."
     where, args = ('t.item=?', ('' if item_id is None else str(item_id),)) if prefix is None else \
                   ('t.item>=? AND t.item<?', (prefix, prefix + '\U0010ffff'))
@@ -1238,10 +1238,10 @@ def traces(self:CallCache,
 # %% ../nbs/00_llm.ipynb #06104f4b
 @patch
 def traces(self:LLM,
-                item_id=None, # The item's id in its batch
-                prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-                **filters # `prompts=`, `contains=`: as `select_traces` takes them
-               ) -> list[Exchange]:
+           item_id=None, # The item's id in its batch
+           prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
+           **filters # `prompts=`, `contains=`: as `select_traces` takes them
+          ) -> list[Exchange]:
     "Exchanges of item `item_id` (or of all items whose id starts with `prefix`): this object's, then the cache's."
     mem = self.__dict__.get('_traces', {})
     ids = [k for k in mem if k.startswith(prefix)] if prefix is not None else ['' if item_id is None else str(item_id)]
@@ -1252,9 +1252,9 @@ def traces(self:LLM,
 
 @patch
 def trace_for(self:LLM,
-               item_id, # The item's id in its batch
-               **filters # `prompts=`, `contains=`: as `select_traces` takes them
-              ) -> list[Exchange]:
+              item_id, # The item's id in its batch
+              **filters # `prompts=`, `contains=`: as `select_traces` takes them
+             ) -> list[Exchange]:
     "The exchanges of one item, oldest first (see `LLM.traces`)."
     return self.traces(item_id, **filters)
 
