@@ -5,9 +5,6 @@ import pytest
 from ragnb.cli import COMMANDS, Subcommands, build_parser, main
 
 PKG = Path(__file__).resolve().parents[1]/'ragnb'
-# Modules that still pass the (same) help text themselves: pdf's add_cli was being edited on another branch; drop the
-# help= there and take it out of this set.
-PENDING = {'pdf'}
 
 def flat(s): return ' '.join(s.split())
 
@@ -41,7 +38,7 @@ def add_parser_helps():
 def test_no_module_passes_its_own_help():
     found = list(add_parser_helps())
     assert sorted((f'ragnb.{m}', c) for m, c, _ in found) == sorted((m, c) for c, (m, _) in COMMANDS.items())
-    assert not [(m, c) for m, c, h in found if h is not None and m not in PENDING], 'help text belongs in COMMANDS'
+    assert not [(m, c) for m, c, h in found if h is not None], 'help text belongs in COMMANDS'
     assert not [(m, c) for m, c, h in found if h is not None and h != COMMANDS[c][1]], 'help differs from COMMANDS'
 
 def test_subcommands_rejects_another_help():

@@ -4,9 +4,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# Notebooks whose long lines are not wrapped yet: they were being edited on another branch at the same time. Their
-# lines are counted, not failed; take a notebook out of this set once its lines are wrapped (a test below insists).
-PENDING = set()
 CELL = re.compile(r'# %% \.\./nbs/(\S+\.ipynb) #(\w+)')
 
 def nbdev_lines(src):
@@ -40,15 +37,8 @@ def long_lines():
     return out
 
 def test_no_long_lines():
-    found = long_lines()
-    for nb in sorted(PENDING): print(f"pending: nbs/{nb} has {len(found.get(nb, []))} lines over 120 characters")
-    bad = [l for nb, ls in found.items() if nb not in PENDING for l in ls]
+    bad = [l for ls in long_lines().values() for l in ls]
     assert not bad, f"{len(bad)} lines over 120 characters; wrap them in the notebook cell, then nbdev_export:\n" + '\n'.join(bad)
-
-def test_pending_notebooks_still_pending():
-    found = long_lines()
-    done = [nb for nb in PENDING if not found.get(nb)]
-    assert not done, f"no long lines left in {done}: take them out of PENDING in tests/test_style.py"
 
 def test_nbdev_lines_are_left_out():
     src = '"""A subtitle that nbdev copies from the notebook, however long."""\n\n__all__ = [\'a\', \'b\']\nx = 1\n'
