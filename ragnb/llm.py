@@ -720,7 +720,6 @@ def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
     res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
     self.usage.add(res.usage)
-    # recorded before cut-off replies became failures
     if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
 
@@ -756,7 +755,7 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             break
         except _Empty as e:
             res.failure = Failure(item_id, 'empty', str(e), attempt); break
-        except _Truncated as e:  # the raw text stays on the result for inspection; it is never parsed or cached
+        except _Truncated as e:  # the raw text stays on the result for inspection; never parsed
             res.text, res.finish_reason = text, 'length'
             res.failure = Failure(item_id, 'truncated', str(e), attempt); break
         except Exception as e:
@@ -771,7 +770,11 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             res.failure = Failure(item_id, kind, msg if names_format else _describe(self, e, kind), attempt); break
     res.attempts, res.usage = attempt, spent
     if res.failure:
-        self.usage.add(spent); return res
+        self.usage.add(spent)
+        if res.failure.kind == 'truncated' and self.cache is not None:  # as it was: cut off (see `_from_cache`)
+            self.cache.put(key, {'text':text or '', 'model':r.model or model, 'finish_reason':'length',
+                                 'usage':{'prompt_tokens':pt, 'completion_tokens':ct}}, 'chat', model, pid)
+        return res
     res.model = r.model or model  # the model that answered, as the server names it
     spent.calls, spent.unpriced = 1, int(price_of(res.model) is None)
     self.usage.add(spent)

@@ -517,13 +517,13 @@ def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.
     path = Path(cache_dir)/f'{name}.sqlite'
     common = dict(model=model, embed_model='scripted-embedding', cache_path=path, cache_endpoint=LESSON_ENDPOINT)
     rec = os.environ.get('RAGNB_RECORD', '')
-    if rec and rec != '1':  # a real endpoint: one call at a time, patient deadline
-        kw = {'concurrency':1, 'timeout':env_number('RAGNB_TIMEOUT', 600.0), **kw}
-        return LLM(base_url=rec, api_key=os.environ.get('RAGNB_RECORD_API_KEY') or 'none', **common, **kw)
-    if rec:
-        if model != LESSON_MODEL:
+    if rec and model != LESSON_MODEL:
+        if rec == '1':
             raise ValueError(f"{name} replays {model}'s replies; record it from that model with "
                              "RAGNB_RECORD=<base_url>, not the scripted server")
+        kw = {'concurrency':1, 'timeout':env_number('RAGNB_TIMEOUT', 600.0), **kw}  # one at a time, patient deadline
+        return LLM(base_url=rec, api_key=os.environ.get('RAGNB_RECORD_API_KEY') or 'none', **common, **kw)
+    if rec:  # the scripted server's replies come from the scripted server, whatever endpoint RAGNB_RECORD names
         if _lesson_server is None:  # this process's own server, on a free port, with every stage's rules loaded now
             _lesson_server = ScriptedServer().start()
         return LLM(base_url=_lesson_server.base_url, api_key='scripted', **common, **kw)

@@ -199,6 +199,18 @@ def test_lesson_llm_records_a_real_endpoint_under_its_model(tmp_path, monkeypatc
     scripted = lesson_llm('lesson', cache_dir=tmp_path).call(msg('hello from a real model'))
     assert scripted.failure.kind == 'replay_miss'   # filed under the real model's name, not the scripted one's
 
+def test_lesson_llm_records_scripted_vectors_beside_a_real_model(tmp_path, monkeypatch):
+    with ScriptedServer() as real:   # a real chat endpoint that serves no embeddings in the lesson's name
+        monkeypatch.setenv('RAGNB_RECORD', real.base_url)
+        chat = lesson_llm('lesson', cache_dir=tmp_path, model='small-real-model')
+        vectors = lesson_llm('lesson', cache_dir=tmp_path)   # the scripted server's: never sent to `real`
+        assert vectors.base_url not in (real.base_url, 'http://127.0.0.1:8765/v1') and not vectors.replay
+        v = vectors.embed(['BM25 ranks documents.'])
+        assert chat.call(msg('hello')).ok and [q['model'] for q in real.requests] == ['small-real-model']
+    monkeypatch.delenv('RAGNB_RECORD')
+    back = lesson_llm('lesson', cache_dir=tmp_path).embed(['BM25 ranks documents.'])
+    assert back.shape == v.shape and (back == v).all()
+
 def test_lesson_llm_scripted_recording_keeps_off_a_real_models_cache(tmp_path, monkeypatch):
     monkeypatch.setenv('RAGNB_RECORD', '1')
     with pytest.raises(ValueError, match=r'record it from that model with RAGNB_RECORD=<base_url>'):
