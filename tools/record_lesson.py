@@ -3,7 +3,7 @@
     python tools/record_lesson.py nbs/06_checker.ipynb --base-url http://127.0.0.1:8097/v1 [--fresh]
 
 Runs the notebook in place with `RAGNB_RECORD=<base_url>` (see `lesson_llm` in nbs/02_scripted.ipynb); cells marked
-`#| live` are not run and keep their outputs, as under `nbdev_test`. `--fresh` first removes the lesson's cache, so it
+`#| live` or `#| slow` are not run and keep their outputs, as under `nbdev_test`. `--fresh` first removes the lesson's cache, so it
 holds only the calls the lesson makes now. Prints the calls recorded and their wall time.
 """
 import argparse, os, re, sqlite3, sys, time
@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-LIVE = re.compile(r'^#\|\s*live\s*$', re.M)
+LIVE = re.compile(r'^#\|\s*(live|slow)\s*$', re.M)   # cells nbdev_test skips: they keep their outputs
 
 def calls(db:Path) -> int:
     if not db.exists(): return 0
