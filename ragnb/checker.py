@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'RAGCHECKER_JOINT', 'json_reply', 'Claims', 'cut_list', 'salvage_claims',
            'parse_claims', 'claim_text', 'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome',
-           'pairwise_checker', 'overlap_judge', 'llm_checker', 'extract_claims', 'check_claims', 'ragchecker_calls',
-           'usage_table', 'CheckRun', 'run_checks', 'add_cli']
+           'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker', 'extract_claims', 'check_claims',
+           'ragchecker_calls', 'usage_table', 'CheckRun', 'run_checks', 'add_cli']
 
 # %% ../nbs/06_checker.ipynb #43a89ca2
 import html, json, math, random, re, sys
@@ -211,6 +211,17 @@ def overlap_judge(claim:str, # The claim as text
     if not content or len(content & ref) / len(content) < 0.6: return 'Neutral'
     return 'Contradiction' if bool(w & _NEG) != bool(ref & _NEG) else 'Entailment'
 
+# %% ../nbs/06_checker.ipynb #561ab4dc
+def salvaged(res, # A `Result` of the LLM layer
+             parse # The reply's parser, one that reads a list cut off mid-way (`salvage_claims`, `parse_labels`)
+            ):
+    "What a reply cut off at the token limit still holds (its complete entries before the cut), else None."
+    if res.ok or res.failure.kind != 'truncated' or not res.text: return None
+    try: v = parse(res.text)
+    except ParseError: return None
+    return v or None
+
+
 # %% ../nbs/06_checker.ipynb #a94856bf
 def _problem(res, idx) -> str:
     "What was wrong with a checking reply, for the repair turn."
@@ -254,7 +265,8 @@ def llm_checker(llm:LLM, # The model that labels the claims
                 o = out[i]
                 o.calls += 1; o.cached += r.cached
                 o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
-                if r.ok: got[i].update({j: r.value[j + 1] for j in idx if j + 1 in r.value})
+                v = r.value if r.ok else salvaged(r, parse_labels)   # a cut-off reply: the labels before the cut
+                if v: got[i].update({j: v[j + 1] for j in idx if j + 1 in v})
                 prev[i] = (m, r, idx)
             todo = {i: [j for j in idx if j not in got[i]] for i, idx in todo.items()}
             todo = {i: idx for i, idx in todo.items() if idx}
@@ -319,8 +331,9 @@ def extract_claims(results:list, # `RAGResult`s; those with claims already are l
         again = []
         for (r, fld, m, first), res in zip(jobs, llm.batch(reqs, desc='extracting claims', show_estimate=0)):
             _note(r, 'extract', 1, int(res.cached), res.usage.prompt_tokens, res.usage.completion_tokens)
-            got = res.value if res.ok else None
-            problem = (_too_little(got) if got is not None
+            cut = salvaged(res, parse)   # the complete claims before a cut at the token limit
+            got = res.value if res.ok else cut
+            problem = (None if cut is not None else _too_little(got) if got is not None
                        else (res.failure.message if res.failure.kind == 'parse' else None))
             if attempt == 0 and problem:
                 again.append((r, fld, m + [{'role': 'assistant', 'content': res.text or ''},
@@ -331,6 +344,9 @@ def extract_claims(results:list, # `RAGResult`s; those with claims already are l
             if got is None: _fail(r, 'extract', fld, f"{res.failure.kind}: {res.failure.message}"); continue
             setattr(r, fld, list(got))
             for i, why in got.dropped: _warn(r, 'extract', fld, 'dropped_claim', why, claim=i)
+            if cut is not None:
+                _warn(r, 'extract', fld, 'truncated', f"the reply was cut off at the token limit; kept the {len(got)} "
+                      "complete claims before the cut")
             if not got:
                 _warn(r, 'extract', fld, 'no_claims',
                       f"the {'response' if fld == 'response_claims' else 'ground-truth answer'} "

@@ -243,3 +243,28 @@ def test_schema_sent_and_bad_label_entries_salvaged(tmp_path):
     assert kinds == {('extract_claims_triplet', 'json_schema'), ('check_claims', 'json_schema')} or \
         kinds <= {('extract_claims_triplet', 'json_schema'), ('check_claims', 'json_schema'), ('repair_json', 'json_schema')}
     for r in run.results: assert_complete(r)
+
+
+def test_a_reply_cut_off_at_the_token_limit_keeps_its_complete_claims_and_labels(tmp_path):
+    "A small model repeating itself until `max_tokens`: the claims and labels written before the cut are kept."
+    from ragnb.scripted import scripted_extract_triplet
+    def looping(messages, rng):   # the real claims, then the last one again and again (as Qwen2.5-Coder-1.5B did)
+        claims = json_reply(scripted_extract_triplet(messages, rng))['claims']
+        return json.dumps({'claims': claims + [claims[-1]] * 200})
+    def chatty(messages, rng):    # every label, then a note that never ends
+        return scripted_check(messages, rng)[:-1] + ', "note": "' + 'the claim is supported ' * 400
+    rules = {'extract_claims_triplet': looping, 'check_claims': chatty}
+    with ScriptedServer(rules=rules, structured='refuse') as srv:
+        llm = make_llm(srv, tmp_path, max_tokens=1000, retry_truncated=0)
+        run = run_checks(inputs(), llm)
+        cut = [q for q in srv.requests if q['prompt'] and q['prompt'].startswith(('extract', 'check'))]
+        assert cut and not srv.calls('repair_json')   # every reply was cut off; none was sent back for repair
+    for r in run.results:
+        assert_complete(r)
+        assert len(set(map(tuple, r.response_claims))) == len(r.response_claims)   # the repeats are dropped
+        kinds = {(w['field'], w['kind']) for w in r.ragnb['warnings']}
+        assert {('response_claims', 'truncated'), ('gt_answer_claims', 'truncated')} <= kinds
+        assert not r.ragnb.get('failures')
+    assert list(run.scores.per_result.index) == ['0', '1'] and not run.scores.errors
+    again = run_checks(inputs(), make_llm(srv, tmp_path, max_tokens=1000, retry_truncated=0, replay=True))
+    assert [r.response_claims for r in again.results] == [r.response_claims for r in run.results]   # cached as cut off

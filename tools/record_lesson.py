@@ -1,6 +1,7 @@
 """Record a lesson's model calls from a real endpoint into `nbs/cache/<name>.sqlite`, and refresh its outputs.
 
     python tools/record_lesson.py nbs/06_checker.ipynb --base-url http://127.0.0.1:8097/v1 [--fresh]
+    python tools/record_lesson.py nbs/06_checker.ipynb --replay    # then: outputs as a reader sees them, offline
 
 Runs the notebook in place with `RAGNB_RECORD=<base_url>` (see `lesson_llm` in nbs/02_scripted.ipynb); cells marked
 `#| live` or `#| slow` are not run and keep their outputs, as under `nbdev_test`. `--fresh` first removes the lesson's cache, so it
@@ -20,7 +21,9 @@ def calls(db:Path) -> int:
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('notebook', help='the lesson, e.g. nbs/06_checker.ipynb')
-    p.add_argument('--base-url', required=True, help='OpenAI-compatible endpoint serving the lesson\'s `model`')
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument('--base-url', help='OpenAI-compatible endpoint serving the lesson\'s `model`')
+    how.add_argument('--replay', action='store_true', help='no endpoint: refresh the outputs from the cache, as a reader sees them')
     p.add_argument('--fresh', action='store_true', help='remove the lesson\'s cache first')
     p.add_argument('--allow-errors', action='store_true', help='go on after a failing cell (record every call in one pass, fix the cells after)')
     a = p.parse_args()
@@ -31,7 +34,8 @@ def main():
     run = nbformat.from_dict(nb)   # a copy whose live cells are emptied; outputs of the others are copied back
     live = {i for i, c in enumerate(run.cells) if c.cell_type == 'code' and LIVE.search(c.source)}
     for i in live: run.cells[i].source = ''
-    os.environ['RAGNB_RECORD'] = a.base_url
+    if a.replay: os.environ.pop('RAGNB_RECORD', None)
+    else: os.environ['RAGNB_RECORD'] = a.base_url
     before, t0 = calls(db), time.time()
     try: NotebookClient(run, timeout=None, allow_errors=a.allow_errors, resources={'metadata': {'path': str(path.parent)}}).execute()
     finally:
