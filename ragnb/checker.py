@@ -211,7 +211,7 @@ def overlap_judge(claim:str, # The claim as text
     if not content or len(content & ref) / len(content) < 0.6: return 'Neutral'
     return 'Contradiction' if bool(w & _NEG) != bool(ref & _NEG) else 'Entailment'
 
-# %% ../nbs/06_checker.ipynb #561ab4dc
+# %% ../nbs/06_checker.ipynb #8086bf77
 def salvaged(res, # A `Result` of the LLM layer
              parse # The reply's parser, one that reads a list cut off mid-way (`salvage_claims`, `parse_labels`)
             ):

@@ -20,8 +20,8 @@ __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUC
            'env_number', 'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part',
            'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
            'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
-           'response_format', 'refuses_format', 'follows_schema', 'structured_mode', 'fast_path', 'asdict_shallow',
-           'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
+           'response_format', 'refuses_format', 'follows_schema', 'structured_mode', 'joined_content', 'fast_path',
+           'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -723,6 +723,18 @@ def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
 
+# %% ../nbs/00_llm.ipynb #b2cdf3fb
+_LIST_WORDS = re.compile(r'\blist\b.*\bstr\b|\bstr\b.*\blist\b|must be a string|string content', re.I)
+
+def joined_content(messages:list # Chat messages
+                  ) -> list|None:
+    "The messages with each content list of text parts joined into one string; None when none is, or one has an image."
+    lists = [m['content'] for m in messages if isinstance(m.get('content'), list)]
+    if not lists or any(p.get('type') != 'text' for c in lists for p in c): return None
+    return [dict(m, content='\n\n'.join(p['text'] for p in m['content'])) if isinstance(m.get('content'), list) else m
+            for m in messages]
+
+
 # %% ../nbs/00_llm.ipynb #cd5789dc
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
@@ -735,11 +747,12 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
     if rec is not None: return _from_cache(self, res, rec, model)
     headers = {'X-Ragnb-Prompt': pid} if pid else {}
     attempt, errors, call, grown, spent, r, text = 0, 0, params, False, Usage(), None, None
+    joined = joined_content(messages) if self._features.get('join_text_parts') else None
     while True:
         attempt += 1
         try:  # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
             r = await asyncio.wait_for(self._chat(
-                    model=model, messages=messages, extra_headers=headers, **call), self.timeout)
+                    model=model, messages=joined or messages, extra_headers=headers, **call), self.timeout)
             u = r.usage
             pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
             spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost_of(r.model or model, pt, ct) or 0.0))
@@ -762,6 +775,9 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             kind, msg = error_kind(e), _error_text(e)
             errors += 1
             res.errors.append({'attempt':attempt, 'kind':kind, 'message':msg[:500]})
+            if (kind in ('server_error', 'bad_request') and not joined and _LIST_WORDS.search(msg)
+                    and (joined := joined_content(messages))):   # a server that takes content only as a string
+                self._features['join_text_parts'] = True; errors -= 1; continue
             # a refused format is not retried as is
             names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)
             if kind in RETRYABLE and errors <= self.max_retries and not names_format:

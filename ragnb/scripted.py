@@ -148,6 +148,7 @@ class ScriptedServer:
                  trickle:float=0.0, # Seconds between the bytes of every reply body (one byte at a time)
                  model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
                  structured:str='json_schema', # 'json_schema', 'json_object' (422 on json_schema), 'refuse', 'ignore'
+                 string_content:bool=False, # Refuse content lists with a 500, as llama-cpp-python's chat templates do
                  rate_limits:dict|None=None, # {'requests':n, 'tokens':m, 'window':s} in x-ratelimit-*; over: 429
                  batch_latency:float=0.0, # Extra seconds per Batch API line
                  batch_faults:dict|None=None, # Shares of Batch API lines failing: {'500':p, '400':p}
@@ -158,7 +159,7 @@ class ScriptedServer:
         self.hang, self.retry_after, self.rules = hang, retry_after, {**RULES, **(rules or {})}
         self.truncate, self.trickle, self.model = truncate, trickle, model
         if structured not in STRUCTURED: raise ValueError(f"structured must be one of {STRUCTURED}, not {structured!r}")
-        self.structured = structured
+        self.structured, self.string_content = structured, string_content
         self.lock, self.requests, self.httpd, self._seen = threading.Lock(), [], None, {}
         self.inflight = self.max_inflight = 0  # concurrent requests now, and the most seen
         self.seed, self.rate_limits = seed, rate_limits or {}
@@ -257,6 +258,9 @@ class ScriptedServer:
                 if not isinstance(msgs, list) or not body.get('model'):
                     return self._send(400, {'error':{'message':"'model' and 'messages' are required",
                                                      'type':'invalid_request_error'}})
+                if srv.string_content and any(isinstance(m.get('content'), list) for m in msgs):
+                    return self._send(500, {'error':{'message':'can only concatenate str (not "list") to str',
+                                                     'type':'internal_server_error'}})
                 rf = body.get('response_format')
                 kind = rf.get('type') if isinstance(rf, dict) else None
                 if kind not in (None, 'text') and (srv.structured == 'refuse'

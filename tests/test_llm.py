@@ -260,3 +260,22 @@ def test_structured_off_and_replay_send_no_schema_unless_recorded(tmp_path):
     rp0 = LLM(base_url='http://127.0.0.1:9/v1', model='scripted-test-model', cache_path=tmp_path/'a.sqlite', replay=True,
               cache_endpoint=srv.base_url)
     assert _ask(rp0, 1).cached and rp0.structured_mode() is None
+
+
+def test_text_parts_joined_for_a_server_that_takes_only_string_content(tmp_path):
+    "llama-cpp-python's templates fail on content lists: text-only lists are joined into one string and sent again."
+    parts = lambda *ts: [{'role': 'user', 'content': [{'type': 'text', 'text': t} for t in ts]}]
+    with ScriptedServer(string_content=True) as srv:
+        llm = LLM(base_url=srv.base_url, api_key='t', cache_path=tmp_path/'c.sqlite', progress=False, max_retries=0)
+        first = llm.call(parts('Say', 'hello'))
+        assert first.ok and [type(q['body']['messages'][0]['content']) for q in srv.requests] == [list, str]
+        assert srv.requests[1]['body']['messages'][0]['content'] == 'Say\n\nhello' and first.attempts == 2
+        second = llm.call(parts('Say', 'hello again'))   # remembered: sent joined at once
+        assert second.ok and second.attempts == 1 and isinstance(srv.requests[-1]['body']['messages'][0]['content'], str)
+        img = [{'role': 'user', 'content': [{'type': 'text', 'text': 'What is shown?'},
+                                            {'type': 'image_url', 'image_url': {'url': 'data:image/png;base64,AA=='}}]}]
+        seen = len(srv.requests)
+        refused = llm.call(img)   # an image is never dropped to make a text-only server answer
+        assert refused.failure.kind == 'server_error' and len(srv.requests) == seen + 1
+    again = LLM(base_url=srv.base_url, api_key='t', cache_path=tmp_path/'c.sqlite', progress=False, replay=True)
+    assert again.call(parts('Say', 'hello')).text == first.text   # cached under the messages as written
