@@ -308,10 +308,12 @@ def as_personas(
 def parse_personas(
     text:str,  # The model's reply to `propose_personas`
 )->list[Persona]:
-    "The `Persona: name | need` lines of a reply."
+    "The `Persona: name | need` lines of a reply; the format's placeholders, '(role name)', repeated back are not one."
     lines = [m.group(1) for m in re.finditer(r'(?im)^[\W\d]*persona\W*:\s*(.+)$', text)]
     if not lines: raise ParseError(f"reply has no 'Persona:' line; it starts {text.strip()[:80]!r}")
-    return as_personas(lines)
+    out = [p for p in as_personas(lines) if not re.fullmatch(r'\(.*\)', p.name)]
+    if not out: raise ParseError(f"reply's 'Persona:' lines repeat the format's placeholders: {lines[0][:80]!r}")
+    return out
 
 # %% ../nbs/04a_diversity.ipynb #e1900ccd
 def corpus_digest(
@@ -743,7 +745,7 @@ def mixed_dataset(
     stats = {'documents': len(docs), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0, 'planned': dict(counts)}
     n_multi = sum(k for t, k in counts.items() if QUESTION_TYPES[t][0] > 1)
     ents, links = link_passages(every, chunks, n_multi, llm, entities, stats=stats,
-                                                 embedder=embedder) if n_multi else ({}, [])
+                                embedder=embedder) if n_multi else ({}, [])
     stats['links'] = len(links)
     others = sum(k for t, k in counts.items() if t != 'factoid')
     if personas is None and others:
