@@ -231,6 +231,7 @@ def link_passages(
     entities:str='llm',    # 'llm', or 'offline' for `offline_terms` alone (no entity calls)
     k:int=2,               # Candidate partners per seed
     stats:dict|None=None,  # Receives calls, failures, `pool`, `entity_calls` and `embedding_failure`
+    embedder:LLM|None=None, # Where the embeddings come from (default: `llm`)
 )->tuple[dict, list[Link]]:
     "Offline terms pick candidate partners; the model's entities and the embeddings of that pool rank the links."
     terms = offline_terms(chunks)
@@ -243,7 +244,7 @@ def link_passages(
         got = extract_entities(pool, llm, stats=stats)
         ents = {i: list(dict.fromkeys(got[i] + terms[i])) for i in ents}  # the model's first, then offline terms
     try:
-        vecs = llm.embed([c.text[:8000] for c in pool])
+        vecs = (embedder or llm).embed([c.text[:8000] for c in pool])
         _tally(stats, 'embedding_calls', math.ceil(len(pool) / 256))
     except LLMError as e:
         vecs = None
@@ -307,10 +308,12 @@ def as_personas(
 def parse_personas(
     text:str,  # The model's reply to `propose_personas`
 )->list[Persona]:
-    "The `Persona: name | need` lines of a reply."
+    "The `Persona: name | need` lines of a reply; the format's placeholders, '(role name)', repeated back are not one."
     lines = [m.group(1) for m in re.finditer(r'(?im)^[\W\d]*persona\W*:\s*(.+)$', text)]
     if not lines: raise ParseError(f"reply has no 'Persona:' line; it starts {text.strip()[:80]!r}")
-    return as_personas(lines)
+    out = [p for p in as_personas(lines) if not re.fullmatch(r'\(.*\)', p.name)]
+    if not out: raise ParseError(f"reply's 'Persona:' lines repeat the format's placeholders: {lines[0][:80]!r}")
+    return out
 
 # %% ../nbs/04a_diversity.ipynb #e1900ccd
 def corpus_digest(
@@ -730,6 +733,7 @@ def mixed_dataset(
     max_hops:int=3,                    # Passages of a multi-hop question at most
     entities:str='llm',                # How passages get their entities: 'llm' or 'offline'
     max_alone:int=4,                   # Drop a multi-passage question one passage alone answers this well (1-5)
+    embedder:LLM|None=None,            # Where the link pool's embeddings come from (default: `llm`)
 )->Dataset:
     "Sample, link, plan, write, ground, check language, critique, check single hops, select: a mixed QA set."
     t0, llm = time.perf_counter(), llm or LLM()
@@ -740,7 +744,8 @@ def mixed_dataset(
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0, 'planned': dict(counts)}
     n_multi = sum(k for t, k in counts.items() if QUESTION_TYPES[t][0] > 1)
-    ents, links = link_passages(every, chunks, n_multi, llm, entities, stats=stats) if n_multi else ({}, [])
+    ents, links = link_passages(every, chunks, n_multi, llm, entities, stats=stats,
+                                embedder=embedder) if n_multi else ({}, [])
     stats['links'] = len(links)
     others = sum(k for t, k in counts.items() if t != 'factoid')
     if personas is None and others:

@@ -5,10 +5,11 @@ from ragnb.llm import LLM, ParseError
 from ragnb.scripted import ScriptedServer, scripted_typed
 from ragnb.samples import sample_path
 from ragnb.documents import Document, Chunk, load_folder, split_documents
-from ragnb.generate import generate_dataset, Dataset, add_cli
+from ragnb.generate import generate_dataset, Dataset, add_cli, sample_chunks
 from ragnb.diversity import (QUESTION_TYPES, parse_question_types, allocate, parse_typed, parse_entities, parse_personas,
                              as_personas, link_chunks, noisy_terms, offline_terms, text_language, check_languages,
-                             mixed_dataset, cost_by_type, mix_table, outcome, scenarios, STYLES, LENGTHS, MixedQA)
+                             mixed_dataset, cost_by_type, mix_table, outcome, scenarios, STYLES, LENGTHS, MixedQA,
+                             link_passages)
 from ragnb.retrieval import evaluate, BM25Retriever, by_question_type
 from ragnb.widgets import highlight_spans, review_html
 
@@ -56,6 +57,9 @@ def test_parse_entities_and_personas():
     assert [str(p) for p in ps] == ['Search engineer: builds retrieval', 'QA lead: checks answers']
     assert as_personas(['Student']) [0].description == ''
     with pytest.raises(ValueError, match='persona 1'): as_personas([': no name'])
+    echo = 'Persona: (role name) | (what they need, in one sentence)\n\n1. **User**: | To find the guidelines.'
+    with pytest.raises(ParseError, match="repeat the format's placeholders"): parse_personas(echo)  # a real reply
+    assert [p.name for p in parse_personas(echo.replace('1. **User**:', 'Persona: User'))] == ['User']
 
 def test_scenarios_cover_every_combination_evenly():
     ps = as_personas(['A: a', 'B: b'])
@@ -198,6 +202,20 @@ def test_failed_entity_and_embedding_calls_fall_back(tmp_path, cookbook):
         ds = mixed_dataset(cookbook, llm, 'multi_hop', max_chunks=12, seed=1, personas=['Developer: builds apps'])
     assert 'replay mode' in ds.stats['embedding_failure'] and ds.stats['entity_fallbacks'] == ds.stats['entity_calls']
     assert ds.counts()['failed'] == len(ds) and all(f[0]['kind'] == 'replay_miss' for f in ds.df.failures)
+
+def test_embeddings_from_another_model(tmp_path, cookbook):
+    "`embedder=`: a chat model that serves no embeddings links passages by another model's vectors."
+    every = split_documents(cookbook, 1000, 100)
+    seeds = sample_chunks(every, 5, seed=0)
+    with ScriptedServer() as srv:
+        chat = _llm(srv, tmp_path/'r.sqlite', replay=True)  # an empty replay cache: no entities, no vectors
+        st0, st1 = {}, {}
+        _, alone = link_passages(every, seeds, 2, chat, stats=st0)
+        _, linked = link_passages(every, seeds, 2, chat, stats=st1, embedder=_llm(srv, tmp_path/'v.sqlite'))
+        embeds = [r for r in srv.requests if r['path'].rstrip('/').endswith('/embeddings')]
+    assert 'replay mode' in st0['embedding_failure'] and all(l.similarity == 0 for l in alone)
+    assert 'embedding_failure' not in st1 and st1['embedding_calls'] == 1 == len(embeds)
+    assert [l.chunks for l in alone] and any(l.similarity != 0 for l in linked)
 
 def test_generate_dataset_and_cli_take_question_types(tmp_path, cookbook, monkeypatch):
     with ScriptedServer() as srv:
