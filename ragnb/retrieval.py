@@ -399,6 +399,9 @@ def by_question_type(
 )->pd.DataFrame:
     "Per question type: questions, mean hops, hit@k (some hop's passage in the top k), all-hops@k (every hop's)."
     pq, ks = report.per_question, [ks] if isinstance(ks, int) else list(ks)
+    if pq.empty:
+        raise ValueError(f"{report.name}: no question was scored ({len(report.skipped)} without ground truth, see "
+                         ".skipped), so there is nothing to break down by question type")
     if 'question_type' not in pq:
         raise KeyError(f"{report.name}: the dataset has no question_type and hops columns (see ragnb.diversity)")
     g = pq.groupby('question_type', sort=False)

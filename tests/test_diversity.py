@@ -146,6 +146,10 @@ def test_retrieval_by_question_type(mixed, cookbook):
     rep = evaluate(ds, split_documents(cookbook, 1000, 200), BM25Retriever(), ks=(1, 5, 10))
     t = by_question_type(rep, [5, 10])
     assert set(t.index) == set(ds.kept.df.question_type)
+    lost = ds.df.assign(evidence='nowhere to be found', evidence_start=None, evidence_end=None)
+    none = evaluate(lost, split_documents(cookbook, 1000, 200), BM25Retriever(), ks=(5,))
+    with pytest.raises(ValueError, match=r'no question was scored \(\d+ without ground truth'):
+        by_question_type(none)
     assert (t['all-hops@5'] <= t['hit@5']).all() and (t['hit@5'] <= t['hit@10']).all()
     single = rep.per_question[rep.per_question.n_hops == 1]
     assert (single['any_hop@5'] == single['all_hops@5']).all()
