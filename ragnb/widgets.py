@@ -438,7 +438,9 @@ def _evidence_html(row) -> str:
     hops = row.get('hops')
     if isinstance(hops, str): hops = json.loads(hops)
     if isinstance(hops, list) and len(hops) > 1:  # short windows, so that every hop is in view
-        return highlight_spans(str(row['context']), [h.get('evidence') for h in hops], before=120, after=200)
+        # a hop whose evidence the dataset did not accept is not marked (a fuzzy mark could start mid-word)
+        evs = [h.get('evidence') if h.get('evidence_found', True) else None for h in hops]
+        return highlight_spans(str(row['context']), evs, before=120, after=200)
     return passage_html(str(row["context"]), str(row.get("evidence") or ""))
 
 # %% ../nbs/08a_widgets.ipynb #58c4d1ac

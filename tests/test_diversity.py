@@ -252,6 +252,10 @@ def test_hops_survive_parquet_and_show_highlighted(mixed, tmp_path):
     row = ds.df[(ds.df.hops.map(len) == 3) & ds.df.evidence_found].iloc[0]
     page = review_html(row, 0)
     assert all(f'title="hop {i}"><sup>{i}</sup>' in page for i in (1, 2, 3)) and 'not found' not in page
+    rejected = row.copy()
+    rejected['hops'] = [dict(h, evidence_found=(k != 1)) for k, h in enumerate(row.hops)]   # hop 2 not accepted
+    page = review_html(rejected, 0)
+    assert 'title="hop 2"><sup>2</sup>' not in page and 'evidence of hop 2 not found' in page
     html = highlight_spans('<1-hop>\nA is B.\n\n<2-hop>\nC <b>is</b> D.', ['A is B.', 'nowhere to be seen', 'C <b>is</b> D.'])
     assert html.count('<mark') == 2 and 'evidence of hop 2 not found' in html and '&lt;b&gt;' in html
     long = 'x ' * 2000 + 'A is B here. ' + 'y ' * 2000 + 'C is D there.'
