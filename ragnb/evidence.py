@@ -5,6 +5,7 @@
 # %% ../nbs/03a_evidence.ipynb #0c79a58e
 from __future__ import annotations
 from dataclasses import dataclass
+import re
 import numpy as np
 from rapidfuzz import fuzz
 from .documents import Chunk, Document
@@ -23,7 +24,8 @@ _NORM_BUDGET = 4_000_000  # characters of normalised text kept between calls (th
 def normalise(
     text:str,  # Text to normalise
 )->tuple[str, np.ndarray]:
-    "Lower-cased `text` with plain quotes and dashes, no `*`/`_` emphasis, single spaces; and each character's offset."
+    ("Lower-cased `text` with plain quotes and dashes, no `*`/`_` emphasis, markdown links as their labels, single "
+     "spaces; and each character's offset.")
     if (hit := _NORM_CACHE.get(text)) is not None: return hit
     out = _normalise(text)
     while _NORM_CACHE and sum(len(k) for k in _NORM_CACHE) + len(text) > _NORM_BUDGET:
@@ -32,13 +34,18 @@ def normalise(
     return out
 
 # %% ../nbs/03a_evidence.ipynb #5bc21c78
+_LINK = re.compile(r'!?\[([^\]\n]*)\]\([^)\s]*(?:\s+"[^"\n]*")?\)')  # [label](url "title")
+
 def _normalise(text:str)->tuple[str, np.ndarray]:
     low = text.lower()
     if len(low) != len(text):  # e.g. 'İ' lowers to 2 characters: lower only those that stay one
         low = ''.join(c if len(c.lower()) != 1 else c.lower() for c in text)
     a = np.frombuffer(low.encode('utf-32-le'), dtype=np.uint32).copy()
     for plain, variants in _QUOTES.items(): a[np.isin(a, [ord(v) for v in variants])] = ord(plain)
-    idx = np.nonzero((a != 42) & (a != 95))[0]       # drop * and _
+    keep = (a != 42) & (a != 95)                     # drop * and _
+    for m in _LINK.finditer(text):                   # a markdown link or image reads as its label
+        keep[m.start():m.start(1)] = keep[m.end(1):m.end()] = False
+    idx = np.nonzero(keep)[0]
     a = a[idx]
     sp = np.zeros(len(a), dtype=bool); small = a < len(_IS_SPACE); sp[small] = _IS_SPACE[a[small]]
     keep = ~sp | ~np.concatenate(([True], sp[:-1]))  # a space run keeps its first character (none at the start)

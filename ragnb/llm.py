@@ -723,7 +723,7 @@ def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
 
-# %% ../nbs/00_llm.ipynb #b2cdf3fb
+# %% ../nbs/00_llm.ipynb #cd157274
 _LIST_WORDS = re.compile(r'\blist\b.*\bstr\b|\bstr\b.*\blist\b|must be a string|string content', re.I)
 
 def joined_content(messages:list # Chat messages
