@@ -12,10 +12,13 @@ from collections import defaultdict
 from pathlib import Path
 from ragnb.checker import parse_claims, parse_labels
 from ragnb.diversity import parse_entities, parse_personas
+from ragnb.multimodal import parse_multimodal
 from ragnb.generate import parse_factoid, parse_rating
 
 PARSERS = {'factoid_qa': parse_factoid, 'factoid_qa_next': parse_factoid, 'critique_groundedness': parse_rating,
            'critique_relevance': parse_rating, 'critique_standalone': parse_rating, 'check_claims': parse_labels,
+           'chunk_entities': parse_entities, 'propose_personas': parse_personas, 'critique_single_hop': parse_rating,
+           'multimodal_qa': lambda t: parse_multimodal(t, {f'{k}_{i}' for k in ('table', 'image') for i in range(1, 20)}),
            'extract_claims_triplet': parse_claims,
            'extract_claims_sentence': lambda t: parse_claims(t, 'sentence'), 'extract_entities': parse_entities, 'personas': parse_personas}
 
@@ -48,9 +51,22 @@ def summary(db:Path) -> list[dict]:
 dbs = [Path(p) for p in sys.argv[1:]] or sorted(p for p in (Path(__file__).parents[1]/'nbs'/'cache').glob('*.sqlite')
                                               if p.stem != 'regions')
 print(f"{'lesson':15} {'model':36} {'task':24} {'calls':>5} {'prompt':>7} {'compl.':>6} {'cut':>3} {'read':>9} {'s/call':>6}")
+every = []
 for db in dbs:
+    every += summary(db)
     for r in summary(db):
         read = f"{r['read']}/{r['parsed']}" if r['parsed'] else '-'
         spc = f"{r['s_per_call']:.1f}" if r['s_per_call'] is not None else '-'
         print(f"{r['lesson']:15} {r['model'][:36]:36} {r['task'][:24]:24} {r['calls']:5} {r['prompt_tokens']:7} "
               f"{r['completion_tokens']:6} {r['cut']:3} {read:>9} {spc:>6}")
+
+print("\nper model and task, over these lessons (read: replies the task's parser reads, of those not cut off)")
+tot = defaultdict(lambda: defaultdict(float))
+for r in every:
+    t = tot[(r['model'], r['task'])]
+    for k in ('calls', 'prompt_tokens', 'completion_tokens', 'cut', 'read', 'parsed'): t[k] += r[k]
+for (m, task), t in sorted(tot.items()):
+    if m.startswith('scripted'): continue
+    read = f"{int(t['read'])}/{int(t['parsed'])} ({t['read'] / t['parsed']:.0%})" if t['parsed'] else '-'
+    print(f"{m[:36]:36} {task[:24]:24} {int(t['calls']):5} calls {int(t['prompt_tokens']):7} prompt {int(t['completion_tokens']):6} "
+          f"completion {int(t['cut']):3} cut  read {read}")
