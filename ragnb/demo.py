@@ -376,6 +376,9 @@ def report_html(out:str|Path # The run's folder
                f"{_e(run['recorded']['recorded'])})</h3>" + (f"<p class=small>{_e(note)}</p>" if note else '')
                + _table(t, index=False))
     d = s['dataset']
+    left = ret.get('left_out') or []
+    left = (f" ({len(left)} of {d['kept']} kept questions left out, with no relevant chunk to find: "
+            + '; '.join(f"{_e(q['query_id'])}: {_e(q['reason'])}" for q in left) + ')') if left else ''
     body = f"""<h1>ragnb demo report</h1>
 <p><span class="mode {_e(run['mode'])}">{_e(run['mode'].upper())}</span> &nbsp;<b>{_e(run['label'])}</b></p>
 <p>{_e(_MODE_NOTE[run['mode']])}</p>
@@ -383,7 +386,7 @@ def report_html(out:str|Path # The run's folder
 <h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}),
 {d['dropped']} dropped, {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
 {_dataset_rows(rows)}{fig('critique_scores')}
-<h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions: mean [{level}% percentile-bootstrap interval].</p>
+<h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].</p>
 {_table(by_k)}{fig('retrieval_by_k')}
 <h2>RAGChecker: the 11 metrics</h2><p>n = {s['ragchecker_n']} answers, claims extracted and checked by {_e(run['model'])}; percent, \u2193 lower is better for the noise sensitivities and hallucination.</p>
 {_table(met, index=False)}{fig('ragchecker_metrics')}
@@ -427,7 +430,9 @@ def save_figures(out:Path, # The run's folder
                                f"threshold, every score \u2265 {KEEP}. Model: {label}.")
     figs['retrieval_by_k'] = (retrieval_figure(report, label),
                               "Hit rate, recall, MRR and nDCG of BM25 at k = 1, 3, 5, 10 over n = "
-                              f"{len(report.per_question)} kept questions; lines are means, shaded bands {level}% "
+                              f"{len(report.per_question)} kept questions"
+                              + (f" ({len(report.skipped)} left out: no evidence found)" if report.skipped else '')
+                              + f"; lines are means, shaded bands {level}% "
                               f"percentile-bootstrap intervals of the mean (2,000 resamples). Questions by {label}.")
     figs['ragchecker_metrics'] = (metrics_figure(scores, label),
                                   f"RAGChecker's 11 metrics over n = {len(scores.per_result)} answers: bars are the "
@@ -506,6 +511,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         summary = dict(run=info, params=params, keep=KEEP, documents=len(docs), document_names=[d.id for d in docs],
                        dataset={'chunks': ds.stats.get('chunks'), **ds.counts()},
                        retrieval=dict(retriever=report.name, n=len(report.per_question), chunks=len(chunks),
+                                      left_out=[dict(query_id=q, reason=r) for q, r in report.skipped],
                                       confidence=report.confidence,
                                       by_k=report.summary.round(4).to_dict('records')),
                        ragchecker=run.scores.overall, ragchecker_n=len(run.scores.per_result), response_claims=n_claims,

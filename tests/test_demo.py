@@ -47,6 +47,8 @@ def test_files_and_numbers_agree(replayed):
     for r in kept: assert min(r[c] for c in ('groundedness_score', 'relevance_score', 'standalone_score')) >= s['keep']
     ret = s['retrieval']
     assert 0 < ret['n'] <= len(kept) and len(ret['by_k']) == 16
+    assert ret['n'] + len(ret['left_out']) == len(kept)   # every kept question scored or said why not
+    assert {q['query_id'] for q in ret['left_out']} == {r['id'] for r in kept if not r['evidence_found']}
     for row in ret['by_k']: assert row['low'] - 1e-9 <= row['mean'] <= row['high'] + 1e-9 and row['n'] == ret['n']
     rag = json.loads((out/'rag_results.json').read_text())['results']
     assert len(rag) == len(kept) - s['failures']['rag_answers']
@@ -71,6 +73,7 @@ def test_figures_and_report(replayed):
     assert 'REPLAYED' in html and s['run']['model'] in html and s['run']['recorded']['recorded'] in html
     for name in s['figures']: assert f"src='{name}.png'" in html
     assert f"n = {s['retrieval']['n']} kept questions" in html and '95% percentile-bootstrap interval' in html
+    for q in s['retrieval']['left_out']: assert f"{q['query_id']}: {q['reason']}" in html
     import html as h
     q = json.loads((out/'dataset.jsonl').read_text().splitlines()[0])['question']
     assert h.escape(q) in html  # the model's text, escaped
