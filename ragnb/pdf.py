@@ -17,10 +17,10 @@ from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, 
 # %% auto #0
 __all__ = ['DETECTORS', 'KINDS', 'REGIONS_VERSION', 'REGIONS_JSON', 'open_pdf', 'drawing_rects', 'image_rects', 'merge_rects',
            'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_boxes',
-           'default_detectors', 'detect_regions', 'regions_cache_path', 'RegionCache', 'Region', 'pdf_regions',
-           'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'reading_order', 'offline_page',
-           'text_quality', 'page_messages', 'regions_many', 'find_regions', 'renumber_tables', 'offline_pages',
-           'parse_pdf', 'add_cli']
+           'default_detectors', 'snap_to_words', 'detect_regions', 'regions_cache_path', 'RegionCache', 'Region',
+           'pdf_regions', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'reading_order',
+           'offline_page', 'text_quality', 'page_messages', 'regions_many', 'find_regions', 'renumber_tables',
+           'offline_pages', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -298,6 +298,24 @@ def _header_above(page:pymupdf.Page, t:tuple, lay:list, gap:float=20.)->tuple:
         if len(rows) == 1 and len(_row_cells(*rows[0], 0.5)) >= 2: return (min(t[0], b[0]), b[1], max(t[2], b[2]), t[3])
     return t
 
+# %% ../nbs/05_pdf.ipynb #82ddd6ae
+def snap_to_words(bbox:tuple, # A box (x0, y0, x1, y1)
+                  words:list, # The page's words, as `Page.get_text('words')` gives them
+                  share:float=0.5 # A word with at least this share of its area inside is taken in whole
+                 ) -> tuple:
+    "`bbox` grown to the whole of every word it cuts that lies mostly inside, until no such word is cut."
+    x0, y0, x1, y1 = bbox
+    for _ in range(5):   # growing can cut a new word; a few rounds settle any real table
+        grown = False
+        for w in words:
+            a = (w[2]-w[0]) * (w[3]-w[1])
+            if a <= 0 or (w[0] >= x0 and w[1] >= y0 and w[2] <= x1 and w[3] <= y1): continue
+            if _inter((x0, y0, x1, y1), w) >= share * a:
+                x0, y0, x1, y1 = min(x0, w[0]), min(y0, w[1]), max(x1, w[2]), max(y1, w[3]); grown = True
+        if not grown: break
+    return (x0, y0, x1, y1)
+
+
 # %% ../nbs/05_pdf.ipynb #2c4597e4
 def detect_regions(
     page:pymupdf.Page,  # page to analyse
@@ -338,8 +356,9 @@ def detect_regions(
                 or (_area(s) >= 0.8*_area(tuple(pr)) and words)  # a page frame or background behind the text
                 or (ran_layout and not pic and min(w, h) < thin)): continue  # rules, bars, boxed headings
             out.append(dict(bbox=s, kind='figure' if pic else 'drawing', source={'drawings'}))
-    pr = page.rect
+    pr, words = page.rect, page.get_text('words')
     for r in out:
+        if r['kind'] == 'table': r['bbox'] = snap_to_words(r['bbox'], words)
         x0, y0, x1, y1 = r['bbox']
         r['bbox'] = tuple(round(float(v), 2) for v in (max(x0, pr.x0), max(y0, pr.y0), min(x1, pr.x1), min(y1, pr.y1)))
         r['source'] = tuple(d for d in DETECTORS if d in r['source'])
@@ -352,7 +371,7 @@ def detect_regions(
 import sqlite3
 from importlib import metadata
 
-REGIONS_VERSION = 2  # bump when detection changes: cached regions of older versions are then ignored
+REGIONS_VERSION = 3  # bump when detection changes: cached regions of older versions are then ignored
 
 def regions_cache_path()->Path:
     "The region cache: `regions.sqlite` in ragnb's cache folder (`RAGNB_CACHE_DIR`, else the user's cache folder)."

@@ -354,3 +354,12 @@ def test_regions_cli_contract(sample_pdf):
     text = ' '.join(buf.getvalue().split())
     for claim in ('PDF points', 'TOP-LEFT', 'counted from 1', 'kind', '"table", "figure" or "drawing"', 'source', '"layout"'):
         assert claim in text, claim
+
+
+def test_snap_to_words_takes_in_the_words_a_box_cuts():
+    from ragnb.pdf import snap_to_words
+    words = [(10, 10, 50, 20, 'Age'), (60, 10, 120, 20, 'Proportion'),   # a header row half inside the box
+             (10, 30, 40, 40, '20-29'), (200, 30, 260, 40, 'caption')]   # a word barely touched stays out
+    assert snap_to_words((12, 14, 118, 45), words) == (10, 10, 120, 45)
+    assert snap_to_words((12, 14, 205, 45), words) == (10, 10, 205, 45)   # 'caption' is under half inside
+    assert snap_to_words((0, 0, 300, 50), words) == (0, 0, 300, 50)      # nothing cut: unchanged
