@@ -53,8 +53,9 @@ dbs = [Path(p) for p in sys.argv[1:]] or sorted(p for p in (Path(__file__).paren
 print(f"{'lesson':15} {'model':36} {'task':24} {'calls':>5} {'prompt':>7} {'compl.':>6} {'cut':>3} {'read':>9} {'s/call':>6}")
 every = []
 for db in dbs:
-    every += summary(db)
-    for r in summary(db):
+    rows_ = summary(db)
+    every += rows_
+    for r in rows_:
         read = f"{r['read']}/{r['parsed']}" if r['parsed'] else '-'
         spc = f"{r['s_per_call']:.1f}" if r['s_per_call'] is not None else '-'
         print(f"{r['lesson']:15} {r['model'][:36]:36} {r['task'][:24]:24} {r['calls']:5} {r['prompt_tokens']:7} "

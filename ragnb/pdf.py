@@ -356,7 +356,8 @@ def detect_regions(
                 or (_area(s) >= 0.8*_area(tuple(pr)) and words)  # a page frame or background behind the text
                 or (ran_layout and not pic and min(w, h) < thin)): continue  # rules, bars, boxed headings
             out.append(dict(bbox=s, kind='figure' if pic else 'drawing', source={'drawings'}))
-    pr, words = page.rect, page.get_text('words')
+    pr = page.rect
+    words = page.get_text('words') if any(r['kind'] == 'table' for r in out) else []   # read only when needed
     for r in out:
         if r['kind'] == 'table': r['bbox'] = snap_to_words(r['bbox'], words)
         x0, y0, x1, y1 = r['bbox']
