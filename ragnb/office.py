@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_office.ipynb #372a36a6
 from __future__ import annotations
-import io, json, tempfile, warnings, zipfile
+import io, json, tempfile, zipfile
 from html import escape
 from pathlib import Path
 import docx, pptx
@@ -190,6 +190,7 @@ def image_type(
     return None
 
 # %% ../nbs/05a_office.ipynb #28d30ac5
+import warnings
 MAX_IMAGE_PIXELS = 89_478_485  # pixels: a picture declaring more is not read (Pillow's decompression-bomb threshold)
 
 def image_pixels(
