@@ -19,7 +19,7 @@ __all__ = ['MAX_IMAGE_PIXELS', 'MAX_LAYOUT_PIXELS', 'DETECTORS', 'KINDS', 'REGIO
            'REGIONS_JSON', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects', 'image_rects', 'merge_rects',
            'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_fits',
            'layout_boxes', 'default_detectors', 'snap_to_words', 'detect_regions', 'regions_cache_path', 'RegionCache',
-           'Region', 'pdf_regions', 'fit_zoom', 'render', 'render_regions', 'mark_page', 'read_page_reply',
+           'Region', 'pdf_regions', 'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'read_page_reply',
            'table_grid', 'reading_order', 'offline_page', 'text_quality', 'page_messages', 'regions_many',
            'find_regions', 'renumber_tables', 'offline_pages', 'parse_pdf', 'add_cli']
 
@@ -570,7 +570,7 @@ def fit_zoom(
         z *= 0.999
     return z
 
-def render(
+def render_page(
     page:pymupdf.Page,  # the page
     zoom:float,  # the zoom asked for
     clip:pymupdf.Rect|None=None,  # the part to render (default: the whole page)
@@ -605,7 +605,7 @@ def render_regions(
         pg = doc[r.page-1]
         x0, y0, x1, y1 = r.bbox
         clip = pymupdf.Rect(x0, y0-top, x1, y1+bottom) & pg.rect
-        render(pg, zoom, clip, max_side, max_pixels, str(path)).save(out_dir/r.name)
+        render_page(pg, zoom, clip, max_side, max_pixels, str(path)).save(out_dir/r.name)
         r.image = str(out_dir/r.name)
     return regions
 
@@ -635,7 +635,7 @@ def mark_page(
         pg.insert_text((label.x0 + 2, label.y1 - 3), r.name, fontsize=fontsize, color=(1, 0, 0))
     out = Path(out_dir)/f"{regions[0].doc if regions else doc_id(path)}_{pno}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    render(pg, zoom, None, max_side, max_pixels, str(path)).save(out)
+    render_page(pg, zoom, None, max_side, max_pixels, str(path)).save(out)
     return out
 
 # %% ../nbs/05_pdf.ipynb #0cbbe043

@@ -6,7 +6,7 @@ from ragnb.cli import main
 from ragnb.llm import LLM
 from ragnb.office import docx_segments, image_pixels, parse_office, pptx_segments
 from ragnb.pages import DocumentError
-from ragnb.pdf import MAX_SIDE, big_images, cap_images, fit_zoom, mark_page, page_messages, parse_pdf, render
+from ragnb.pdf import MAX_SIDE, big_images, cap_images, fit_zoom, mark_page, page_messages, parse_pdf, render_page
 from ragnb.scripted import ScriptedServer
 
 # --- hostile files, built small: the declared sizes are huge, the bytes are not ---
@@ -139,7 +139,7 @@ def test_huge_page_renders_downscaled_without_a_traceback(tmp_path, capsys):
     assert 'Traceback' not in err and 'small text may be unreadable' in err and '14,400 x 14,400 pt' in err
     sizes = [(p.width, p.height) for p in map(pymupdf.Pixmap, map(str, (tmp_path/'out').glob('*.png')))]
     assert sizes and max(max(s) for s in sizes) <= MAX_SIDE, sizes
-    assert render(pymupdf.open(f)[0], 3, max_side=300).width == 300  # a budget of one's own
+    assert render_page(pymupdf.open(f)[0], 3, max_side=300).width == 300  # a budget of one's own
 
 def test_page_sent_to_the_vision_model_is_downscaled(tmp_path):
     f = big_page_pdf(tmp_path/'p5000.pdf', 5_000)  # zoom 3 made this a 15,000-pixel image, sent whole
