@@ -178,6 +178,9 @@ def multimodal_dataset(
     return Dataset(pd.DataFrame([asdict(q) for q in qas]), stats)
 
 # %% ../nbs/05b_multimodal.ipynb #0bc776ae
+from .pdf import MAX_SIDE, MAX_PIXELS, MAX_IMAGE_PIXELS
+from .office import MAX_XML_ELEMENTS
+
 def parse_document(
     path:str|Path,  # a PDF, DOCX or PPTX file
     out_dir:str|Path|None=None,  # folder for pages, tables, crops and the manifest
@@ -188,11 +191,17 @@ def parse_document(
     workers:int|None=1,  # local processes, or CPUs of a local Ray
     max_image_bytes:int=MAX_IMAGE_BYTES,  # DOCX/PPTX: a larger picture (uncompressed) is not read, its segment fails
     max_part_bytes:int=MAX_PART_BYTES,  # DOCX/PPTX: a larger other part makes the file unreadable
+    max_side:int=MAX_SIDE,  # PDF: pixels on the longest side of a page image or crop (the zoom is lowered to fit)
+    max_pixels:int=MAX_PIXELS,  # PDF: pixels of a page image or crop
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # a picture declaring more pixels is not decoded (PDF: left blank)
+    max_xml_elements:int=MAX_XML_ELEMENTS,  # DOCX/PPTX: more XML elements in all its parts make it unreadable
 )->ParsedDoc:
     "Parse `path` into a `ParsedDoc`: PDFs page by page, Word and PowerPoint files natively."
     if Path(path).suffix.lower() in ('.docx', '.pptx'):
-        return parse_office(path, out_dir, max_image_bytes, max_part_bytes)
-    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers)
+        return parse_office(path, out_dir, max_image_bytes, max_part_bytes, max_image_pixels, max_xml_elements)
+    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
+                     max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels)
+
 
 
 # %% ../nbs/05b_multimodal.ipynb #34f6fba7
@@ -204,6 +213,8 @@ def _cli_parse(args)->int:
         llm = None if args.offline or office else LLM(vision_model=args.model, batch=args.batch, **call_options(args))
         res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=args.pages,
                              max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
+                             max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
+                             max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
                              engine=args.engine, workers=args.workers)
     except DocumentError as e:
         print(f"error: {e}", file=sys.stderr); return 2
@@ -216,6 +227,7 @@ def _cli_parse(args)->int:
         if p.failure is not None:
             print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
     return 1 if res.failures else 0
+
 
 
 # %% ../nbs/05b_multimodal.ipynb #66c08246
@@ -234,10 +246,22 @@ def add_cli(
     p.add_argument('--max-part-mb', type=float, default=MAX_PART_BYTES / 1e6,
                    help='DOCX/PPTX: any other part larger than this, uncompressed, makes the file unreadable '
                         '(default: %(default)g)')
+    p.add_argument('--max-image-mpx', type=float, default=MAX_IMAGE_PIXELS / 1e6, metavar='MPX',
+                   help='pictures declaring more megapixels than this are not decoded: left blank in a PDF page, not '
+                        'read from a DOCX/PPTX (default: %(default)g, Pillow\'s decompression-bomb threshold)')
+    p.add_argument('--max-page-px', type=int, default=MAX_SIDE, metavar='PX',
+                   help='PDF: pixels on the longest side of a page image or crop; the zoom is lowered to fit '
+                        '(default: %(default)d, the square OpenAI scales images into)')
+    p.add_argument('--max-page-mpx', type=float, default=MAX_PIXELS / 1e6, metavar='MPX',
+                   help='PDF: megapixels of a page image or crop (default: %(default)g)')
+    p.add_argument('--max-xml-elements', type=int, default=MAX_XML_ELEMENTS, metavar='N',
+                   help='DOCX/PPTX: more XML elements than this in all its parts make the file unreadable, before '
+                        'anything is parsed (default: %(default)d)')
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
                    "rerun resumes)")
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_parse)
+
 

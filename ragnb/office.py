@@ -15,8 +15,9 @@ from pptx.enum.shapes import PP_PLACEHOLDER
 from .pages import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id, grid_html, expand
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'TITLES', 'open_docx', 'open_pptx', 'docx_cells', 'docling_grids', 'docx_tables',
-           'pptx_cells', 'image_type', 'docx_segments', 'pptx_segments', 'segments_page', 'parse_office']
+__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'TITLES', 'open_docx', 'open_pptx',
+           'docx_cells', 'docling_grids', 'docx_tables', 'pptx_cells', 'image_type', 'image_pixels', 'docx_segments',
+           'pptx_segments', 'segments_page', 'parse_office']
 
 # %% ../nbs/05a_office.ipynb #ea1a5808
 MAX_IMAGE_BYTES = 50_000_000   # a picture or object larger than this, uncompressed, is not read (its segment fails)
@@ -36,6 +37,29 @@ def _oversized(path:Path, z:zipfile.ZipFile, max_image_bytes:int, max_part_bytes
         big[i.filename] = why + " (max_image_bytes)"
     return big
 
+MAX_XML_ELEMENTS = 2_000_000  # XML elements in all of a package's XML parts: more makes the file unreadable
+
+def _xml_elements(z:zipfile.ZipFile, info:zipfile.ZipInfo, limit:int)->int:
+    "Start tags of part `info`, counted as it inflates 1 MB at a time (nothing parsed); stops once past `limit`."
+    n, last = 0, b''
+    with z.open(info) as f:
+        while n <= limit and (chunk := f.read(1 << 20)):
+            both = last + chunk  # a `</` split between two chunks is counted once, here
+            n += chunk.count(b'<') - both.count(b'</') - both.count(b'<?') - both.count(b'<!')
+            last = chunk[-1:]
+    return n
+
+def _xml_budget(path:Path, z:zipfile.ZipFile, max_xml_elements:int):
+    "Raise `DocumentError` if the package's XML parts hold more than `max_xml_elements` elements in all."
+    total = 0
+    for i in z.infolist():
+        if not i.filename.lower().endswith(('.xml', '.rels')) or any(d in '/' + i.filename for d in _DROPPABLE):
+            continue
+        total += _xml_elements(z, i, max_xml_elements - total)
+        if total > max_xml_elements:
+            raise DocumentError(f"{path}: part {i.filename} takes the package's XML past {max_xml_elements:,} "
+                                f"elements (max_xml_elements): not read, it would take gigabytes to parse")
+
 def _without(path:Path, big:dict)->io.BytesIO:
     "A copy of the package with the parts in `big` emptied: it opens without inflating them, its links still resolve."
     buf = io.BytesIO()
@@ -46,7 +70,7 @@ def _without(path:Path, big:dict)->io.BytesIO:
 
 # %% ../nbs/05a_office.ipynb #b585751f
 def _open_package(path:str|Path, kind:str, max_image_bytes:int=MAX_IMAGE_BYTES,
-                  max_part_bytes:int=MAX_PART_BYTES)->tuple:
+                  max_part_bytes:int=MAX_PART_BYTES, max_xml_elements:int=MAX_XML_ELEMENTS)->tuple:
     "Open `path` as a Word ('docx') or PowerPoint ('pptx') package and list its big parts, or raise `DocumentError`."
     path = Path(path)
     if not path.is_file(): raise DocumentError(f"{path}: no such file")
@@ -59,6 +83,7 @@ def _open_package(path:str|Path, kind:str, max_image_bytes:int=MAX_IMAGE_BYTES,
                 else 'a Word file' if 'word/document.xml' in names
                 else f"a zip of {', '.join(sorted(names)[:3])}{' ...' if len(names) > 3 else ''}")
         raise DocumentError(f"{path}: not a {kind.upper()} file: it is {what}")
+    with zipfile.ZipFile(path) as z: _xml_budget(path, z, max_xml_elements)
     opener = docx.Document if kind == 'docx' else pptx.Presentation
     try: return opener(_without(path, big) if big else str(path)), big
     except Exception as e: raise DocumentError(f"{path}: cannot read the {kind.upper()} package ({e})") from e
@@ -165,17 +190,50 @@ def image_type(
     return None
 
 # %% ../nbs/05a_office.ipynb #28d30ac5
-def _picture_segment(name:str, blob:bytes, big:dict, out:Path, stem:str, page:int)->Segment:
+import warnings
+MAX_IMAGE_PIXELS = 89_478_485  # pixels: a picture declaring more is not read (Pillow's decompression-bomb threshold)
+
+def image_pixels(
+    data:bytes,  # a picture's content
+)->tuple[int, int]|str|None:
+    "The (width, height) a picture's header declares (nothing decoded); why not if Pillow refuses it; None if unknown."
+    from PIL import Image
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # Pillow warns between one and two times its threshold: the cap decides
+        try:
+            with Image.open(io.BytesIO(data)) as im: return im.size
+        except Image.DecompressionBombError as e: return f"Pillow refuses it as a decompression bomb ({e})"
+        except Exception: return None  # a format Pillow does not know (EMF on some systems, SVG): nothing to decode
+
+# %% ../nbs/05a_office.ipynb #876a3d47
+def _picture_segment(name:str, blob:bytes, big:dict, out:Path, stem:str, page:int,
+                     max_pixels:int=MAX_IMAGE_PIXELS)->Segment:
     "An image segment for package part `name`, written with the extension its bytes show; or a failed one saying why."
     if name in big: return Segment('image', '', stem, page, failure=f"picture {name} not read: {big[name]}")
     kind = image_type(blob)
     if kind is None:
         why = f"picture {name} not read: its {len(blob):,} bytes are not an image"
         return Segment('image', '', stem, page, failure=why)
+    size = image_pixels(blob) if kind not in ('svg', 'emf', 'wmf') else None
+    if isinstance(size, str) or (size and size[0] * size[1] > max_pixels):
+        why = size if isinstance(size, str) else f"{size[0]:,} x {size[1]:,} pixels ({size[0]*size[1]/1e6:,.0f} Mpx)"
+        return Segment('image', '', stem, page, failure=f"picture {name} not read: {why}, over the "
+                       f"{max_pixels:,}-pixel cap (max_image_pixels)")
     ext = Path(name).suffix.lstrip('.').lower()
     f = out/f"{stem}.{ext if _SAME.get(ext, ext) == kind else kind}"
     out.mkdir(parents=True, exist_ok=True); f.write_bytes(blob)
     return Segment('image', str(f), f.name, page)
+
+# %% ../nbs/05a_office.ipynb #7a8045d7
+_RUN_BITS = tuple(qn(t) for t in ('w:br', 'w:cr', 'w:noBreakHyphen', 'w:ptab', 'w:t', 'w:tab'))
+_R, _LINK, _P, _TBL, _BLIP = qn('w:r'), qn('w:hyperlink'), qn('w:p'), qn('w:tbl'), qn('a:blip')
+
+def _run_text(r)->str: return ''.join(str(e) for e in r.iterchildren(*_RUN_BITS))  # python-docx's str of each bit
+
+def _p_text(p)->str:
+    "The text of a `w:p` element, as python-docx's `Paragraph.text` (runs and hyperlinks, in order), without XPath."
+    return ''.join(_run_text(e) if e.tag == _R else ''.join(_run_text(r) for r in e.iterchildren(_R))
+                   for e in p.iterchildren(_R, _LINK))
 
 # %% ../nbs/05a_office.ipynb #9723dc0b
 def docx_segments(
@@ -183,11 +241,13 @@ def docx_segments(
     out_dir:str|Path|None=None,  # where pictures are written (default: a new temporary folder)
     max_image_bytes:int=MAX_IMAGE_BYTES,  # a larger picture (uncompressed) is not read: its segment fails
     max_part_bytes:int=MAX_PART_BYTES,  # a larger other part makes the file unreadable
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # a picture declaring more pixels is not read: its segment fails
+    max_xml_elements:int=MAX_XML_ELEMENTS,  # more XML elements in all of the package's parts make it unreadable
 )->list[Segment]:
     "The document's text, tables (HTML) and pictures as segments in reading order."
-    (d, big), did = _open_package(path, 'docx', max_image_bytes, max_part_bytes), doc_id(path)
-    out = Path(out_dir or tempfile.mkdtemp())
-    segs, text, n_img = [], [], 0
+    (d, big) = _open_package(path, 'docx', max_image_bytes, max_part_bytes, max_xml_elements)
+    did, out = doc_id(path), Path(out_dir or tempfile.mkdtemp())
+    segs, text, n_img, n_tab = [], [], 0, 0
     def flush():
         if text: segs.append(Segment('text', '\n\n'.join(text), page=1)); text.clear()
     styles = {s.style_id: s.name for s in d.styles}
@@ -196,21 +256,21 @@ def docx_segments(
         part = d.part.related_parts.get(blip.get(qn('r:embed')))
         if part is None: return  # a linked picture: nothing embedded
         flush(); n_img += 1
-        segs.append(_picture_segment(str(part.partname).lstrip('/'), part.blob, big, out, f"{did}_1_{n_img}", 1))
+        segs.append(_picture_segment(str(part.partname).lstrip('/'), part.blob, big, out, f"{did}_1_{n_img}", 1,
+                                     max_image_pixels))
     for el in d.element.body.iterchildren():
-        if el.tag == qn('w:tbl'):
+        if el.tag == _TBL:
             flush()
-            for t in el.iter(qn('w:tbl')):  # the table itself, then the tables nested in it
-                name = f"table_{sum(s.kind == 'table' for s in segs)+1}"
-                segs.append(Segment('table', grid_html(docx_cells(docx.table.Table(t, d))), name, 1))
-            for blip in el.iter(qn('a:blip')): picture(blip)  # pictures inside cells follow their table
-        elif el.tag == qn('w:p'):
-            p = docx.text.paragraph.Paragraph(el, d)
-            if t := p.text.strip():
+            for t in el.iter(_TBL):  # the table itself, then the tables nested in it
+                n_tab += 1
+                segs.append(Segment('table', grid_html(docx_cells(docx.table.Table(t, d))), f"table_{n_tab}", 1))
+            for blip in el.iter(_BLIP): picture(blip)  # pictures inside cells follow their table
+        elif el.tag == _P:
+            if t := _p_text(el).strip():
                 style = styles.get(el.style, '') if el.style else ''
                 level = _heading_level(style)
                 text.append('#'*level + ' ' + t if level else ('- ' + t if 'List' in style else t))
-            for blip in el.iter(qn('a:blip')): picture(blip)
+            for blip in el.iter(_BLIP): picture(blip)
     flush()
     return segs
 
@@ -246,9 +306,11 @@ def pptx_segments(
     out_dir:str|Path|None=None,  # where pictures are written (default: a new temporary folder)
     max_image_bytes:int=MAX_IMAGE_BYTES,  # a larger picture (uncompressed) is not read: its segment fails
     max_part_bytes:int=MAX_PART_BYTES,  # a larger other part makes the file unreadable
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # a picture declaring more pixels is not read: its segment fails
+    max_xml_elements:int=MAX_XML_ELEMENTS,  # more XML elements in all of the package's parts make it unreadable
 )->list[Segment]:
     "Every slide's text, tables and charts (HTML) and pictures as segments, slide by slide."
-    (prs, big), did = _open_package(path, 'pptx', max_image_bytes, max_part_bytes), doc_id(path)
+    (prs, big), did = _open_package(path, 'pptx', max_image_bytes, max_part_bytes, max_xml_elements), doc_id(path)
     out = Path(out_dir or tempfile.mkdtemp())
     segs, n_tab = [], 0
     for sno, slide in enumerate(prs.slides, 1):
@@ -269,7 +331,8 @@ def pptx_segments(
             elif (part := _picture(sh)) is not None:
                 flush(); n_img += 1
                 stem = f"{did}_{sno}_{n_img}"
-                segs.append(_picture_segment(str(part.partname).lstrip('/'), part.blob, big, out, stem, sno))
+                segs.append(_picture_segment(str(part.partname).lstrip('/'), part.blob, big, out, stem, sno,
+                                             max_image_pixels))
         flush()
     return segs
 
@@ -293,12 +356,15 @@ def parse_office(
     out_dir:str|Path,  # output folder (pictures, pages, tables, manifest)
     max_image_bytes:int=MAX_IMAGE_BYTES,  # a larger picture (uncompressed) is not read: its segment fails
     max_part_bytes:int=MAX_PART_BYTES,  # a larger other part makes the file unreadable
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # a picture declaring more pixels is not read: its segment fails
+    max_xml_elements:int=MAX_XML_ELEMENTS,  # more XML elements in all of the package's parts make it unreadable
 )->ParsedDoc:
     "Read a DOCX or PPTX natively into `out_dir`, like `parse_pdf` does for PDFs."
     path, out = Path(path), Path(out_dir)
     kind = path.suffix.lower()
     if kind not in ('.docx', '.pptx'): raise DocumentError(f"{path}: not a .docx or .pptx file")
-    segs = (docx_segments if kind == '.docx' else pptx_segments)(path, out, max_image_bytes, max_part_bytes)
+    segs = (docx_segments if kind == '.docx' else pptx_segments)(path, out, max_image_bytes, max_part_bytes,
+                                                                  max_image_pixels, max_xml_elements)
     pages = sorted({s.page for s in segs}) or [1]
     res = ParsedDoc(str(path), doc_id(path), 'native',
                     [segments_page([s for s in segs if s.page == p], p) for p in pages], out_dir=str(out))

@@ -15,12 +15,13 @@ from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, 
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
 # %% auto #0
-__all__ = ['DETECTORS', 'KINDS', 'REGIONS_VERSION', 'REGIONS_JSON', 'open_pdf', 'drawing_rects', 'image_rects', 'merge_rects',
-           'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_boxes',
-           'default_detectors', 'snap_to_words', 'detect_regions', 'regions_cache_path', 'RegionCache', 'Region',
-           'pdf_regions', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'reading_order',
-           'offline_page', 'text_quality', 'page_messages', 'regions_many', 'find_regions', 'renumber_tables',
-           'offline_pages', 'parse_pdf', 'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_LAYOUT_PIXELS', 'DETECTORS', 'KINDS', 'REGIONS_VERSION', 'MAX_SIDE', 'MAX_PIXELS',
+           'REGIONS_JSON', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects', 'image_rects', 'merge_rects',
+           'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_fits',
+           'layout_boxes', 'default_detectors', 'snap_to_words', 'detect_regions', 'regions_cache_path', 'RegionCache',
+           'Region', 'pdf_regions', 'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'read_page_reply',
+           'table_grid', 'reading_order', 'offline_page', 'text_quality', 'page_messages', 'regions_many',
+           'find_regions', 'renumber_tables', 'offline_pages', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -35,6 +36,41 @@ def open_pdf(
     if doc.needs_pass: raise DocumentError(f"{path}: the PDF is encrypted and needs a password")
     if doc.page_count == 0: raise DocumentError(f"{path}: the PDF has no pages")
     return doc
+
+# %% ../nbs/05_pdf.ipynb #acd3d3ed
+MAX_IMAGE_PIXELS = 89_478_485  # pixels: an embedded picture larger than this is not decoded (Pillow's bomb threshold)
+
+def big_images(
+    doc:pymupdf.Document,  # an open PDF
+    pno:int,  # page number, from 1
+    max_pixels:int=MAX_IMAGE_PIXELS,  # pictures with more pixels than this are listed
+)->list[tuple]:
+    "The pictures of page `pno` over `max_pixels`, from their declared size (nothing decoded): (xref, name, w, h)."
+    return [(x, name, w, h) for x, _, w, h, _, _, _, name, *_ in doc.get_page_images(pno-1, full=True)
+            if w * h > max_pixels]
+
+def cap_images(
+    doc:pymupdf.Document,  # an open PDF: changed in memory, never on disk
+    pno:int,  # page number, from 1
+    max_pixels:int=MAX_IMAGE_PIXELS,  # pictures with more pixels than this are blanked
+    what:str='',  # the file, for messages (default: the document's name)
+)->list[str]:
+    "Blank page `pno`'s pictures over `max_pixels` in `doc` before anything decodes them; a warning for each."
+    what, out = what or doc.name, []
+    for x, name, w, h in big_images(doc, pno, max_pixels):
+        doc.update_stream(x, b'\x00', compress=False)  # one black pixel, uncompressed, in place of the pixels
+        for k, v in (('Width', '1'), ('Height', '1'), ('BitsPerComponent', '8'), ('ColorSpace', '/DeviceGray'),
+                     ('Filter', 'null'), ('DecodeParms', 'null'), ('SMask', 'null'), ('Mask', 'null'),
+                     ('Decode', 'null'), ('ImageMask', 'null')):
+            doc.xref_set_key(x, k, v)
+        out.append(f"{what}: page {pno}: image {name} (object {x}) is {w:,} x {h:,} pixels ({w*h/1e6:,.0f} Mpx), "
+                   f"over the {max_pixels:,}-pixel cap (max_image_pixels): not decoded, left blank")
+    for im in doc[pno-1].get_image_info():  # what is left over the cap is drawn from the page's own content
+        if (n := im['width'] * im['height']) > max_pixels:
+            raise DocumentError(f"{what}: page {pno}: an inline image of {im['width']:,} x {im['height']:,} pixels "
+                                f"({n/1e6:,.0f} Mpx) is over the {max_pixels:,}-pixel cap (max_image_pixels): "
+                                "the page is not read")
+    return out
 
 # %% ../nbs/05_pdf.ipynb #386f7636
 def _line_boxes(page:pymupdf.Page, textpage=None)->list[tuple]:
@@ -215,11 +251,20 @@ def table_boxes(
     return [tuple(t.bbox) for t in (tf.tables if tf else []) if t.row_count >= min_cells and t.col_count >= min_cells]
 
 # %% ../nbs/05_pdf.ipynb #1d3a5c75
+MAX_LAYOUT_PIXELS = 4096 * 4096  # the layout model draws the page at 72 dpi: pages up to 4,096 pt square (A0 fits)
+
+def layout_fits(
+    page:pymupdf.Page,  # page to read
+    max_pixels:int=MAX_LAYOUT_PIXELS,  # the most pixels the layout model's 72-dpi image of the page may have
+)->bool:
+    "Whether the layout model may read `page`: it renders the page at zoom 1, 1.5 GB for a 14,400-pt page."
+    return page.rect.width * page.rect.height <= max_pixels
+
 def layout_boxes(
     page:pymupdf.Page,  # page to read
 )->list[tuple]:
     "The layout model's boxes of `page` as (x0, y0, x1, y1, class), e.g. 'table', 'picture'; [] without the model."
-    if not has_layout(): return []
+    if not has_layout() or not layout_fits(page): return []  # a page too big is left to the other detectors
     page.get_layout()
     return [(*(float(v) for v in b[:4]), str(b[-1])) for b in page.layout_information or []]
 
@@ -316,6 +361,7 @@ def snap_to_words(bbox:tuple, # A box (x0, y0, x1, y1)
     return (x0, y0, x1, y1)
 
 
+
 # %% ../nbs/05_pdf.ipynb #2c4597e4
 def detect_regions(
     page:pymupdf.Page,  # page to analyse
@@ -329,7 +375,7 @@ def detect_regions(
     "The page's regions from each detector, merged: dicts with `bbox` (pt, top-left origin), `kind` and `source`."
     dets = _detectors(detectors)
     lay = layout_boxes(page) if 'layout' in dets else []
-    ran_layout = 'layout' in dets and has_layout()
+    ran_layout = 'layout' in dets and has_layout() and layout_fits(page)
     text = [b[:4] for b in lay if b[4] in _TEXT_CLASSES]
     cands = [(b, 'table', 'tables') for b in (table_boxes(page) if 'tables' in dets else [])]
     cands += [(_header_above(page, b[:4], lay), 'table', 'layout') for b in lay if b[4] == 'table']
@@ -459,9 +505,11 @@ def _opened(path:str):
 
 # %% ../nbs/05_pdf.ipynb #6768989e
 def _regions_item(item)->list[dict]:
-    "Regions of one page, `item` = (path, page, detectors, options): a worker's unit; errors name file and page."
-    path, pno, dets, kw = item
-    try: return detect_regions(_opened(path)[0][pno-1], dets, **kw)
+    "Regions of one page, `item` = (path, page, detectors, options, image cap): a worker's unit; errors name the page."
+    path, pno, dets, kw, cap = item
+    doc = _opened(path)[0]
+    cap_images(doc, pno, cap, path)  # the region of a blanked picture stays: its box is the same
+    try: return detect_regions(doc[pno-1], dets, **kw)
     except Exception as e:
         raise DocumentError(f"{path}: page {pno}: region detection failed ({e.__class__.__name__}: {e})") from e
 
@@ -470,6 +518,7 @@ def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='loca
              workers:int|None=1)->dict[str, list[Region]]:
     "The regions of `pages` of each file: from the cache where it has them, the others detected through `map_items`."
     dets, store = _detectors(detectors), (RegionCache(None if cache is True else cache) if cache else None)
+    kw = dict(kw); cap = kw.pop('max_image_pixels', MAX_IMAGE_PIXELS)  # not a setting: regions do not depend on it
     settings, found, shas, todo = _settings_key(dets, kw), {}, {}, []
     for p in paths:
         n = open_pdf(p).page_count
@@ -478,7 +527,7 @@ def _regions(paths:list[str], pages, detectors, cache, kw:dict, engine:str='loca
             if not 1 <= pno <= n: raise DocumentError(f"{p}: no page {pno} (it has {n})")
         shas[p] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
         found[p] = dict.fromkeys(pnos) | (store.get(shas[p], pnos, settings) if store else {})
-        todo += [(p, pno, dets, kw) for pno in pnos if found[p][pno] is None]
+        todo += [(p, pno, dets, kw, cap) for pno in pnos if found[p][pno] is None]
     # the layout model runs onnxruntime threads, which a forked process does not get back: workers are spawned
     # and run the exported module's function (importable by a fresh process, unlike a notebook's)
     spawn = 'layout' in dets and has_layout() and engine == 'local' and (workers or 1) > 1
@@ -502,6 +551,41 @@ def pdf_regions(
     return _regions([str(path)], pages, detectors, cache, kwargs)[str(path)]
 
 # %% ../nbs/05_pdf.ipynb #e0101ece
+import math
+MAX_SIDE = 2048  # pixels: the longest side of a rendered page or crop (OpenAI's high-detail square)
+MAX_PIXELS = 2048 * 2048  # pixels of a rendered page or crop
+
+def fit_zoom(
+    rect:pymupdf.Rect,  # what is rendered: the page's rectangle or a clip (pt)
+    zoom:float,  # the zoom asked for (pixels per point)
+    max_side:int=MAX_SIDE,  # at most this many pixels on the longest side
+    max_pixels:int=MAX_PIXELS,  # at most this many pixels in all
+)->float:
+    "The largest zoom, up to `zoom`, at which `rect` renders within `max_side` pixels a side and `max_pixels` in all."
+    w, h = max(rect.width, 1e-3), max(rect.height, 1e-3)
+    z = min(zoom, max_side / max(w, h), math.sqrt(max_pixels / (w * h)))
+    while z > 0:  # MuPDF rounds the pixel box outwards: shrink until it fits
+        ir = (rect * pymupdf.Matrix(z, z)).irect
+        if max(ir.width, ir.height) <= max_side and ir.width * ir.height <= max_pixels: return z
+        z *= 0.999
+    return z
+
+def render_page(
+    page:pymupdf.Page,  # the page
+    zoom:float,  # the zoom asked for
+    clip:pymupdf.Rect|None=None,  # the part to render (default: the whole page)
+    max_side:int=MAX_SIDE,  # at most this many pixels on the longest side
+    max_pixels:int=MAX_PIXELS,  # at most this many pixels in all
+    what:str='',  # the file, for the error
+)->pymupdf.Pixmap:
+    "`page` (or its `clip`) rendered within the pixel budget; `DocumentError` naming file and page if MuPDF cannot."
+    z = fit_zoom(clip or page.rect, zoom, max_side, max_pixels)
+    try: return page.get_pixmap(matrix=pymupdf.Matrix(z, z), clip=clip)
+    except Exception as e:
+        raise DocumentError(f"{what or page.parent.name}: page {page.number+1}: MuPDF cannot render it at zoom {z:.3g} "
+                            f"({e.__class__.__name__}: {e})") from e
+
+# %% ../nbs/05_pdf.ipynb #430e1b71
 def render_regions(
     path:str|Path,  # the PDF the regions come from
     regions:list[Region],  # regions to render (their `image` is set)
@@ -509,15 +593,19 @@ def render_regions(
     zoom:float=4,  # rendering scale (4 = 288 dpi)
     top:float=35,  # margin above the region (pt)
     bottom:float=50,  # margin below the region (pt)
+    max_side:int=MAX_SIDE,  # a crop has at most this many pixels on its longest side (the zoom is lowered)
+    max_pixels:int=MAX_PIXELS,  # ... and at most this many pixels in all
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # embedded pictures with more pixels are blanked, not decoded
 )->list[Region]:
     "Render each region to `out_dir/<region.name>` and record the path in the region."
     doc, out_dir = open_pdf(path), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for pno in sorted({r.page for r in regions}): cap_images(doc, pno, max_image_pixels, str(path))
     for r in regions:
         pg = doc[r.page-1]
         x0, y0, x1, y1 = r.bbox
         clip = pymupdf.Rect(x0, y0-top, x1, y1+bottom) & pg.rect
-        pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip).save(out_dir/r.name)
+        render_page(pg, zoom, clip, max_side, max_pixels, str(path)).save(out_dir/r.name)
         r.image = str(out_dir/r.name)
     return regions
 
@@ -527,11 +615,15 @@ def mark_page(
     pno:int,  # page number, from 1
     regions:list[Region],  # regions of that page
     out_dir:str|Path,  # folder for the page image
-    zoom:float=3,  # rendering scale
+    zoom:float=3,  # rendering scale (lowered to keep within `max_side` and `max_pixels`)
     fontsize:float=8,  # label size (pt)
+    max_side:int=MAX_SIDE,  # the image has at most this many pixels on its longest side
+    max_pixels:int=MAX_PIXELS,  # ... and at most this many pixels in all
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # embedded pictures with more pixels are blanked, not decoded
 )->Path:
     "Render page `pno` with a red box and a red-on-white name label per region; return the PNG's path."
     doc = open_pdf(path)  # a fresh copy: drawing on it never touches another caller's document
+    cap_images(doc, pno, max_image_pixels, str(path))
     pg = doc[pno-1]
     for r in regions:
         rect = pymupdf.Rect(r.bbox)
@@ -543,7 +635,7 @@ def mark_page(
         pg.insert_text((label.x0 + 2, label.y1 - 3), r.name, fontsize=fontsize, color=(1, 0, 0))
     out = Path(out_dir)/f"{regions[0].doc if regions else doc_id(path)}_{pno}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).save(out)
+    render_page(pg, zoom, None, max_side, max_pixels, str(path)).save(out)
     return out
 
 # %% ../nbs/05_pdf.ipynb #0cbbe043
@@ -624,10 +716,12 @@ def reading_order(
     return out
 
 # %% ../nbs/05_pdf.ipynb #6f6ce173
+_TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES  # 'dict' without each picture's bytes
+
 def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
     "The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes`."
     out = []
-    for b in page.get_text('dict')['blocks']:
+    for b in page.get_text('dict', flags=_TEXT_ONLY)['blocks']:
         lines = []
         for l in b.get('lines', []):
             if not (seen := [s['bbox'] for s in l['spans'] if s['text'].strip()]): continue
@@ -730,12 +824,15 @@ def find_regions(
     return regions_many(path, pages, engine, workers, **kwargs)[str(path)]
 
 
+
 # %% ../nbs/05_pdf.ipynb #719f542f
 _FIRST = 10**9  # the number a page's first table gets while pages are parsed apart (renumbered after)
 
 def _offline_item(item):
-    path, pno, regions = item
-    return offline_page(_opened(path)[0][pno-1], regions, _FIRST)
+    path, pno, regions, cap = item
+    doc = _opened(path)[0]
+    cap_images(doc, pno, cap, path)
+    return offline_page(doc[pno-1], regions, _FIRST)
 
 def renumber_tables(
     pp:ParsedPage,  # a page parsed with its first table numbered `_FIRST`
@@ -753,17 +850,30 @@ def offline_pages(
     by_page:dict,  # page number -> its (rendered) regions
     engine:str='local',  # 'local' or 'ray'
     workers:int|None=1,  # local processes, or CPUs of a local Ray
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # embedded pictures with more pixels are blanked, not decoded
 )->list[ParsedPage]:
     "`offline_page` for many pages on workers, tables numbered through the document as a single pass numbers them."
     # with the layout model imported, a forked worker's PyMuPDF does not match this process's: spawn, as for regions
     spawn = has_layout() and engine == 'local' and (workers or 1) > 1
     fn = importlib.import_module('ragnb.pdf')._offline_item if spawn else _offline_item
-    items = [(str(path), pno, by_page[pno]) for pno in pnos]
+    items = [(str(path), pno, by_page[pno], max_image_pixels) for pno in pnos]
     pps, n = map_items(fn, items, engine, workers, 'spawn' if spawn else None), 1
     for pp in pps: renumber_tables(pp, n); n += len(pp.tables)
     return pps
 
 # %% ../nbs/05_pdf.ipynb #8da3f5f1
+def _size_warnings(page:pymupdf.Page, zoom:float, max_side:int, max_pixels:int, layout:bool)->list[str]:
+    "What a page too big did to its parse: the layout model left out, a page image drawn below 72 dpi."
+    r, out = page.rect, []
+    if layout and not layout_fits(page):
+        out.append(f"the page is too big for the layout model ({r.width:,.0f} x {r.height:,.0f} pt, over "
+                   f"{MAX_LAYOUT_PIXELS:,} pixels at 72 dpi): its regions were found without it")
+    if (z := fit_zoom(r, zoom, max_side, max_pixels)) < min(1, zoom):
+        out.append(f"the page is {r.width:,.0f} x {r.height:,.0f} pt: its image was drawn at zoom {z:.2g} "
+                   f"({72*z:.0f} dpi) to stay within {max_side:,} pixels a side (max_side) and {max_pixels:,} in "
+                   "all (max_pixels), so small text may be unreadable")
+    return out
+
 def parse_pdf(
     path:str|Path,  # the PDF
     out_dir:str|Path,  # folder for page images, crops, pages, tables and the manifest
@@ -772,23 +882,30 @@ def parse_pdf(
     pages:list[int]|None=None,  # page numbers from 1 (default: all)
     prompt:Prompt|str='pdf_page',  # the page-parsing prompt
     model:str|None=None,  # vision model (default: `llm.vision_model`)
-    page_zoom:float=3,  # zoom of the marked page images
-    crop_zoom:float=4,  # zoom of the region crops
+    page_zoom:float=3,  # zoom of the marked page images (lowered to keep within `max_side` and `max_pixels`)
+    crop_zoom:float=4,  # zoom of the region crops (lowered likewise)
     engine:str='local',  # where regions and offline pages are computed: 'local' or 'ray' (model calls stay here)
     workers:int|None=1,  # local processes, or CPUs of a local Ray
+    max_side:int=MAX_SIDE,  # pixels: longest side of a page image or crop
+    max_pixels:int=MAX_PIXELS,  # pixels of a page image or crop
+    max_image_pixels:int=MAX_IMAGE_PIXELS,  # pixels: embedded pictures over this are blanked, not decoded (a warning)
     **region_kw,  # passed to `page_regions`
 )->ParsedDoc:
     "Parse a PDF into markdown pages, HTML tables and image crops in `out_dir`, page failures recorded."
     path, out = Path(path), Path(out_dir)
     doc, did = open_pdf(path), doc_id(path)
     claim_folder(out, ParsedDoc(str(path), did, '', []))
-    regions = render_regions(path, find_regions(path, pages, engine, workers, **region_kw), out, zoom=crop_zoom)
     pnos = pages or list(range(1, doc.page_count+1))
+    big = {pno: cap_images(doc, pno, max_image_pixels, str(path)) for pno in pnos}  # before anything decodes them
+    budget = dict(max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels)
+    regions = render_regions(path, find_regions(path, pages, engine, workers, max_image_pixels=max_image_pixels,
+                                                **region_kw), out, zoom=crop_zoom, **budget)
     by_page = {pno: [r for r in regions if r.page == pno] for pno in pnos}
-    marked = {pno: str(mark_page(path, pno, by_page[pno], out, zoom=page_zoom)) for pno in pnos}
+    marked = {pno: str(mark_page(path, pno, by_page[pno], out, zoom=page_zoom, **budget)) for pno in pnos}
     parsed, n = [], 1
     if offline:
-        apart = offline_pages(path, pnos, by_page, engine, workers) if engine != 'local' or (workers or 1) > 1 else None
+        apart = (offline_pages(path, pnos, by_page, engine, workers, max_image_pixels)
+                 if engine != 'local' or (workers or 1) > 1 else None)
         for i, pno in enumerate(pnos):
             pp = apart[i] if apart else offline_page(doc[pno-1], by_page[pno], n); pp.image = marked[pno]
             parsed.append(pp); n += len(pp.tables)
@@ -813,6 +930,8 @@ def parse_pdf(
                             "pages may be incomplete or garbage")
     for pp in res.pages:
         if w := text_quality(doc[pp.page-1].get_text()): pp.warnings.append(w)
+        layout = 'layout' in _detectors(region_kw.get('detectors')) and has_layout()
+        pp.warnings += big[pp.page] + _size_warnings(doc[pp.page-1], page_zoom, max_side, max_pixels, layout)
     res.save(out)
     return res
 

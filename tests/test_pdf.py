@@ -3,7 +3,7 @@ import argparse, hashlib, io, json, sqlite3, subprocess, sys
 from contextlib import redirect_stdout
 from pathlib import Path
 import pymupdf, pytest
-from ragnb.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, find_regions, has_layout,
+from ragnb.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, find_regions, fit_zoom, has_layout,
                        icdar_tables, iou, mark_page, merge_rects, open_pdf, page_regions, pdf_regions, regions_many,
                        render_regions, table_boxes, table_grid)
 from ragnb.samples import sample_path
@@ -94,8 +94,10 @@ def test_marked_page_has_red_boxes(tmp_path):
     png = mark_page(f, 2, regs, tmp_path)
     assert png.name == f'{doc_id(f)}_2.png'
     pix = pymupdf.Pixmap(str(png))
+    z = fit_zoom(pymupdf.open(f)[1].rect, 3)  # zoom 3, lowered to fit 2,048 pixels
+    assert pix.height == 2048
     for r in regs:
-        x0, y0, x1, y1 = (round(3*v) for v in r.bbox)
+        x0, y0, x1, y1 = (round(z*v) for v in r.bbox)
         edge = [pix.pixel(x, (y0+y1)//2) for x in range(x0-3, x0+4)]
         assert any(c[0] > 200 and c[1] < 80 and c[2] < 80 for c in edge)
     plain = pymupdf.open(f)[1].get_pixmap(matrix=pymupdf.Matrix(3, 3))
