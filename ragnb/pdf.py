@@ -9,9 +9,10 @@ from dataclasses import dataclass, field, asdict
 from html import escape
 from pathlib import Path
 import nh3, numpy as np, pymupdf, shapely
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
+from ragnb.lazy import lazy
+sparse = lazy('scipy.sparse')  # imported where regions are merged, so `ragnb regions --help` starts at once
+csgraph = lazy('scipy.sparse.csgraph')
+from ragnb.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
 # %% auto #0
@@ -86,7 +87,7 @@ def merge_rects(
         geoms = shapely.box(*b.T)
         i, j = shapely.STRtree(geoms).query(geoms, predicate='dwithin', distance=distance*(1-1e-9))
         n = len(b)
-        k, lab = connected_components(coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n)), directed=False)
+        k, lab = csgraph.connected_components(sparse.coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n)), directed=False)
         if k == n: break
         o = np.argsort(lab, kind='stable')
         s, starts = b[o], np.r_[0, np.flatnonzero(np.diff(lab[o]))+1]
@@ -314,6 +315,7 @@ def snap_to_words(bbox:tuple, # A box (x0, y0, x1, y1)
                 x0, y0, x1, y1 = min(x0, w[0]), min(y0, w[1]), max(x1, w[2]), max(y1, w[3]); grown = True
         if not grown: break
     return (x0, y0, x1, y1)
+
 
 
 # %% ../nbs/05_pdf.ipynb #2c4597e4
@@ -728,6 +730,7 @@ def find_regions(
 )->list[Region]:
     "`pdf_regions` on an engine: in this process, or page by page on workers."
     return regions_many(path, pages, engine, workers, **kwargs)[str(path)]
+
 
 
 # %% ../nbs/05_pdf.ipynb #719f542f
