@@ -137,6 +137,19 @@ class LabelBatch:
 
     def __len__(self): return len(self.ids)
 
+# %% ../nbs/06a_metrics.ipynb #0ba14d67
+import functools, gc
+
+def _gc_paused(f):
+    "`f` with Python's cyclic garbage collector paused while it runs (then back as it was)."
+    @functools.wraps(f)
+    def run(*args, **kw):
+        was = gc.isenabled(); gc.disable()
+        try: return f(*args, **kw)
+        finally:
+            if was: gc.enable()
+    return run
+
 # %% ../nbs/06a_metrics.ipynb #77f712bf
 @patch(cls_method=True)
 def from_results(
@@ -324,6 +337,7 @@ def check_unique_ids(
 
 
 # %% ../nbs/06a_metrics.ipynb #b6f93732
+@_gc_paused
 def score(
     results,              # RAGChecker results: dicts, objects, a DataFrame or a `LabelBatch`
     name:str='system',    # the system's name in tables and figures
@@ -478,6 +492,7 @@ def from_dict(
     return cls(**kw)
 
 # %% ../nbs/06a_metrics.ipynb #fdbe620a
+@_gc_paused
 def load_results(
     src,  # a path to RAGChecker JSON, its dict, a list of dicts or `RAGResult`s, or a DataFrame
 ) -> list[RAGResult]:
@@ -538,6 +553,7 @@ def save_results(
 
 # %% ../nbs/06a_metrics.ipynb #e7626c51
 from .engine import add_engine_args
+@_gc_paused
 def _cli_metrics(args) -> int:
     try: d = json.loads(Path(args.file).read_text())
     except (OSError, json.JSONDecodeError) as e:
