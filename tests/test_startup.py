@@ -6,7 +6,7 @@ from ragnb.llm import follows_schema, schema_error
 from ragnb.metrics import CheckingDataError, score
 
 HEAVY = ('jsonschema', 'openai', 'pandas', 'langchain_text_splitters', 'scipy', 'matplotlib', 'aiohttp', 'bm25s')
-LIGHT = ['generate', 'check', 'metrics', 'regions', 'retrieval', 'meta-eval']  # commands whose --help is light
+LIGHT = ['generate', 'check', 'metrics', 'regions', 'retrieval', 'meta-eval', 'run', 'compare']  # commands whose --help is light
 
 def loaded_after(code):
     "The HEAVY modules loaded by a fresh interpreter after running `code`."
