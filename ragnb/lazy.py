@@ -16,9 +16,11 @@ class LazyModule:
         self.__dict__['_name'] = name
 
     def __getattr__(self, attr):
-        if attr.startswith(('_repr_', '_ipython_')): raise AttributeError(attr)  # Jupyter's display probes
-        mod = importlib.import_module(self.__dict__['_name'])
-        self.__dict__.update(_mod=mod)
+        mod = self.__dict__.get('_mod')
+        if mod is None:
+            if attr.startswith(('_repr_', '_ipython_')): raise AttributeError(attr)  # Jupyter's display probes
+            mod = importlib.import_module(self.__dict__['_name'])  # holds the import lock: safe from threads
+            self.__dict__['_mod'] = mod
         return getattr(mod, attr)
 
     def __repr__(self): return f"lazy({self.__dict__['_name']!r}{', imported' if '_mod' in self.__dict__ else ''})"
