@@ -21,7 +21,8 @@ class LazyModule:
             if attr.startswith(('_repr_', '_ipython_')): raise AttributeError(attr)  # Jupyter's display probes
             mod = importlib.import_module(self.__dict__['_name'])  # holds the import lock: safe from threads
             self.__dict__['_mod'] = mod
-        return getattr(mod, attr)
+        v = self.__dict__[attr] = getattr(mod, attr)  # kept: the next read of `attr` is a plain attribute read
+        return v
 
     def __repr__(self): return f"lazy({self.__dict__['_name']!r}{', imported' if '_mod' in self.__dict__ else ''})"
 
