@@ -236,8 +236,9 @@ def splitter(
     keep_separator='end',    # Where a separator goes: 'end' of the left piece, 'start' of the right, or False
 )->text_splitters.RecursiveCharacterTextSplitter:
     "The recursive character splitter with the seed's defaults."
-    return text_splitters.RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, separators=separators,
-                                          keep_separator=keep_separator, is_separator_regex=False)
+    return text_splitters.RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                                                         separators=separators, keep_separator=keep_separator,
+                                                         is_separator_regex=False)
 
 # %% ../nbs/03_documents.ipynb #b2f27257
 def chunk_offsets(

@@ -892,8 +892,8 @@ aiohttp = lazy('aiohttp') if find_spec('aiohttp') else None
 _httpx = lazy('httpx2' if find_spec('httpx2') else 'httpx')  # the HTTP library of `openai` (httpx2 from openai 3)
 _chat_types = lazy('openai.types.chat')
 
-_STATUS_ERRORS = {400: 'BadRequestError', 401: 'AuthenticationError', 403: 'PermissionDeniedError', 404: 'NotFoundError',
-                  409: 'ConflictError', 422: 'UnprocessableEntityError', 429: 'RateLimitError'}  # names in `openai`
+_STATUS_ERRORS = {400: 'BadRequestError', 401: 'AuthenticationError', 403: 'PermissionDeniedError',  # in `openai`
+                  404: 'NotFoundError', 409: 'ConflictError', 422: 'UnprocessableEntityError', 429: 'RateLimitError'}
 
 def _plain(o) -> bool:
     "Whether `o` is plain JSON data (typed objects such as a pydantic `response_format` need the typed client)."

@@ -87,7 +87,8 @@ def merge_rects(
         geoms = shapely.box(*b.T)
         i, j = shapely.STRtree(geoms).query(geoms, predicate='dwithin', distance=distance*(1-1e-9))
         n = len(b)
-        k, lab = csgraph.connected_components(sparse.coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n)), directed=False)
+        graph = sparse.coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n))
+        k, lab = csgraph.connected_components(graph, directed=False)
         if k == n: break
         o = np.argsort(lab, kind='stable')
         s, starts = b[o], np.r_[0, np.flatnonzero(np.diff(lab[o]))+1]
