@@ -266,7 +266,8 @@ def _groups(boxes:list, overlap:float)->np.ndarray:
     g = shapely.box(*np.asarray(boxes, dtype=float).T)
     i, j = shapely.STRtree(g).query(g, predicate='intersects')
     keep = np.array([_same(boxes[a], boxes[b], overlap) for a, b in zip(i, j)], dtype=bool)
-    return connected_components(coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n)), directed=False)[1]
+    graph = sparse.coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n))
+    return csgraph.connected_components(graph, directed=False)[1]
 
 # %% ../nbs/05_pdf.ipynb #d4d90f92
 def _rows(words:list)->list[list]:
