@@ -3,14 +3,14 @@ ragnb's scripted server on 127.0.0.1 (answers at once), `ragnb metrics` on RAGCh
 `ragnb metrics` on N copies of it and the replayed demo.
 
 Each figure is the wall time of a fresh interpreter, the minimum of R runs (the machine may be busy; the minimum is the
-least disturbed). Pass one or more source trees to compare them side by side, run by run in turn, e.g. main's tree
+least disturbed), with each tree's ragnb compiled to bytecode first, as an installed package is. Pass one or more source trees to compare them side by side, run by run in turn, e.g. main's tree
 (`git worktree add /tmp/main main` or `git archive main | tar -x -C /tmp/main`) and this one:
 
     python bench/startup.py [--runs 5] [--metrics-n 20000] [--demo] [TREE ...]
 
 A tree is a folder holding the `ragnb` package; without one, the ragnb this script imports is used.
 """
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, compileall, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 from ragnb.samples import sample_path
 from ragnb.scripted import ScriptedServer
@@ -66,6 +66,8 @@ def main():
     trees = [Path(t).resolve() for t in a.trees] or [None]
     for t in trees:
         if t and not (t/'ragnb'/'__init__.py').exists(): sys.exit(f"{t}: no ragnb package there")
+        # bytecode first, as an installed package has it (with PYTHONDONTWRITEBYTECODE every run would compile ragnb)
+        compileall.compile_dir(str((t or Path(__import__('ragnb').__file__).parents[1])/'ragnb'), quiet=1)
     with ScriptedServer() as srv, tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         rows = []
