@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio, hashlib, json, os, time
 from pathlib import Path
 from typing import Callable, Iterable
-import openai
+from ragnb.lazy import lazy
+openai = lazy('openai')  # imported on first use, so importing ragnb stays quick
 from tqdm.auto import tqdm
-from .llm import LLM, Request, Result, Usage, as_requests, prompt_id, cost_of
+from ragnb.llm import LLM, Request, Result, Usage, as_requests, prompt_id, cost_of
 
 # %% auto #0
 __all__ = ['TERMINAL', 'BATCH_DISCOUNT', 'custom_id', 'key_of_line', 'batch_lines', 'BatchJobs', 'submit', 'wait', 'collect',

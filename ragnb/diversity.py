@@ -7,16 +7,16 @@ from __future__ import annotations
 import itertools, math, random, re, time
 from collections import Counter
 from dataclasses import dataclass, field, asdict
-import numpy as np, pandas as pd
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
-from .llm import LLM, Request, Usage, ParseError, LLMError
-from .prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
-from .documents import Document, Chunk, split_documents
-from .evidence import ground
-from .generate import (QA, Dataset, generate_questions, critique, select, sample_chunks, parse_rating, clean_field,
+import numpy as np
+from ragnb.lazy import lazy
+pd, plt = lazy('pandas'), lazy('matplotlib.pyplot')  # imported on first use: `ragnb generate` starts at once
+from ragnb.llm import LLM, Request, Usage, ParseError, LLMError
+from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
+from ragnb.documents import Document, Chunk, split_documents
+from ragnb.evidence import ground
+from ragnb.generate import (QA, Dataset, generate_questions, critique, select, sample_chunks, parse_rating, clean_field,
                             failure_record)
-from .display import md_escape
+from ragnb.display import md_escape
 
 # %% auto #0
 __all__ = ['QUESTION_TYPES', 'DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'LANGUAGE_CODES', 'CANDIDATES', 'OUTCOMES',
@@ -802,7 +802,7 @@ def mix_table(
 def plot_mix(
     ds:Dataset,                # A mixed dataset
     colors:list|None=None,     # One colour per outcome (default: matplotlib's cycle)
-)->Figure:
+)->plt.Figure:
     "Two panels: rows per question type by outcome, and questions per persona, kept or dropped."
     t = mix_table(ds)
     colors = colors or [f'C{i}' for i in range(len(OUTCOMES))]

@@ -8,9 +8,10 @@ import fnmatch, hashlib, os, re, stat, subprocess, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from html import escape
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-from .llm import default_cache_dir
-from .display import md_escape, fenced
+from ragnb.lazy import lazy
+text_splitters = lazy('langchain_text_splitters')  # imported when a splitter is made: importing ragnb stays quick
+from ragnb.llm import default_cache_dir
+from ragnb.display import md_escape, fenced
 
 # %% auto #0
 __all__ = ['DEFAULT_GLOB', 'SEPARATORS', 'DATA_URI', 'Document', 'LoadIssue', 'LoadError', 'front_matter_end', 'read_text',
@@ -233,10 +234,11 @@ def splitter(
     chunk_overlap:int=300,   # Characters shared by neighbouring chunks (at most)
     separators:list=SEPARATORS,  # Tried in order
     keep_separator='end',    # Where a separator goes: 'end' of the left piece, 'start' of the right, or False
-)->RecursiveCharacterTextSplitter:
+)->text_splitters.RecursiveCharacterTextSplitter:
     "The recursive character splitter with the seed's defaults."
-    return RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, separators=separators,
-                                          keep_separator=keep_separator, is_separator_regex=False)
+    return text_splitters.RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                                                         separators=separators, keep_separator=keep_separator,
+                                                         is_separator_regex=False)
 
 # %% ../nbs/03_documents.ipynb #b2f27257
 def chunk_offsets(

@@ -7,15 +7,16 @@ from __future__ import annotations
 import html, json, random, re, sys, time
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
-import pandas as pd, nh3
+import nh3
+from ragnb.lazy import lazy
+pd = lazy('pandas')  # imported on first use, so `ragnb generate --help` starts at once
 import numpy as np
 from rapidfuzz import fuzz, process, utils
-from .evidence import ground
-from .llm import LLM, Request, Result, Usage, ParseError, add_call_options, call_options, check_output
-from .prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
-from .documents import Document, Chunk, load_documents, split_documents, split_many
-from .display import md_escape
-
+from ragnb.evidence import ground
+from ragnb.llm import LLM, Request, Result, Usage, ParseError, add_call_options, call_options, check_output
+from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
+from ragnb.documents import Document, Chunk, load_documents, split_documents, split_many
+from ragnb.display import md_escape
 
 # %% auto #0
 __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA',

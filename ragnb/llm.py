@@ -9,19 +9,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
-import openai, jsonschema
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from .display import md_escape, fenced
-
+from ragnb.display import md_escape, fenced
+from ragnb.lazy import lazy
+openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model',
            'env_number', 'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part',
            'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
            'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
-           'response_format', 'refuses_format', 'follows_schema', 'structured_mode', 'joined_content', 'fast_path',
-           'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
+           'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'joined_content',
+           'fast_path', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -602,14 +602,66 @@ def refuses_format(f:Failure # The failure of a call
     return f.kind in ('bad_request', 'server_error') and bool(_FORMAT_WORDS.search(f.message))
 
 # %% ../nbs/00_llm.ipynb #7201d258
+_TYPES = {'object': dict, 'array': list, 'string': str, 'boolean': bool, 'null': type(None)}
+_KEYWORDS = {'title', 'description', 'type', 'properties', 'required', 'additionalProperties', 'items', 'enum',
+             'minItems', 'maxItems', 'minimum', 'maximum', 'minLength', 'maxLength'}
+
+def _simple(schema) -> bool:
+    "Whether `schema` uses only `_KEYWORDS` (and boolean `additionalProperties`), all the way down."
+    if not isinstance(schema, dict) or not set(schema) <= _KEYWORDS: return False
+    if not isinstance(schema.get('additionalProperties', False), bool): return False
+    subs = list((schema.get('properties') or {}).values()) + ([schema['items']] if 'items' in schema else [])
+    return all(_simple(s) for s in subs)
+
+def _is_type(v, t:str) -> bool:
+    if t in ('integer', 'number'):
+        if isinstance(v, bool) or not isinstance(v, (int, float)): return False
+        return t == 'number' or isinstance(v, int) or float(v).is_integer()
+    return isinstance(v, _TYPES[t])
+
+def schema_error(v, # A JSON value
+                 schema:dict, # A JSON schema of `_KEYWORDS` only (`_simple`)
+                 at:str='' # Where `v` is in the reply, for the message
+                ) -> str|None:
+    "What first breaks `schema` in `v` (messages as jsonschema's), or None."
+    where = f" at {at}" if at else ''
+    t = schema.get('type')
+    if t is not None and not any(_is_type(v, x) for x in (t if isinstance(t, list) else [t])):
+        return f"{v!r} is not of type {t!r}{where}"
+    if 'enum' in schema and not any(v == e and isinstance(v, bool) == isinstance(e, bool) for e in schema['enum']):
+        return f"{v!r} is not one of {schema['enum']!r}{where}"
+    n = len(v) if isinstance(v, (str, list)) else None
+    lo, hi = ('minItems', 'maxItems') if isinstance(v, list) else ('minLength', 'maxLength')
+    if n is not None and n < schema.get(lo, 0): return f"{v!r} is too short{where}"
+    if n is not None and hi in schema and n > schema[hi]: return f"{v!r} is too long{where}"
+    num = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if num and 'minimum' in schema and v < schema['minimum']: return f"{v!r} is less than {schema['minimum']}{where}"
+    if num and 'maximum' in schema and v > schema['maximum']: return f"{v!r} is more than {schema['maximum']}{where}"
+    if isinstance(v, dict):
+        props = schema.get('properties') or {}
+        if (k := next((k for k in schema.get('required', []) if k not in v), None)) is not None:
+            return f"{k!r} is a required property{where}"
+        if schema.get('additionalProperties', True) is False and (extra := [k for k in v if k not in props]):
+            return f"Additional properties are not allowed ({extra[0]!r} was unexpected){where}"
+        for k, s in props.items():
+            if k in v and (e := schema_error(v[k], s, f"{at}.{k}" if at else k)): return e
+    if isinstance(v, list) and isinstance(schema.get('items'), dict):
+        for i, x in enumerate(v):
+            if (e := schema_error(x, schema['items'], f"{at}[{i}]")): return e
+    return None
+
 def follows_schema(text:str, # A reply
                    schema:dict # The JSON schema it was asked to follow
                   ) -> str|None:
     "None when `text` is one bare JSON value valid under `schema`, else what is wrong with it."
     try: v = json.loads(text)
     except (json.JSONDecodeError, TypeError): return f"not bare JSON: {str(text)[:60]!r}"
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(v))
-    return None if err is None else f"does not follow the schema: {err.message[:120]}"
+    if _simple(schema): err = schema_error(v, schema)
+    else:  # other keywords: jsonschema, imported here (with its format checkers it takes a second or more)
+        import jsonschema
+        e = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(v))
+        err = None if e is None else e.message
+    return None if err is None else f"does not follow the schema: {err[:120]}"
 
 # %% ../nbs/00_llm.ipynb #f7265b1d
 _SECRET = re.compile(r'\b(sk|az|key)-[\w-]{6,}', re.I)
@@ -735,6 +787,7 @@ def joined_content(messages:list # Chat messages
             for m in messages]
 
 
+
 # %% ../nbs/00_llm.ipynb #cd5789dc
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
@@ -831,16 +884,16 @@ async def _closing(self:LLM, coro):
         if (s := self._sessions.pop(id(loop), None)): await s[1].close()
 
 
-# %% ../nbs/00_llm.ipynb #e901ec7a
-try: import aiohttp
-except ImportError: aiohttp = None  # the typed client serves every call
-try: import httpx2 as _httpx  # the HTTP library of the installed `openai` (httpx2 from openai 3)
-except ImportError: import httpx as _httpx
-from openai.types.chat import ChatCompletion
 
-_STATUS_ERRORS = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
-                  404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
-                  429: openai.RateLimitError}
+# %% ../nbs/00_llm.ipynb #e901ec7a
+from importlib.util import find_spec
+# imported at the first call; without aiohttp the typed client serves every call
+aiohttp = lazy('aiohttp') if find_spec('aiohttp') else None
+_httpx = lazy('httpx2' if find_spec('httpx2') else 'httpx')  # the HTTP library of `openai` (httpx2 from openai 3)
+_chat_types = lazy('openai.types.chat')
+
+_STATUS_ERRORS = {400: 'BadRequestError', 401: 'AuthenticationError', 403: 'PermissionDeniedError',  # in `openai`
+                  404: 'NotFoundError', 409: 'ConflictError', 422: 'UnprocessableEntityError', 429: 'RateLimitError'}
 
 def _plain(o) -> bool:
     "Whether `o` is plain JSON data (typed objects such as a pydantic `response_format` need the typed client)."
@@ -856,7 +909,7 @@ def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusEr
     err = body.get('error') if isinstance(body, dict) else None
     msg = err.get('message') if isinstance(err, dict) else raw[:300].decode('utf-8', 'replace')
     resp = _httpx.Response(status, headers=list(headers.items()), content=raw, request=_httpx.Request('POST', url))
-    cls = _STATUS_ERRORS.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
+    cls = getattr(openai, _STATUS_ERRORS.get(status, 'InternalServerError' if status >= 500 else 'APIStatusError'))
     return cls(f"Error code: {status} - {msg}", response=resp, body=err if err is not None else body)
 
 # %% ../nbs/00_llm.ipynb #a35706fe
@@ -895,10 +948,10 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
     except aiohttp.ClientError as e:
         raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=_httpx.Request('POST', url)) from e
     if status >= 400: raise _status_error(status, rh, raw, url)
-    try: return rh, ChatCompletion.model_validate_json(raw)
+    try: return rh, _chat_types.ChatCompletion.model_validate_json(raw)
     # a lenient server's reply (a field missing): built without validation, as the typed client does
     except ValueError: pass
-    try: return rh, ChatCompletion.construct(**json.loads(raw))
+    try: return rh, _chat_types.ChatCompletion.construct(**json.loads(raw))
     except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
 
 # %% ../nbs/00_llm.ipynb #f74fd452
@@ -952,6 +1005,7 @@ def estimate(self:LLM, requests:Iterable) -> dict:
             'input_cost':round(cost, 4)}
 
 
+
 # %% ../nbs/00_llm.ipynb #2791f92b
 @patch
 async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
@@ -987,6 +1041,7 @@ def batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM c
     return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate, mode)))
 
 
+
 # %% ../nbs/00_llm.ipynb #019eb2f1
 def as_requests(requests:Iterable # Requests, dicts or message lists
                ) -> list[Request]:
@@ -1013,6 +1068,7 @@ def chat_body(self:LLM, r:Request) -> dict:
 def client(self:LLM) -> openai.AsyncOpenAI:
     "The typed `openai` client of this event loop (Azure's when `azure_endpoint` is set), e.g. for the Batch API."
     return self._client()
+
 
 
 # %% ../nbs/00_llm.ipynb #3f9f5b49
@@ -1210,6 +1266,7 @@ def put_trace(self:CallCache, ex:Exchange):
         c.execute('ROLLBACK'); raise
 
 
+
 # %% ../nbs/00_llm.ipynb #37a9289f
 def select_traces(exchanges:list, # `Exchange`s, any order
                   prompts:Iterable|str|None=None, # Prompt names to keep (`factoid_qa`, ...); None keeps all
@@ -1254,6 +1311,7 @@ def traces(self:CallCache,
     return select_traces(out, **filters)
 
 
+
 # %% ../nbs/00_llm.ipynb #06104f4b
 @patch
 def traces(self:LLM,
@@ -1276,6 +1334,7 @@ def trace_for(self:LLM,
              ) -> list[Exchange]:
     "The exchanges of one item, oldest first (see `LLM.traces`)."
     return self.traces(item_id, **filters)
+
 
 
 # %% ../nbs/00_llm.ipynb #5f3ac913
@@ -1320,4 +1379,5 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
 def embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Sync `aembed`."
     return run_sync(self._closing(self.aembed(list(texts), model, batch_size)))
+
 

@@ -8,16 +8,17 @@ import re
 from dataclasses import dataclass, field, asdict
 from html import escape, unescape
 from pathlib import Path
-import pandas as pd
-from .llm import LLM, Request, ParseError, Usage, text_part, image_part, add_call_options, call_options
-from .prompts import get_prompt, DEFAULT_AUDIENCE
-from .pages import Segment, ParsedDoc, sanitize_html
-from .pdf import parse_pdf
-from .office import parse_office, MAX_IMAGE_BYTES, MAX_PART_BYTES
-from .pages import DocumentError, page_list
+from ragnb.lazy import lazy
+pd = lazy('pandas')  # imported on first use, so `ragnb parse --help` starts sooner
+from ragnb.llm import LLM, Request, ParseError, Usage, text_part, image_part, add_call_options, call_options
+from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE
+from ragnb.pages import Segment, ParsedDoc, sanitize_html
+from ragnb.pdf import parse_pdf
+from ragnb.office import parse_office, MAX_IMAGE_BYTES, MAX_PART_BYTES
+from ragnb.pages import DocumentError, page_list
 import sys
-from .generate import QA, Dataset, parse_factoid, critique, select
-from .evidence import locate
+from ragnb.generate import QA, Dataset, parse_factoid, critique, select
+from ragnb.evidence import locate
 
 # %% auto #0
 __all__ = ['IMAGE_TYPES', 'Part', 'build_context', 'context_messages', 'context_text', 'parse_multimodal', 'MultimodalQA',

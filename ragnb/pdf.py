@@ -9,9 +9,10 @@ from dataclasses import dataclass, field, asdict
 from html import escape
 from pathlib import Path
 import nh3, numpy as np, pymupdf, shapely
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
+from ragnb.lazy import lazy
+sparse = lazy('scipy.sparse')  # imported where regions are merged, so `ragnb regions --help` starts at once
+csgraph = lazy('scipy.sparse.csgraph')
+from ragnb.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
 # %% auto #0
@@ -122,7 +123,8 @@ def merge_rects(
         geoms = shapely.box(*b.T)
         i, j = shapely.STRtree(geoms).query(geoms, predicate='dwithin', distance=distance*(1-1e-9))
         n = len(b)
-        k, lab = connected_components(coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n)), directed=False)
+        graph = sparse.coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n))
+        k, lab = csgraph.connected_components(graph, directed=False)
         if k == n: break
         o = np.argsort(lab, kind='stable')
         s, starts = b[o], np.r_[0, np.flatnonzero(np.diff(lab[o]))+1]
@@ -309,7 +311,8 @@ def _groups(boxes:list, overlap:float)->np.ndarray:
     g = shapely.box(*np.asarray(boxes, dtype=float).T)
     i, j = shapely.STRtree(g).query(g, predicate='intersects')
     keep = np.array([_same(boxes[a], boxes[b], overlap) for a, b in zip(i, j)], dtype=bool)
-    return connected_components(coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n)), directed=False)[1]
+    graph = sparse.coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n))
+    return csgraph.connected_components(graph, directed=False)[1]
 
 # %% ../nbs/05_pdf.ipynb #d4d90f92
 def _rows(words:list)->list[list]:

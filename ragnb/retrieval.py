@@ -11,18 +11,15 @@ from typing import Callable, Iterable
 from fastcore.basics import patch
 
 import numpy as np
-import pandas as pd
-import bm25s
-from scipy import stats
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+from ragnb.lazy import lazy
+# imported on first use (and the figures' colours where they are drawn), so `ragnb retrieval --help` starts at once
+pd, bm25s, stats, plt = lazy('pandas'), lazy('bm25s'), lazy('scipy.stats'), lazy('matplotlib.pyplot')
 
-from .documents import Document, split_documents, load_folder
-from .evidence import locate  # exact, then normalised, then fuzzy
-from .llm import LLM, Request
-from .prompts import get_prompt
-from .plots import OKABE_ITO
-from .display import md_escape
+from ragnb.documents import Document, split_documents, load_folder
+from ragnb.evidence import locate  # exact, then normalised, then fuzzy
+from ragnb.llm import LLM, Request
+from ragnb.prompts import get_prompt
+from ragnb.display import md_escape
 
 # %% auto #0
 __all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
@@ -449,8 +446,9 @@ def evaluate(
 def plot_by_k(
     *reports:RetrievalReport,                                # One or more reports (one line each)
     metrics:Iterable[str]=('hit', 'recall', 'mrr', 'ndcg')   # metrics to draw
-)->Figure:
+)->plt.Figure:
     "Each metric over k with its bootstrap band, one line per report."
+    from ragnb.plots import OKABE_ITO
     metrics = list(metrics)
     fig = plt.figure(figsize=(3.1 * len(metrics), 3.0)); plt.close(fig)  # returned, displayed once
     axs = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
@@ -551,8 +549,9 @@ def sweep(
 
 # %% ../nbs/07_retrieval.ipynb #2e498a5f
 def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
-               )->Figure:
+               )->plt.Figure:
     "The metric by k for each chunking, and against the characters retrieved (the trade-off)."
+    from ragnb.plots import OKABE_ITO
     r = sw.results
     fig = plt.figure(figsize=(9.5, 3.4)); plt.close(fig)
     a, b = fig.subplots(1, 2)

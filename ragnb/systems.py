@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
-import pandas as pd
 from tqdm.auto import tqdm
 from fastcore.basics import patch
+from ragnb.lazy import lazy
+pd = lazy('pandas')  # imported on first use, and the figures' module where they are drawn: `--help` starts at once
 
-from .llm import Failure, RETRYABLE, backoff_delay, error_kind
-from .metrics import METRICS, METRIC_GROUPS, RAGResult, Scores, load_results, score
-from .generate import QA, Dataset
+from ragnb.llm import Failure, RETRYABLE, backoff_delay, error_kind
+from ragnb.metrics import METRICS, METRIC_GROUPS, RAGResult, Scores, load_results, score
+from ragnb.generate import QA, Dataset
 
 # %% auto #0
 __all__ = ['ANSWER_KEYS', 'CONTEXT_KEYS', 'ABBREV', 'read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop',
@@ -391,7 +392,6 @@ _WRAPPERS.append(lambda o: LangChainSystem(o) if type(o).__module__.startswith('
 
 # %% ../nbs/07b_systems.ipynb #a47a51dd
 from .checker import CheckRun, claim_text, run_checks, usage_table
-from .plots import LOWER_IS_BETTER, OKABE_ITO, GROUP_COLOURS
 
 # the column names of the paper's Table 3
 ABBREV = {'precision': 'Prec.', 'recall': 'Rec.', 'f1': 'F1', 'claim_recall': 'CR', 'context_precision': 'CP',
@@ -566,6 +566,7 @@ def plot_comparison(cmp:Comparison, # From `compare`
     "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from ragnb.plots import LOWER_IS_BETTER, OKABE_ITO, GROUP_COLOURS
     fig = plt.figure(figsize=(10, 5.2)); plt.close(fig)  # returned, displayed once
     left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
     colours, k = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}, len(cmp.names)
