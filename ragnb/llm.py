@@ -14,14 +14,13 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 from .display import md_escape, fenced
 
-
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model',
            'env_number', 'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part',
            'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
            'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
            'response_format', 'refuses_format', 'follows_schema', 'structured_mode', 'joined_content', 'fast_path',
-           'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
+           'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces', 'check_vectors']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -735,6 +734,7 @@ def joined_content(messages:list # Chat messages
             for m in messages]
 
 
+
 # %% ../nbs/00_llm.ipynb #cd5789dc
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
@@ -829,6 +829,7 @@ async def _closing(self:LLM, coro):
         loop = asyncio.get_running_loop()
         if (c := self._clients.pop(id(loop), None)): await c[1].close()
         if (s := self._sessions.pop(id(loop), None)): await s[1].close()
+
 
 
 # %% ../nbs/00_llm.ipynb #e901ec7a
@@ -952,6 +953,7 @@ def estimate(self:LLM, requests:Iterable) -> dict:
             'input_cost':round(cost, 4)}
 
 
+
 # %% ../nbs/00_llm.ipynb #2791f92b
 @patch
 async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
@@ -987,6 +989,7 @@ def batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM c
     return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate, mode)))
 
 
+
 # %% ../nbs/00_llm.ipynb #019eb2f1
 def as_requests(requests:Iterable # Requests, dicts or message lists
                ) -> list[Request]:
@@ -1013,6 +1016,7 @@ def chat_body(self:LLM, r:Request) -> dict:
 def client(self:LLM) -> openai.AsyncOpenAI:
     "The typed `openai` client of this event loop (Azure's when `azure_endpoint` is set), e.g. for the Batch API."
     return self._client()
+
 
 
 # %% ../nbs/00_llm.ipynb #3f9f5b49
@@ -1210,6 +1214,7 @@ def put_trace(self:CallCache, ex:Exchange):
         c.execute('ROLLBACK'); raise
 
 
+
 # %% ../nbs/00_llm.ipynb #37a9289f
 def select_traces(exchanges:list, # `Exchange`s, any order
                   prompts:Iterable|str|None=None, # Prompt names to keep (`factoid_qa`, ...); None keeps all
@@ -1254,6 +1259,7 @@ def traces(self:CallCache,
     return select_traces(out, **filters)
 
 
+
 # %% ../nbs/00_llm.ipynb #06104f4b
 @patch
 def traces(self:LLM,
@@ -1278,9 +1284,38 @@ def trace_for(self:LLM,
     return self.traces(item_id, **filters)
 
 
+
 # %% ../nbs/00_llm.ipynb #5f3ac913
 import numpy as np
+from .safe import UnsafeInput
 
+def check_vectors(
+    vectors,                  # One embedding vector per text (lists or an array)
+    labels:list|None=None,    # A name for each text, for the error (default: 'text 0', 'text 1', ...)
+    what:str='embedding',     # Where the vectors came from, for the error
+)->np.ndarray:
+    "The vectors as a float32 matrix; `UnsafeInput` (with `.index`) naming the first text whose vector is unusable."
+    vectors = list(vectors) if not isinstance(vectors, np.ndarray) else vectors
+    labels = labels or [f'text {i}' for i in range(len(vectors))]
+    dim, rows = None, []
+    for i, v in enumerate(vectors):
+        why, a = None, None
+        if not isinstance(v, (list, tuple, np.ndarray)): why = f"a {type(v).__name__}, not a list of numbers"
+        else:
+            try: a = np.asarray(v)
+            except (TypeError, ValueError): a = np.asarray([None])
+            if a.ndim != 1 or not a.size or a.dtype.kind not in 'iuf': why = 'not a flat list of numbers'
+            elif dim is not None and a.size != dim: why = f"{a.size} numbers where the first vector has {dim}"
+            else:
+                a = a.astype(np.float32)
+                if not np.isfinite(a).all(): why = 'NaN or infinite values'
+        if why:
+            e = UnsafeInput(f"{what}: the vector of {labels[i]}: {why}"); e.index = i
+            raise e
+        dim = dim or a.size; rows.append(a)
+    return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+# %% ../nbs/00_llm.ipynb #58767098
 @patch
 async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Embedding vectors for `texts` (rows in order), from the cache where possible."
@@ -1312,12 +1347,15 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
         self.usage.add(Usage(calls=1, prompt_tokens=pt, cost=cost_of(model, pt) or 0.0))
         for i, d in zip(idx, sorted(r.data, key=lambda d: d.index)):
             out[i] = d.embedding
+            try: check_vectors([d.embedding])  # a bad vector is never cached
+            except UnsafeInput: continue
             if self.cache is not None: self.cache.put(keys[i], {'embedding':d.embedding}, 'embedding', model)
-    return np.asarray(out, dtype=np.float32)
+    return check_vectors(out, [f"text {i} ({t[:60]!r})" for i, t in enumerate(texts)], f"embeddings of {model}")
 
 # %% ../nbs/00_llm.ipynb #18ea0b9d
 @patch
 def embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Sync `aembed`."
     return run_sync(self._closing(self.aembed(list(texts), model, batch_size)))
+
 
