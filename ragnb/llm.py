@@ -1318,10 +1318,18 @@ def check_vectors(
 # %% ../nbs/00_llm.ipynb #58767098
 @patch
 async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
-    "Embedding vectors for `texts` (rows in order), from the cache where possible."
+    "Embedding vectors for `texts` (rows in order), from the cache where possible; each vector checked before use."
     model = model or self.embed_model
     keys = [cache_key(self.cache_endpoint, model, t, None, None, 'embedding') for t in texts]
-    out = [None] * len(texts)
+    out, dim = [None] * len(texts), []
+    def checked(ids, vecs):  # usable, and of the length of those accepted so far; `.index` is the text's index
+        try:
+            m = check_vectors(list(dim) + list(vecs), ['the first vector'] * len(dim)
+                              + [f"text {i} ({texts[i][:60]!r})" for i in ids], f"embeddings of {model}")
+        except UnsafeInput as e:
+            e.index = ids[e.index - len(dim)] if e.index >= len(dim) else ids[0]
+            raise
+        if len(m) and not dim: dim.append(m[0])
     todo = []
     for i, k in enumerate(keys):
         rec = self.cache.get(k) if self.cache is not None else None
@@ -1329,6 +1337,8 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
         elif self.replay:
             raise LLMError(f"replay mode: no cached embedding for text {i} ({texts[i][:60]!r}), model {model}")
         else: todo.append(i)
+    cached = [i for i in range(len(texts)) if out[i] is not None]
+    checked(cached, [out[i] for i in cached])
     client = self._client()
     for s in range(0, len(todo), batch_size):
         idx = todo[s:s+batch_size]
@@ -1345,12 +1355,12 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
                 await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
         pt = r.usage.prompt_tokens if r.usage else 0
         self.usage.add(Usage(calls=1, prompt_tokens=pt, cost=cost_of(model, pt) or 0.0))
-        for i, d in zip(idx, sorted(r.data, key=lambda d: d.index)):
-            out[i] = d.embedding
-            try: check_vectors([d.embedding])  # a bad vector is never cached
-            except UnsafeInput: continue
-            if self.cache is not None: self.cache.put(keys[i], {'embedding':d.embedding}, 'embedding', model)
-    return check_vectors(out, [f"text {i} ({t[:60]!r})" for i, t in enumerate(texts)], f"embeddings of {model}")
+        got = [d.embedding for d in sorted(r.data or [], key=lambda d: d.index)]
+        checked(idx, got + [None] * (len(idx) - len(got)))  # a batch with a bad or missing vector is not cached
+        for i, v in zip(idx, got):
+            out[i] = v
+            if self.cache is not None: self.cache.put(keys[i], {'embedding':v}, 'embedding', model)
+    return np.asarray(out, dtype=np.float32)
 
 # %% ../nbs/00_llm.ipynb #18ea0b9d
 @patch

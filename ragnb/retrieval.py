@@ -661,7 +661,7 @@ def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8', what:str='da
         seen.add(src)
         where = f"{what} row {i}, field source_doc"
         path = inside(base, src, where)  # refused: absolute, `..` out of the folder, a link out of it
-        if not path.is_file():
+        if not path.exists():  # a FIFO or device is refused by `read_text`, with its reason
             hint = f"; the dataset says it was made from {made}: pass --docs {made}" if isinstance(made, str) else ''
             raise FileNotFoundError(f"{where}: {src!r} is not a file under the dataset's folder {base}; "
                                     f"pass --docs DIR (or a git URL){hint}")

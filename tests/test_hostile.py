@@ -410,8 +410,10 @@ def test_retrieval_finds_the_documents_generate_used(tmp_path, monkeypatch, caps
         assert main(['generate', 'docs', '--out', str(tmp_path/'out'/'qa.jsonl'), '--max-chunks', '3']) == 0
     assert set(Dataset.load(tmp_path/'out'/'qa.jsonl').df.doc_source) == {str(src.resolve())}
     (tmp_path/'elsewhere').mkdir(); monkeypatch.chdir(tmp_path/'elsewhere')
-    capsys.readouterr()
-    assert main(['retrieval', str(tmp_path/'out'/'qa.jsonl'), '--k', '1,3']) == 0
+    capsys.readouterr()   # the dataset's doc_source is not followed (issue 27): the error says which --docs to pass
+    assert main(['retrieval', str(tmp_path/'out'/'qa.jsonl'), '--k', '1,3']) == 1
+    assert f'pass --docs {src.resolve()}' in capsys.readouterr().err
+    assert main(['retrieval', str(tmp_path/'out'/'qa.jsonl'), '--docs', str(src.resolve()), '--k', '1,3']) == 0
     assert '1 documents' in capsys.readouterr().out
 
 
@@ -452,3 +454,128 @@ def test_regions_pages_are_checked_by_argparse(capsys):
     pdf = sample_path('documents', 'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf')
     with pytest.raises(SystemExit) as e: main(['regions', str(pdf), '--pages', '1,abc'])
     assert e.value.code == 2 and "'abc'" in capsys.readouterr().err
+
+
+# --- Issue 27: untrusted datasets, result files and manifests ---
+
+MARKER = 'ragnb-hostile-marker-7f3a9c'
+
+def secret_beside(tmp_path) -> Path:
+    "A file outside the dataset's folder holding a marker that must never be read."
+    p = tmp_path/'private'/'notes.txt'; p.parent.mkdir(exist_ok=True)
+    p.write_text(f'# Private notes\n\n{MARKER} lives here and nowhere else.\n'); return p
+
+def write_jsonl(path:Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(''.join(json.dumps(r) + '\n' for r in rows)); return path
+
+def leaked(srv) -> bool: return any(MARKER in json.dumps(r.get('body')) for r in srv.requests)
+
+@pytest.mark.parametrize('how', ['dotdot', 'absolute', 'link'])
+def test_dataset_source_doc_cannot_read_outside_its_folder(tmp_path, monkeypatch, capsys, how):
+    secret = secret_beside(tmp_path)
+    ds = tmp_path/'ds'; ds.mkdir()
+    if how == 'link': (ds/'guide.md').symlink_to(secret)
+    src = {'dotdot': '../private/notes.txt', 'absolute': str(secret), 'link': 'guide.md'}[how]
+    qa = write_jsonl(ds/'qa.jsonl', [dict(question='What lives here?', source_doc=src, evidence=MARKER)])
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url); monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'scripted-embedding']) == 1
+        assert main(['retrieval', str(qa)]) == 1   # BM25: nothing indexed either
+    out, err = capsys.readouterr()
+    assert not leaked(srv) and not srv.requests
+    assert MARKER not in out and err.count('field source_doc') == 2 and 'row 0' in err and 'Traceback' not in err
+
+def git_repo_with_marker(tmp_path) -> Path:
+    repo = tmp_path/'upstream'; repo.mkdir()
+    (repo/'doc.md').write_text(f'# Doc\n\n{MARKER} is in the repository.\n')
+    env = {**os.environ, 'GIT_AUTHOR_NAME': 't', 'GIT_AUTHOR_EMAIL': 't@x', 'GIT_COMMITTER_NAME': 't',
+           'GIT_COMMITTER_EMAIL': 't@x'}
+    for cmd in (['init', '-q'], ['add', '.'], ['commit', '-qm', 'doc']):
+        subprocess.run(['git', *cmd], cwd=repo, check=True, env=env, capture_output=True)
+    return repo
+
+def test_dataset_doc_source_is_never_followed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    url = git_repo_with_marker(tmp_path).as_uri()            # a URL the dataset names: cloned by the old code
+    folder = secret_beside(tmp_path).parent                     # a folder the dataset names: read by the old code
+    for made, src in [(url, 'doc.md'), (str(folder), 'notes.txt')]:
+        qa = write_jsonl(tmp_path/'ds'/'qa.jsonl', [dict(question='Where is it?', source_doc=src, evidence=MARKER,
+                                                          doc_source=made)])
+        assert main(['retrieval', str(qa), '--k', '1']) == 1
+        out, err = capsys.readouterr()
+        assert MARKER not in out and f'pass --docs {made}' in err and 'row 0, field source_doc' in err
+    assert not (tmp_path/'cache'/'repos').exists()              # nothing was cloned
+    assert main(['retrieval', str(qa), '--docs', url, '--k', '1']) == 0   # the user names the URL: cloned
+    assert 'hit rate' in capsys.readouterr().out and (tmp_path/'cache'/'repos').exists()
+
+def test_retrieval_reads_documents_bounded(tmp_path, capsys):
+    from ragnb.documents import read_text
+    big = tmp_path/'big.md'; big.write_text('x' * 5000)
+    with pytest.raises(Exception, match='over the 1,000-byte limit'): read_text(big, limit=1000)
+    fifo = tmp_path/'ds'/'pipe.md'; fifo.parent.mkdir(); os.mkfifo(fifo)
+    qa = write_jsonl(tmp_path/'ds'/'qa.jsonl', [dict(question='q?', source_doc='pipe.md', evidence='x')])
+    assert main(['retrieval', str(qa)]) == 1                    # a FIFO never blocks the command
+    assert 'not a regular file' in capsys.readouterr().err
+
+def test_clone_never_reads_a_url_as_an_option(tmp_path):
+    from ragnb.documents import LoadError, clone
+    flag = tmp_path/'ran'
+    with pytest.raises(LoadError):
+        clone(f'--upload-pack=touch {flag}', dest=tmp_path/'dest')
+    assert not flag.exists()
+
+class BadEmbeddings:
+    "A loopback OpenAI-compatible embeddings endpoint whose vectors are `vector(i, text)` (NaN, short, ragged...)."
+    def __init__(self, vector): self.vector, self.requests = vector, []
+    def __enter__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        me = self
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                me.requests.append(body)
+                data = [{'object': 'embedding', 'index': i, 'embedding': me.vector(i, t)} for i, t in enumerate(body['input'])]
+                out = json.dumps({'object': 'list', 'data': data, 'model': body['model'],
+                                  'usage': {'prompt_tokens': 1, 'total_tokens': 1}}).encode()  # NaN as JSON's NaN
+                self.send_response(200); self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(out))); self.end_headers(); self.wfile.write(out)
+        self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), H)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base_url = f'http://127.0.0.1:{self.httpd.server_port}/v1'
+        return self
+    def __exit__(self, *a): self.httpd.shutdown(); self.httpd.server_close()
+
+def guide_dataset(tmp_path) -> Path:
+    (tmp_path/'ds').mkdir(exist_ok=True); (tmp_path/'ds'/'guide.md').write_text(GUIDE.read_text())
+    text = GUIDE.read_text(); ev = text[200:260]
+    return write_jsonl(tmp_path/'ds'/'qa.jsonl', [dict(question=f'Question {n}?', source_doc='guide.md', evidence=ev,
+                       evidence_start=200, evidence_end=260, id=f'q{n}') for n in range(4)])
+
+@pytest.mark.parametrize('bad,expect', [
+    (lambda i, t: [float('nan')] * 8 if 'Question' not in t and i == 1 else [1.0] + [0.0] * 7, 'NaN or infinite values'),
+    (lambda i, t: [1.0, 0.0] if i == 1 else [1.0] + [0.0] * 7, '2 numbers where the first vector has 8'),
+    (lambda i, t: [[1.0], [0.0]] if i == 1 else [1.0] + [0.0] * 7, 'not a flat list of numbers'),
+])
+def test_bad_embedding_vectors_are_refused_naming_the_text(tmp_path, monkeypatch, capsys, bad, expect):
+    qa = guide_dataset(tmp_path)
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    with BadEmbeddings(bad) as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'e', '--k', '1,3']) == 1
+        out, err = capsys.readouterr()
+        assert expect in err and "chunk 'guide.md#1'" in err and 'text 1' in err and 'Traceback' not in err
+        assert 'hit rate' not in out
+        n = len(srv.requests)   # a bad vector is never cached: asking again asks the endpoint again
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'e', '--k', '1,3']) == 1
+        assert len(srv.requests) > n
+
+def test_bad_query_vector_names_its_question(tmp_path, monkeypatch, capsys):
+    qa = guide_dataset(tmp_path)
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    with BadEmbeddings(lambda i, t: [float('inf')] * 8 if t == 'Question 2?' else [1.0] + [0.0] * 7) as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'e']) == 1
+    err = capsys.readouterr().err
+    assert "question 'q2'" in err and 'NaN or infinite values' in err
