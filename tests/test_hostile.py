@@ -579,3 +579,87 @@ def test_bad_query_vector_names_its_question(tmp_path, monkeypatch, capsys):
         assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'e']) == 1
     err = capsys.readouterr().err
     assert "question 'q2'" in err and 'NaN or infinite values' in err
+
+ESCAPES = '\x1b]0;pwned-title\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m'
+
+def assert_no_escapes(text:str):
+    assert not re.search('[\x00-\x08\x0b-\x1f\x7f-\x9f]', text.replace('\r', '')), repr(text[:300])
+
+def test_show_prints_model_and_file_text_without_escapes(tmp_path, monkeypatch, capsys):
+    from ragnb.scripted import scripted_factoid
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    evil = {'factoid_qa': lambda msgs, rng: scripted_factoid(msgs, rng) + ESCAPES}
+    with ScriptedServer(rules=evil) as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '1']) == 0
+    ds = Dataset.load(tmp_path/'qa.jsonl')
+    rows = [json.loads(l) for l in (tmp_path/'qa.jsonl').read_text().splitlines()]
+    rows[0]['question'] = 'What? ' + ESCAPES; rows[0]['context'] = rows[0]['context'] + ESCAPES   # a hostile file
+    (tmp_path/'evil.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    capsys.readouterr()
+    for f in ('qa.jsonl', 'evil.jsonl'):
+        main(['show', str(tmp_path/f), ds.df.id[0], '--cache', str(tmp_path/'cache'/'calls.sqlite'), '--full'])
+        out, err = capsys.readouterr()
+        assert_no_escapes(out + err)
+        assert '\\x1b]0;pwned-title\\x07' in out and '\\x1b[2J' in out and '\\x1b]52;' in out  # shown, not obeyed
+
+def test_every_command_prints_file_text_without_escapes(tmp_path, capsys):
+    ds = tmp_path/'ds'; ds.mkdir(); (ds/'guide.md').write_text(GUIDE.read_text())
+    qa = write_jsonl(ds/'qa.jsonl', [dict(question='Q?' + ESCAPES, source_doc='guide.md', evidence='not in it' + ESCAPES,
+                                          id='q' + ESCAPES)])
+    assert main(['retrieval', str(qa), '--k', '1']) == 0                           # the skipped question's id
+    bad = write_jsonl(ds/'bad.jsonl', [dict(question='Q?', source_doc='gone' + ESCAPES)])
+    assert main(['retrieval', str(bad)]) == 1                                       # an error naming the value
+    res = tmp_path/'r.json'
+    res.write_text(json.dumps({'results': [dict(query_id='q' + ESCAPES, query='Q' + ESCAPES, gt_answer='A', response='B',
+                                                retrieved_context=[])]}))
+    main(['metrics', str(res)])                                                     # not scored: named by its id
+    out, err = capsys.readouterr()
+    assert_no_escapes(out + err)
+    assert out.count('\\x1b]0;pwned-title') >= 1 and err.count('\\x1b]0;pwned-title') >= 2
+
+def test_progress_bars_keep_their_carriage_return():
+    from ragnb.cli import TerminalSafe
+    buf = io.StringIO(); TerminalSafe(buf, keep_cr=True).write('\r 50%|#####     |\x1b[A')
+    assert buf.getvalue() == '\r 50%|#####     |\\x1b[A'
+
+def parse_folder(tmp_path, page:dict) -> Path:
+    d = tmp_path/'parse'; d.mkdir(exist_ok=True)
+    (d/'manifest.json').write_text(json.dumps({'file': 'report.pdf', 'mode': 'vision', 'pages': [{'page': 1, **page}]}))
+    return d
+
+@pytest.mark.parametrize('field', ['markdown', 'tables', 'link', 'page_image', 'images'])
+def test_show_keeps_manifest_paths_inside_the_parse_folder(tmp_path, capsys, field):
+    secret = secret_beside(tmp_path)
+    page = {'markdown': '../private/notes.txt', 'tables': {'tables': [str(secret)]}, 'page_image': str(secret),
+            'images': {'images': ['../private/notes.txt']}}
+    if field == 'link':
+        (tmp_path/'parse').mkdir(); (tmp_path/'parse'/'page_1.md').symlink_to(secret); page = {'markdown': 'page_1.md'}
+    else: page = {field: page[field]} if not isinstance(page[field], dict) else page[field]
+    d = parse_folder(tmp_path, page)
+    assert main(['show', str(d), '1', '--cache', str(tmp_path/'none.sqlite')]) == 1
+    out, err = capsys.readouterr()
+    assert MARKER not in out + err and 'pages[0], field ' in err and 'Traceback' not in err
+
+def test_show_refuses_a_device_as_a_page(tmp_path, capsys):
+    d = parse_folder(tmp_path, {'markdown': '/dev/zero'})
+    (d/'page.md').symlink_to('/dev/zero')
+    assert main(['show', str(d), '1']) == 1 and 'field markdown' in capsys.readouterr().err
+    (d/'manifest.json').write_text(json.dumps({'file': 'r.pdf', 'pages': [{'page': 1, 'markdown': 'page.md'}]}))
+    assert main(['show', str(d), '1']) == 1 and 'field markdown' in capsys.readouterr().err  # a link out of it
+    os.mkfifo(d/'fifo.md')
+    (d/'manifest.json').write_text(json.dumps({'file': 'r.pdf', 'pages': [{'page': 1, 'markdown': 'fifo.md'}]}))
+    assert main(['show', str(d), '1']) == 1 and 'not a regular file' in capsys.readouterr().err
+
+@pytest.mark.parametrize('manifest,expect', [
+    ({'file': 'r.pdf', 'pages': [{'page': '1'}]}, "pages[0]: expected an object with an integer 'page'"),
+    ({'file': 'r.pdf', 'pages': [{'page': 1, 'tables': 'x.html'}]}, 'pages[0], field tables: must be a list'),
+    ({'file': 'r.pdf', 'pages': [{'page': 1, 'failure': 'oops'}]}, 'pages[0], field failure'),
+    ('[' * 100_000 + ']' * 100_000, 'nested too deeply'),
+])
+def test_show_refuses_a_malformed_manifest(tmp_path, capsys, manifest, expect):
+    d = tmp_path/'parse'; d.mkdir()
+    (d/'manifest.json').write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    assert main(['show', str(d), '1']) == 1
+    err = capsys.readouterr().err
+    assert expect in err and 'Traceback' not in err
