@@ -663,3 +663,23 @@ def test_show_refuses_a_malformed_manifest(tmp_path, capsys, manifest, expect):
     assert main(['show', str(d), '1']) == 1
     err = capsys.readouterr().err
     assert expect in err and 'Traceback' not in err
+
+def checked_result(**kw) -> dict:
+    return dict(query_id='q1', query='Q', gt_answer='A', response='B', retrieved_context=[{'text': 'c'}],
+                response_claims=[['a', 'b', 'c']], gt_answer_claims=[['a', 'b', 'c']], answer2response=['Entailment'],
+                response2answer=['Entailment'], retrieved2response=[['Entailment']],
+                retrieved2answer=[['Entailment']], **kw)
+
+@pytest.mark.parametrize('content,expect', [
+    ({'results': [checked_result(ragnb=[1])]}, "result 0 (query_id 'q1'), field 'ragnb': expected an object, got list"),
+    ({'results': [checked_result(ragnb={'warnings': 5})]}, "field 'ragnb.warnings': expected a list of warnings, got int"),
+    ({'results': [checked_result(ragnb={'warnings': [5]})]}, "field 'ragnb.warnings': warning 0 is a int"),
+    ({'results': [checked_result(), 7]}, 'result 1: expected an object, got int'),
+    ('{"results": [' + '[' * 100_000 + ']' * 100_000 + ']}', 'JSON nested too deeply'),
+])
+def test_metrics_names_the_malformed_result_and_field(tmp_path, capsys, content, expect):
+    f = tmp_path/'r.json'; f.write_text(content if isinstance(content, str) else json.dumps(content))
+    assert main(['metrics', str(f)]) == 2
+    err = capsys.readouterr().err
+    assert expect in err and 'Traceback' not in err
+    with pytest.raises(ValueError): load_results(f)   # the Python API refuses it too, with the field
