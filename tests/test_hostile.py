@@ -683,3 +683,33 @@ def test_metrics_names_the_malformed_result_and_field(tmp_path, capsys, content,
     err = capsys.readouterr().err
     assert expect in err and 'Traceback' not in err
     with pytest.raises(ValueError): load_results(f)   # the Python API refuses it too, with the field
+
+def rag_input(**kw) -> dict:
+    return dict(query_id='q1', query='What is checked?', gt_answer='The claims are checked.',
+                response='The claims are checked against the chunks.',
+                retrieved_context=[{'doc_id': 'd', 'text': 'The claims are checked against the chunks.'}], **kw)
+
+@pytest.mark.parametrize('field,value,expect', [
+    ('response', 'The claims \ud800 are checked.', "result 1 (query_id 'q2'), field 'response': a lone surrogate"),
+    ('gt_answer', 'Fine, then \udfff.', "result 1 (query_id 'q2'), field 'gt_answer': a lone surrogate"),
+    ('retrieved_context', [{'text': 'ok'}, {'text': 'bad \ud83d'}], "field 'retrieved_context[1].text'"),
+    ('response', '', "result 1 (query_id 'q2'), field 'response' is empty"),
+    ('gt_answer', '   ', "result 1 (query_id 'q2'), field 'gt_answer' is empty"),
+])
+def test_check_refuses_unsendable_or_empty_texts_before_any_call(tmp_path, monkeypatch, capsys, field, value, expect):
+    f = tmp_path/'in.json'
+    f.write_text(json.dumps({'results': [rag_input(), {**rag_input(), 'query_id': 'q2', field: value}]}))  # \ud800 as JSON
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url); monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+        assert main(['check', str(f), '--out', str(tmp_path/'out.json')]) == 1
+    err = capsys.readouterr().err
+    assert expect in err and 'Traceback' not in err
+    assert srv.requests == [] and not (tmp_path/'out.json').exists()   # nothing paid for, nothing written
+
+def test_compare_without_common_questions_names_both_files(tmp_path, capsys):
+    a, b = tmp_path/'a.json', tmp_path/'b.json'
+    a.write_text(json.dumps({'results': [checked_result()]}))
+    b.write_text(json.dumps({'results': [{**checked_result(), 'query_id': 'other'}]}))
+    assert main(['compare', str(a), str(b)]) == 1
+    err = capsys.readouterr().err
+    assert f'{a} and {b} share no query_id' in err and 'reshape' not in err
