@@ -713,3 +713,27 @@ def test_compare_without_common_questions_names_both_files(tmp_path, capsys):
     assert main(['compare', str(a), str(b)]) == 1
     err = capsys.readouterr().err
     assert f'{a} and {b} share no query_id' in err and 'reshape' not in err
+
+def test_retrieval_kept_must_be_a_boolean(tmp_path, capsys):
+    ds = tmp_path/'ds'; ds.mkdir(); (ds/'guide.md').write_text(GUIDE.read_text())
+    qa = write_jsonl(ds/'qa.jsonl', [dict(question='Q?', source_doc='guide.md', evidence='x', kept=True),
+                                     dict(question='R?', source_doc='guide.md', evidence='x', kept='false')])
+    assert main(['retrieval', str(qa)]) == 1
+    assert "row 1: field 'kept' must be true or false, not 'false'" in capsys.readouterr().err
+
+@pytest.mark.parametrize('row,expect', [
+    (dict(question=42), "row 0: field 'question' must be a string"),
+    (dict(source_doc=['guide.md']), "row 0: field 'source_doc' must be a string"),
+    (dict(evidence_start='abc', evidence_end=10), "row 0: field 'evidence_start' must be a character offset"),
+    (dict(evidence_start=-5, evidence_end=10), "row 0: field 'evidence_start' must be a character offset"),
+    (dict(evidence={'text': 'x'}), "row 0: field 'evidence' must be a string"),
+    (dict(evidence_found='yes'), "row 0: field 'evidence_found' must be true or false"),
+    (dict(hops=[{'text': 'no doc id'}], question_type='multi_hop'), "row 0: field 'hops' must be a list of hops"),
+    (dict(id=[1]), "row 0: field 'id' must be a string or an integer"),
+])
+def test_retrieval_names_the_row_and_field_of_a_wrong_type(tmp_path, capsys, row, expect):
+    ds = tmp_path/'ds'; ds.mkdir(); (ds/'guide.md').write_text(GUIDE.read_text())
+    qa = write_jsonl(ds/'qa.jsonl', [{**dict(question='Q?', source_doc='guide.md', evidence='Documentation'), **row}])
+    assert main(['retrieval', str(qa), '--k', '1']) == 1
+    err = capsys.readouterr().err
+    assert expect in err and str(qa) in err and 'Traceback' not in err
