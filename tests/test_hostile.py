@@ -521,7 +521,7 @@ def test_retrieval_reads_documents_bounded(tmp_path, capsys):
 def test_clone_never_reads_a_url_as_an_option(tmp_path):
     from ragnb.documents import LoadError, clone
     flag = tmp_path/'ran'
-    with pytest.raises(LoadError):
+    with pytest.raises(LoadError, match=f"repository '--upload-pack=touch {flag}' does not exist"):  # a repository
         clone(f'--upload-pack=touch {flag}', dest=tmp_path/'dest')
     assert not flag.exists()
 
