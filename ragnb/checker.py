@@ -222,7 +222,6 @@ def salvaged(res, # A `Result` of the LLM layer
     return v or None
 
 
-
 # %% ../nbs/06_checker.ipynb #a94856bf
 def _problem(res, idx) -> str:
     "What was wrong with a checking reply, for the repair turn."

@@ -240,7 +240,6 @@ def overall(
     return {g: {k: mean(k) for k in ks} for g, ks in METRIC_GROUPS.items()}
 
 
-
 # %% ../nbs/06a_metrics.ipynb #2bc0d875
 @dataclass
 class Scores:
@@ -318,7 +317,6 @@ def check_unique_ids(
         raise ValueError(f"{where}{len(d)} query_id(s) occur more than once: {', '.join(map(repr, d[:10]))}"
                          + (f" and {len(d) - 10} more" if len(d) > 10 else '')
                          + "; every result needs its own query_id")
-
 
 
 # %% ../nbs/06a_metrics.ipynb #b6f93732
