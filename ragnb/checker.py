@@ -20,7 +20,7 @@ from ragnb.metrics import LABELS, RAGResult, Scores, load_results, save_results,
 __all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'RAGCHECKER_JOINT', 'json_reply', 'Claims', 'cut_list', 'salvage_claims',
            'parse_claims', 'claim_text', 'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome',
            'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker', 'extract_claims', 'check_claims',
-           'ragchecker_calls', 'usage_table', 'CheckRun', 'run_checks', 'add_cli']
+           'ragchecker_calls', 'usage_table', 'CheckRun', 'check_texts', 'run_checks', 'add_cli']
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -442,6 +442,32 @@ class CheckRun:
                 + self.usage.to_html() + self.scores._repr_html_())
 
 # %% ../nbs/06_checker.ipynb #4a0fa64c
+def _unencodable(t) -> int|None:
+    "Where `t` stops being encodable as UTF-8 (a lone surrogate), or None."
+    try: str(t).encode('utf-8'); return None
+    except UnicodeEncodeError as e: return e.start
+
+def check_texts(results:list, # `RAGResult`s (from `load_results`)
+                where:str='', # Prefix of the error: the file
+                allow_empty:bool=True # Accept an empty response or ground-truth answer
+               ):
+    "Raise `ValueError` naming result and field for a text no model can be sent, or an empty response or answer."
+    for i, r in enumerate(results):
+        at = f"{where}result {i} (query_id {r.query_id!r})"
+        texts = [('query', r.query), ('gt_answer', r.gt_answer), ('response', r.response)]
+        texts += [(f'retrieved_context[{j}].text', c['text']) for j, c in enumerate(r.retrieved_context)]
+        texts += [(f'{f}[{k}]', json.dumps(c, ensure_ascii=False)) for f in ('response_claims', 'gt_answer_claims')
+                  for k, c in enumerate(getattr(r, f) or [])]
+        for f, t in texts:
+            if (k := _unencodable(t)) is not None:
+                raise ValueError(f"{at}, field {f!r}: a lone surrogate {t[k]!r} at character {k} is not text a model "
+                                 "can be sent (is the file's encoding broken?)")
+        for f in ([] if allow_empty else ['response', 'gt_answer']):
+            if not getattr(r, f).strip():
+                raise ValueError(f"{at}, field {f!r} is empty: RAGChecker would score it 0 as if it were wrong; "
+                                 "fill it in or leave the result out")
+
+# %% ../nbs/06_checker.ipynb #631e952d
 def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a list of results
                llm:LLM|None=None, # The model for both stages; default `LLM()` from the environment
                claim_format:str='triplet', # 'triplet' (RAGChecker's) or 'sentence'
@@ -453,6 +479,7 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
     check_unique_ids(results)   # before any call: results are matched by id when they are scored and saved
+    check_texts(results)        # before any call: a text that cannot be sent
     llm = llm or LLM()
     for r in results:   # this run's failures replace the last run's; warnings stay with the claims they describe
         r.ragnb.pop('failures', None)
@@ -477,6 +504,7 @@ def _cli_check(args) -> int:
                 f"cannot resume from {out} ({e}); pass --restart to start again from {args.input}") from None
         raise
     check_unique_ids(results, f"{src}: ")
+    check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
     llm = LLM(concurrency=args.concurrency, batch=args.batch, **call_options(args))
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out)

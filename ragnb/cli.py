@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, importlib, sys
 
 # %% auto #0
-__all__ = ['COMMANDS', 'Subcommands', 'build_parser', 'main']
+__all__ = ['COMMANDS', 'Subcommands', 'build_parser', 'TerminalSafe', 'terminal_safe', 'main']
 
 # %% ../nbs/09_cli.ipynb #29d6ebc5
 COMMANDS = {  # command: (module that defines it, one-line help)
@@ -68,10 +68,39 @@ def build_parser(command:str|None=None # The command being run, if any (only its
     return parser
 
 # %% ../nbs/09_cli.ipynb #010886a2
+import contextlib
+from .safe import printable
+
+class TerminalSafe:
+    "A text stream that writes through `ragnb.safe.printable`: control characters arrive as visible escapes."
+    def __init__(self, stream, # The stream written to (`sys.stdout`, `sys.stderr`)
+                 keep_cr:bool=False # Let carriage returns through (a progress bar's redraw)
+                ): self.stream, self.keep_cr = stream, keep_cr
+    def write(self, s:str # Text to write
+             ) -> int:
+        "Write `s` with its control characters made visible."
+        s = str(s)
+        self.stream.write('\r'.join(map(printable, s.split('\r'))) if self.keep_cr else printable(s))
+        return len(s)
+    def writelines(self, lines): "Write each line."; [self.write(l) for l in lines]
+    def __getattr__(self, name): return getattr(self.stream, name)
+
+@contextlib.contextmanager
+def terminal_safe():
+    "While the block runs, `sys.stdout` and `sys.stderr` show control characters as visible escapes."
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(out), TerminalSafe(err, keep_cr=True)
+    try: yield
+    finally: sys.stdout, sys.stderr = out, err
+
+# %% ../nbs/09_cli.ipynb #c8873075
 def main(argv:list[str]|None=None # Arguments after `ragnb`; default `sys.argv[1:]`
         ) -> int:
     "Entry point of the `ragnb` console command."
     argv = sys.argv[1:] if argv is None else list(argv)
+    with terminal_safe(): return _main(argv)
+
+def _main(argv:list[str]) -> int:
     parser = build_parser(next((a for a in argv if not a.startswith('-')), None))
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None):
@@ -80,5 +109,5 @@ def main(argv:list[str]|None=None # Arguments after `ragnb`; default `sys.argv[1
         return 2
     try: return int(args.func(args) or 0)
     except KeyboardInterrupt: return 130
-    except (FileNotFoundError, ValueError, KeyError) as e:
-        print(f"ragnb {args.command}: error: {e}", file=sys.stderr); return 1
+    except (FileNotFoundError, ValueError, KeyError) as e:  # one line naming file, row and field; no traceback
+        print(f"ragnb {args.command}: error: {printable(e)}", file=sys.stderr); return 1

@@ -72,6 +72,7 @@ def front_matter_end(
 def read_text(
     path:Path,             # The file to read
     encoding:str='utf-8',  # Text encoding; a UTF-8 byte-order mark is always dropped
+    limit:int=64 << 20,    # The most bytes read; a larger file is refused
 )->str:
     "Decode `path` as text, or raise `LoadError` saying why not."
     # non-blocking: a FIFO opens at once instead of waiting for a writer
@@ -80,7 +81,8 @@ def read_text(
         mode = os.fstat(f.fileno()).st_mode
         if not stat.S_ISREG(mode):
             raise LoadError(f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'not a file')})")
-        data = f.read()
+        data = f.read(limit + 1)  # bounded: a file that grows while read stops at the limit
+    if len(data) > limit: raise LoadError(f'over the {limit:,}-byte limit')
     if b'\x00' in data[:8192]: raise LoadError('binary content (NUL bytes) in a text file')
     try: text = data.decode('utf-8-sig' if encoding.lower().replace('_','-') in ('utf-8','utf8') else encoding)
     except UnicodeDecodeError as e:
@@ -176,7 +178,8 @@ def clone(
         import shutil; shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     src = url if '://' in url or url.startswith('git@') or not Path(url).exists() else Path(url).resolve().as_uri()
-    args = ['clone', '--depth', '1', '--single-branch'] + (['--branch', branch] if branch else []) + [src, str(dest)]
+    args = (['-c', 'protocol.ext.allow=never', 'clone', '--depth', '1', '--single-branch']  # no `ext::` commands
+            + (['--branch', branch] if branch else []) + ['--', src, str(dest)])  # a url never read as an option
     try: r = _git(*args)
     except (OSError, subprocess.TimeoutExpired) as e: raise LoadError(f'git clone failed: {e}') from None
     if r.returncode:

@@ -21,7 +21,8 @@ __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUC
            'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
            'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
            'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'joined_content',
-           'fast_path', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
+           'fast_path', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces',
+           'check_vectors']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -1339,13 +1340,49 @@ def trace_for(self:LLM,
 
 # %% ../nbs/00_llm.ipynb #5f3ac913
 import numpy as np
+from .safe import UnsafeInput
 
+def check_vectors(
+    vectors,                  # One embedding vector per text (lists or an array)
+    labels:list|None=None,    # A name for each text, for the error (default: 'text 0', 'text 1', ...)
+    what:str='embedding',     # Where the vectors came from, for the error
+)->np.ndarray:
+    "The vectors as a float32 matrix; `UnsafeInput` (with `.index`) naming the first text whose vector is unusable."
+    vectors = list(vectors) if not isinstance(vectors, np.ndarray) else vectors
+    labels = labels or [f'text {i}' for i in range(len(vectors))]
+    dim, rows = None, []
+    for i, v in enumerate(vectors):
+        why, a = None, None
+        if not isinstance(v, (list, tuple, np.ndarray)): why = f"a {type(v).__name__}, not a list of numbers"
+        else:
+            try: a = np.asarray(v)
+            except (TypeError, ValueError): a = np.asarray([None])
+            if a.ndim != 1 or not a.size or a.dtype.kind not in 'iuf': why = 'not a flat list of numbers'
+            elif dim is not None and a.size != dim: why = f"{a.size} numbers where the first vector has {dim}"
+            else:
+                a = a.astype(np.float32)
+                if not np.isfinite(a).all(): why = 'NaN or infinite values'
+        if why:
+            e = UnsafeInput(f"{what}: the vector of {labels[i]}: {why}"); e.index = i
+            raise e
+        dim = dim or a.size; rows.append(a)
+    return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+# %% ../nbs/00_llm.ipynb #58767098
 @patch
 async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
-    "Embedding vectors for `texts` (rows in order), from the cache where possible."
+    "Embedding vectors for `texts` (rows in order), from the cache where possible; each vector checked before use."
     model = model or self.embed_model
     keys = [cache_key(self.cache_endpoint, model, t, None, None, 'embedding') for t in texts]
-    out = [None] * len(texts)
+    out, dim = [None] * len(texts), []
+    def checked(ids, vecs):  # usable, and of the length of those accepted so far; `.index` is the text's index
+        try:
+            m = check_vectors(list(dim) + list(vecs), ['the first vector'] * len(dim)
+                              + [f"text {i} ({texts[i][:60]!r})" for i in ids], f"embeddings of {model}")
+        except UnsafeInput as e:
+            e.index = ids[e.index - len(dim)] if e.index >= len(dim) else ids[0]
+            raise
+        if len(m) and not dim: dim.append(m[0])
     todo = []
     for i, k in enumerate(keys):
         rec = self.cache.get(k) if self.cache is not None else None
@@ -1353,6 +1390,8 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
         elif self.replay:
             raise LLMError(f"replay mode: no cached embedding for text {i} ({texts[i][:60]!r}), model {model}")
         else: todo.append(i)
+    cached = [i for i in range(len(texts)) if out[i] is not None]
+    checked(cached, [out[i] for i in cached])
     client = self._client()
     for s in range(0, len(todo), batch_size):
         idx = todo[s:s+batch_size]
@@ -1369,9 +1408,11 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
                 await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
         pt = r.usage.prompt_tokens if r.usage else 0
         self.usage.add(Usage(calls=1, prompt_tokens=pt, cost=cost_of(model, pt) or 0.0))
-        for i, d in zip(idx, sorted(r.data, key=lambda d: d.index)):
-            out[i] = d.embedding
-            if self.cache is not None: self.cache.put(keys[i], {'embedding':d.embedding}, 'embedding', model)
+        got = [d.embedding for d in sorted(r.data or [], key=lambda d: d.index)]
+        checked(idx, got + [None] * (len(idx) - len(got)))  # a batch with a bad or missing vector is not cached
+        for i, v in zip(idx, got):
+            out[i] = v
+            if self.cache is not None: self.cache.put(keys[i], {'embedding':v}, 'embedding', model)
     return np.asarray(out, dtype=np.float32)
 
 # %% ../nbs/00_llm.ipynb #18ea0b9d

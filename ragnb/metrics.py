@@ -366,7 +366,9 @@ def _excluded(results:list, ids:list, z:np.ndarray) -> list:
      "extraction miss.")
     miss = {}
     for pos, r in enumerate(results):
-        w = (_get(r, 'ragnb') or {}).get('warnings') or []
+        x = _get(r, 'ragnb')
+        w = (x.get('warnings') if isinstance(x, Mapping) else None) or []
+        if not isinstance(w, list): w = []  # malformed: refused by `ragnb metrics` and `from_dict`, with the field
         fl = {x.get('field') for x in w if isinstance(x, Mapping) and x.get('kind') == 'no_claims'}
         if fl: miss[str(_get(r, 'query_id', pos))] = fl
     out = []
@@ -454,6 +456,14 @@ class RAGResult:
                 f"metrics: {m}")
 
 # %% ../nbs/06a_metrics.ipynb #b8b8c1a7
+def _warnings_problem(x) -> str|None:
+    "Why a result's `ragnb` record has unusable `warnings`, or None."
+    w = x.get('warnings')
+    if w is None: return None
+    if not isinstance(w, list): return f"expected a list of warnings, got {type(w).__name__}"
+    return next((f"warning {i} is a {type(v).__name__}, not an object" for i, v in enumerate(w)
+                 if not isinstance(v, Mapping)), None)
+
 @patch(cls_method=True)
 def from_dict(
     cls:RAGResult,
@@ -489,9 +499,12 @@ def from_dict(
         if v is not None and not isinstance(v, Mapping):
             raise err(f, f"expected an object, got {type(v).__name__}")
         kw[f] = dict(v or {})
+    if why := _warnings_problem(kw['ragnb']): raise err('ragnb.warnings', why)
     return cls(**kw)
 
 # %% ../nbs/06a_metrics.ipynb #fdbe620a
+from .safe import read_text_bounded
+
 @_gc_paused
 def load_results(
     src,  # a path to RAGChecker JSON, its dict, a list of dicts or `RAGResult`s, or a DataFrame
@@ -500,8 +513,9 @@ def load_results(
     where = ''
     if isinstance(src, (str, Path)):
         where = f"{src}: "
-        try: src = json.loads(Path(src).read_text())
+        try: src = json.loads(read_text_bounded(src, what=str(src)))
         except json.JSONDecodeError as e: raise ValueError(f"{where}not valid JSON ({e})") from None
+        except RecursionError: raise ValueError(f"{where}JSON nested too deeply to read") from None
     if isinstance(src, pd.DataFrame): src = src.to_dict('records')
     if isinstance(src, Mapping):
         if not isinstance(src.get('results'), list):
@@ -553,13 +567,30 @@ def save_results(
 
 # %% ../nbs/06a_metrics.ipynb #e7626c51
 from .engine import add_engine_args
+from .safe import UnsafeInput, read_text_bounded
+
+def _extras_problem(results:list) -> str|None:
+    "The first result whose shape or `ragnb` record cannot be read, named by index and field; None when all can."
+    for i, r in enumerate(results):
+        if not isinstance(r, Mapping): return f"result {i}: expected an object, got {type(r).__name__}"
+        x, qid = _none(r.get('ragnb')), r.get('query_id')
+        at = f"result {i} (query_id {qid!r})" if isinstance(qid, (str, int)) else f"result {i}"
+        if x is not None and not isinstance(x, Mapping):
+            return f"{at}, field 'ragnb': expected an object, got {type(x).__name__}"
+        if x is not None and (why := _warnings_problem(x)): return f"{at}, field 'ragnb.warnings': {why}"
+    return None
+
 @_gc_paused
 def _cli_metrics(args) -> int:
-    try: d = json.loads(Path(args.file).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    try: d = json.loads(read_text_bounded(args.file, what=str(args.file)))
+    except (OSError, json.JSONDecodeError, UnsafeInput) as e:
         print(f"ragnb metrics: cannot read {args.file}: {e}", file=sys.stderr); return 2
+    except RecursionError:
+        print(f"ragnb metrics: cannot read {args.file}: JSON nested too deeply", file=sys.stderr); return 2
     if not isinstance(d, dict) or not isinstance(d.get('results'), list):
         print(f"ragnb metrics: {args.file}: expected an object with a 'results' list", file=sys.stderr); return 2
+    if why := _extras_problem(d['results']):
+        print(f"ragnb metrics: {args.file}: {why}", file=sys.stderr); return 2
     if dup := duplicate_ids(d['results']):
         print(f"ragnb metrics: {args.file}: query_id(s) occur more than once: {', '.join(map(repr, dup[:10]))}",
               file=sys.stderr); return 2

@@ -24,7 +24,7 @@ from ragnb.display import md_escape
 # %% auto #0
 __all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'query_ids', 'check_columns',
-           'summarize', 'RetrievalReport', 'hop_scores', 'by_question_type', 'evaluate', 'plot_by_k',
+           'check_rows', 'summarize', 'RetrievalReport', 'hop_scores', 'by_question_type', 'evaluate', 'plot_by_k',
            'compare_retrievers', 'Sweep', 'sweep', 'plot_sweep', 'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #32ab806d
@@ -48,7 +48,7 @@ class Relevance:
         return f"**{md_escape(self.query_id)}** ({self.how}): {kind} {spans}"
 
 # %% ../nbs/07_retrieval.ipynb #70947dbc
-def _missing(v)->bool: return v is None or (isinstance(v, float) and math.isnan(v))
+def _missing(v)->bool: return v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v))
 
 # %% ../nbs/07_retrieval.ipynb #583157e9
 def _mentions(c, name:str)->bool:
@@ -140,6 +140,9 @@ class BM25Retriever(Retriever):
         return [[int(d) for d, s in zip(ds, ss) if s > 0] for ds, ss in zip(docs, scores)]
 
 # %% ../nbs/07_retrieval.ipynb #bafbf789
+from .llm import check_vectors
+from .safe import UnsafeInput
+
 class DenseRetriever(Retriever):
     "Rank chunks by cosine similarity of embeddings from `embed(texts) -> vectors` (default: an `LLM`'s endpoint)."
     def __init__(self, embed:Callable|LLM|None=None, # A function texts -> vectors, or an `LLM` (its `embed`)
@@ -147,14 +150,24 @@ class DenseRetriever(Retriever):
         if embed is None: embed = LLM()
         self.embed = embed.embed if isinstance(embed, LLM) else embed
         self.name = name
-    def _vecs(self, texts):
-        v = np.asarray(self.embed(list(texts)), dtype=np.float32)
-        if v.ndim != 2 or len(v) != len(texts):
-            raise ValueError(f"{self.name}: embed returned shape {v.shape} for {len(texts)} texts")
+    def _vecs(self, texts, labels):
+        "Unit vectors of `texts`; `UnsafeInput` (with `.index`) naming the text (`labels`) whose vector is unusable."
+        try: v = self.embed(list(texts))
+        except UnsafeInput as e:
+            if not 0 <= getattr(e, 'index', -1) < len(labels): raise
+            err = UnsafeInput(f"{self.name}: {labels[e.index]}: {e}"); err.index = e.index
+            raise err from None
+        n = len(v) if hasattr(v, '__len__') else None
+        if n != len(texts): raise UnsafeInput(f"{self.name}: embed returned {n} vectors for {len(texts)} texts")
+        v = check_vectors(v, labels, self.name)
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    def _index(self, texts): self.matrix = self._vecs(texts)
+    def _index(self, texts): self.matrix = self._vecs(texts, [f"chunk {i!r}" for i in self.ids])
     def _search(self, queries, k):
-        sims = self._vecs(queries) @ self.matrix.T
+        q = self._vecs(queries, [f"query {j} ({t[:60]!r})" for j, t in enumerate(queries)])
+        if q.shape[1] != self.matrix.shape[1]:
+            raise UnsafeInput(f"{self.name}: query vectors have {q.shape[1]} numbers, the chunks' vectors "
+                              f"{self.matrix.shape[1]}")
+        sims = q @ self.matrix.T
         top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
         order = np.take_along_axis(sims, top, 1).argsort(axis=1)[:, ::-1]
         return np.take_along_axis(top, order, 1).tolist()
@@ -249,10 +262,17 @@ def read_dataset(src,                # A DataFrame, a `ragnb.generate.Dataset`, 
                 ) -> pd.DataFrame:
     "A dataset as a DataFrame, keeping only the questions that passed the critique."
     df = _read(getattr(src, 'df', src))
-    if kept_only and 'kept' in df: df = df[df.kept.fillna(False).astype(bool)]
+    if kept_only and 'kept' in df:
+        what = str(src) if isinstance(src, (str, Path)) else 'dataset'
+        for i, v in zip(df.index, df.kept):
+            if not (_missing(v) or isinstance(v, (bool, np.bool_))):  # "false" would count as kept
+                raise ValueError(f"{what} row {i}: field 'kept' must be true or false, not {v!r}")
+        df = df[[bool(v) and not _missing(v) for v in df.kept]]
     return df  # the index still numbers the rows of the source, for error messages
 
 # %% ../nbs/07_retrieval.ipynb #428b6bd7
+from .safe import read_text_bounded
+
 def _read(src) -> pd.DataFrame:
     if isinstance(src, pd.DataFrame): return src
     if isinstance(src, (str, Path)):
@@ -260,7 +280,7 @@ def _read(src) -> pd.DataFrame:
         if not p.exists(): raise FileNotFoundError(f"dataset {p} does not exist")
         if p.suffix == '.parquet': return pd.read_parquet(p)
         rows = []
-        for n, line in enumerate(p.read_text(encoding='utf-8').splitlines(), 1):
+        for n, line in enumerate(read_text_bounded(p, what=f"dataset {p}").splitlines(), 1):
             if not line.strip(): continue
             try: rows.append(json.loads(line))
             except json.JSONDecodeError as e: raise ValueError(f"{p}, line {n}: not a JSON object ({e.msg})") from None
@@ -300,6 +320,40 @@ def check_columns(
         if col not in df: raise KeyError(f"{what} has no {col!r} column (columns: {list(df.columns)})")
         bad = df.index[df[col].isna()].tolist()
         if bad: raise ValueError(f"{what} row {bad[0]}: field {col!r} is empty")
+
+_TYPES = {'question': 'text', 'source_doc': 'text', 'evidence': 'text', 'evidence_content': 'text',
+          'question_type': 'text', 'evidence_start': 'offset', 'evidence_end': 'offset', 'evidence_found': 'bool',
+          'query_id': 'id', 'id': 'id', 'hops': 'hops'}
+
+def _type_problem(kind:str, v) -> str|None:
+    "Why `v` is not a value of `kind`, or None (missing values are checked by `check_columns`)."
+    if _missing(v): return None
+    if kind == 'text': return None if isinstance(v, str) else 'must be a string'
+    if kind == 'bool': return None if isinstance(v, (bool, np.bool_)) else 'must be true or false'
+    if kind == 'id': return None if isinstance(v, (str, int, np.integer)) and not isinstance(v, bool) else \
+        'must be a string or an integer'
+    if kind == 'offset':
+        ok = (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))) or \
+             (isinstance(v, (float, np.floating)) and float(v).is_integer())
+        return None if ok and v >= 0 else 'must be a character offset (an integer, 0 or more)'
+    if isinstance(v, str):  # hops: a list of {doc_id, ...}, or that list as JSON
+        try: v = json.loads(v)
+        except ValueError: return 'must be a list of hops (or that list as JSON)'
+    if not isinstance(v, (list, np.ndarray)) or not all(isinstance(h, dict) and isinstance(h.get('doc_id'), str)
+                                                        for h in v):
+        return "must be a list of hops, each with a doc_id"
+    return None
+
+def check_rows(
+    df,              # the dataset
+    what='dataset'   # its name in the error (the file)
+):
+    "Raise `ValueError` naming the row and field of the first value of the wrong type (text, offset, boolean...)."
+    for col, kind in _TYPES.items():
+        if col not in df: continue
+        for i, v in zip(df.index, df[col]):
+            if why := _type_problem(kind, v):
+                raise ValueError(f"{what} row {i}: field {col!r} {why}, not {str(v)[:60]!r} ({type(v).__name__})")
 
 # %% ../nbs/07_retrieval.ipynb #f757af72
 def _ci(x:np.ndarray, confidence:float, n_resamples:int, seed:int) -> tuple[float, float]:
@@ -421,7 +475,8 @@ def evaluate(
 )->RetrievalReport:
     "Score `retriever` on every question of `dataset`: hit rate, recall, MRR and nDCG at each k."
     df, ks = read_dataset(dataset), sorted(set(int(k) for k in ks))
-    check_columns(df, ['question', 'source_doc'])
+    what = str(dataset) if isinstance(dataset, (str, Path)) else 'dataset'
+    check_columns(df, ['question', 'source_doc'], what); check_rows(df, what)
     by_doc, texts = {}, {d.id: d.text for d in docs or []}
     for c in chunks: by_doc.setdefault(c.doc_id, []).append(c)
     df = match_documents(df, list(by_doc))
@@ -431,7 +486,10 @@ def evaluate(
     t0 = time.perf_counter()
     if getattr(retriever, 'ids', None) != [c.id for c in chunks]: retriever.index(chunks)
     t1 = time.perf_counter()
-    rankings = retriever.search([rows[i]['question'] for i in keep], k=max(ks)) if keep else []
+    try: rankings = retriever.search([rows[i]['question'] for i in keep], k=max(ks)) if keep else []
+    except UnsafeInput as e:  # a query's bad vector: name its question
+        if not 0 <= getattr(e, 'index', -1) < len(keep): raise
+        raise UnsafeInput(f"question {qids[keep[e.index]]!r}: {e}") from None
     t2 = time.perf_counter()
     per = [dict(query_id=qids[i], question=rows[i]['question'], source_doc=rows[i]['source_doc'], how=rels[i].how,
                 gold=rels[i].gold, retrieved=rk, **score_ranking(rk, rels[i], ks)) for i, rk in zip(keep, rankings)]
@@ -580,39 +638,34 @@ def plot(self:Sweep,
     return plot_sweep(self, metric)
 
 # %% ../nbs/07_retrieval.ipynb #c0c187de
-from .documents import read_text, clone, LoadError
+from .documents import read_text, load_documents, LoadError
 from .llm import add_call_options, call_options
+from .safe import inside
 
-def _root(doc_source) -> Path|None:
-    "The local folder a dataset's `doc_source` names: that folder, a file's folder, or the cached clone of a URL."
-    if not isinstance(doc_source, str) or not doc_source: return None
-    if '://' in doc_source or doc_source.startswith('git@'):
-        try: return clone(doc_source)
-        except LoadError: return None
-    p = Path(doc_source)
-    return p if p.is_dir() else p.parent if p.is_file() else None
-
-# %% ../nbs/07_retrieval.ipynb #9d47b162
-def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8') -> list:
-    ("Documents from `--docs`, else the files `source_doc` names: under the dataset's `doc_source`, the dataset's "
-     "folder or the cwd.")
+def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8', what:str='dataset') -> list:
+    "Documents from `--docs` (folder, file or git URL), else the files `source_doc` names inside the dataset's folder."
     if docs_path:
-        p = Path(docs_path)
-        if not p.exists(): raise FileNotFoundError(f"--docs {p} does not exist")
-        docs = (load_folder(p, glob, encoding=encoding) if p.is_dir()
-                else load_folder(p.parent, p.name, encoding=encoding))
-        if not docs: raise ValueError(f"no documents matching {glob} under {p}")
+        s = str(docs_path)
+        if not ('://' in s or s.startswith('git@')) and not Path(s).exists():
+            raise FileNotFoundError(f"--docs {s} does not exist")
+        docs = load_documents(s, glob=glob, encoding=encoding)  # a URL given here is cloned: the user named it
+        if not docs:
+            why = f" ({docs.issues[0].path}: {docs.issues[0].reason})" if docs.issues else ''
+            raise ValueError(f"--docs {s}: no documents matching {','.join(glob)}{why}")
         return docs
-    roots = {}
-    for s, d in zip(df.source_doc, df['doc_source'] if 'doc_source' in df else [None] * len(df)):
-        if s not in roots or roots[s] is None: roots[s] = _root(d)
-    out = []
-    for src in dict.fromkeys(df.source_doc):
-        path = next((b/src for b in (roots.get(src), base, Path.cwd()) if b is not None and (b/src).is_file()), None)
-        if path is None:
-            raise FileNotFoundError(f"source_doc {src!r} of the dataset is not a file here; pass --docs DIR")
+    base, out, seen = Path(base).resolve(), [], set()
+    made_from = df['doc_source'] if 'doc_source' in df else pd.Series([None] * len(df), index=df.index)
+    for i, src, made in zip(df.index, df.source_doc, made_from):
+        if src in seen: continue
+        seen.add(src)
+        where = f"{what} row {i}, field source_doc"
+        path = inside(base, src, where)  # refused: absolute, `..` out of the folder, a link out of it
+        if not path.exists():  # a FIFO or device is refused by `read_text`, with its reason
+            hint = f"; the dataset says it was made from {made}: pass --docs {made}" if isinstance(made, str) else ''
+            raise FileNotFoundError(f"{where}: {src!r} is not a file under the dataset's folder {base}; "
+                                    f"pass --docs DIR (or a git URL){hint}")
         try: text = read_text(path, encoding)
-        except LoadError as e: raise ValueError(f"{path}: {e}") from None
+        except LoadError as e: raise ValueError(f"{where}: {path}: {e}") from None
         out.append(Document(text, str(path.parent), src, path.name, path.suffix, id=src))
     return out
 
@@ -628,8 +681,8 @@ def _make_retriever(args):
 # %% ../nbs/07_retrieval.ipynb #4debbdff
 def _cli_retrieval(args) -> int:
     df = read_dataset(args.dataset)
-    check_columns(df, ['question', 'source_doc'])
-    docs = _docs_for(df, args.docs, args.glob, Path(args.dataset).parent, args.encoding)
+    check_columns(df, ['question', 'source_doc'], args.dataset); check_rows(df, args.dataset)
+    docs = _docs_for(df, args.docs, args.glob, Path(args.dataset).parent, args.encoding, args.dataset)
     ks = [int(k) for k in str(args.k).split(',') if k.strip()]
     factory = _make_retriever(args)
     if len(args.chunk_size) * len(args.chunk_overlap) == 1:
@@ -655,7 +708,8 @@ def add_cli(
     "Add the `retrieval` subcommand to the `ragnb` command."
     p = sub.add_parser('retrieval')
     p.add_argument('dataset', help='JSONL (or Parquet) dataset with question, source_doc, evidence and its offsets')
-    p.add_argument('--docs', help='folder (or file) of the source documents (default: source_doc paths)')
+    p.add_argument('--docs', help="folder, file or git URL (cloned) of the source documents (default: the files "
+                   "source_doc names, inside the dataset's folder; a dataset's doc_source is never followed)")
     p.add_argument('--glob', default='*.md,*.mdx', type=lambda s: tuple(s.split(',')),
                    help='file patterns under --docs')
     p.add_argument('--retriever', choices=['bm25', 'dense', 'local'], default='bm25',

@@ -532,6 +532,12 @@ def compare(*runs, # Checked runs: `CheckRun`s, checked JSON files (ragnb's or R
         raise ValueError(f"need one distinct name per run, got {names}")
     got = {n: _checked(r, n) for n, r in zip(names, runs)}
     per = {n: g[1].per_result[list(METRICS)] * 100 for n, g in got.items()}
+    src = {n: str(r) if isinstance(r, (str, Path)) else n for n, r in zip(names, runs)}
+    for n in names:  # said here, not as a numpy error from an empty bootstrap
+        if per[n].empty: raise ValueError(f"{src[n]}: no result was scored, so there is nothing to compare")
+        if n != names[0] and per[names[0]].index.intersection(per[n].index).empty:
+            raise ValueError(f"{src[names[0]]} and {src[n]} share no query_id: a paired comparison needs results for "
+                             "the same questions")
     means, deltas = _intervals(per, names[0], confidence, n_resamples, seed)
     return Comparison(names, {n: g[1] for n, g in got.items()}, {n: g[0] for n, g in got.items()}, means, deltas,
                       confidence, n_resamples)

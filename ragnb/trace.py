@@ -305,21 +305,49 @@ class TraceViewer:
         return {**self.box._repr_mimebundle_(**kw), 'text/html': self.state.html()}
 
 # %% ../nbs/08b_trace.ipynb #462bc877
-def pages_from_manifest(path:str|Path # A parse folder or its `manifest.json`
-                       ) -> tuple[str, list[ParsedPage]]:
-    "The source file's name and the pages of a parse folder (or its `manifest.json`), read back from disk."
-    p = Path(path); p = p/'manifest.json' if p.is_dir() else p
-    m, out = json.loads(p.read_text()), []
-    for q in m['pages']:
-        f = q.get('failure')
-        out.append(ParsedPage(q['page'], (p.parent/q['markdown']).read_text() if q.get('markdown') else '',
-                              {Path(t).stem: (p.parent/t).read_text() for t in q.get('tables', [])},
-                              {n: str(p.parent/n) for n in q.get('images', [])}, m.get('mode', 'vision'),
-                              str(p.parent/q['page_image']) if q.get('page_image') else None,
-                              Failure(None, f['kind'], f['message']) if f else None, q.get('warnings', [])))
-    return Path(m['file']).name, out
+from .safe import UnsafeInput, inside, read_bounded, read_text_bounded, MB
 
-# %% ../nbs/08b_trace.ipynb #8d3c1301
+def _json_file(p:Path, limit:int=64 * MB):
+    "The JSON in file `p`, bounded; `UnsafeInput` naming the file when it is not JSON or nested too deep."
+    try: return json.loads(read_text_bounded(p, limit, str(p)))
+    except json.JSONDecodeError as e: raise UnsafeInput(f"{p}: not valid JSON ({e})") from None
+    except RecursionError: raise UnsafeInput(f"{p}: JSON nested too deeply to read") from None
+
+def _strs(q:dict, key:str, what:str) -> list:
+    v = q.get(key) or []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise UnsafeInput(f"{what}, field {key}: must be a list of strings")
+    return v
+
+def pages_from_manifest(path:str|Path, # A parse folder or its `manifest.json`
+                        limit:int=64 * MB # The most bytes read from any one file
+                       ) -> tuple[str, list[ParsedPage]]:
+    "The source file's name and the pages of a parse folder (or its `manifest.json`), read back inside the folder."
+    p = Path(path); p = p/'manifest.json' if p.is_dir() else p
+    m, out, root = _json_file(p, limit), [], p.parent
+    if not isinstance(m, dict) or not isinstance(m.get('pages'), list):
+        raise UnsafeInput(f"{p}: expected an object with a 'pages' list")
+    for n, q in enumerate(m['pages']):
+        what = f"{p} pages[{n}]"
+        if not isinstance(q, dict) or not isinstance(q.get('page'), int) or isinstance(q.get('page'), bool):
+            raise UnsafeInput(f"{what}: expected an object with an integer 'page'")
+        at = lambda rel, key: inside(root, rel, f"{what}, field {key}")
+        text = lambda rel, key: read_text_bounded(at(rel, key), limit, f"{what}, field {key}: {rel}")
+        f, warnings = q.get('failure'), _strs(q, 'warnings', what)
+        if f is not None and not (isinstance(f, dict) and isinstance(f.get('kind'), str)
+                                  and isinstance(f.get('message'), str)):
+            raise UnsafeInput(f"{what}, field failure: expected an object with a kind and a message")
+        for key in ('markdown', 'page_image'):
+            if q.get(key) is not None and not isinstance(q[key], str):
+                raise UnsafeInput(f"{what}, field {key}: must be a path (a string)")
+        out.append(ParsedPage(q['page'], text(q['markdown'], 'markdown') if q.get('markdown') else '',
+                              {Path(t).stem: text(t, 'tables') for t in _strs(q, 'tables', what)},
+                              {i: str(at(i, 'images')) for i in _strs(q, 'images', what)}, str(m.get('mode', 'vision')),
+                              str(at(q['page_image'], 'page_image')) if q.get('page_image') else None,
+                              Failure(None, f['kind'], f['message']) if f else None, warnings))
+    return Path(str(m.get('file') or p.parent.name)).name, out
+
+# %% ../nbs/08b_trace.ipynb #53e89b86
 def load_traced(path:str|Path # A dataset, RAGChecker results, or a parse folder / manifest
                ) -> tuple[str, Any]:
     "What a file holds for `ragnb show`: ('dataset', Dataset), ('results', [RAGResult]) or ('pages', (name, pages))."
@@ -327,7 +355,7 @@ def load_traced(path:str|Path # A dataset, RAGChecker results, or a parse folder
     if not p.exists(): raise FileNotFoundError(f"{p}: no such file or folder")
     if p.is_dir() or p.name == 'manifest.json': return 'pages', pages_from_manifest(p)
     if p.suffix == '.json':
-        d = json.loads(p.read_text())
+        d = _json_file(p)
         if isinstance(d, dict) and isinstance(d.get('pages'), list): return 'pages', pages_from_manifest(p)
         return 'results', load_results(d)
     return 'dataset', Dataset.load(p)
@@ -357,6 +385,8 @@ def show(path:str|Path, # A dataset, RAGChecker results, or a parse folder / man
     return _show(path, item_id, cache, full)[0]
 
 # %% ../nbs/08b_trace.ipynb #be33c0c6
+from .safe import printable
+
 def add_cli(sub # The `ragnb` command's subparsers
            ):
     "Register `ragnb show`."
@@ -371,7 +401,7 @@ def add_cli(sub # The `ragnb` command's subparsers
 
 def _cli_show(args) -> int:
     out, n = _show(args.file, args.id, args.cache, args.full)
-    print(out)
+    print(printable(out))  # a reply's or a page's escape sequences shown, never obeyed
     if n == 0:
         print("ragnb show: no exchange found: give the cache the run used (--cache), or re-run it (a cache made before "
               "traces holds replies without requests)", file=sys.stderr)
@@ -502,7 +532,9 @@ def _png(path, width:int) -> str:
 # %% ../nbs/08b_trace.ipynb #8d3c4235
 def _sha256(path) -> str|None:
     p = Path(path) if path else None
-    return hashlib.sha256(p.read_bytes()).hexdigest() if p and p.is_file() else None
+    if not (p and p.is_file()): return None
+    try: return hashlib.sha256(read_bounded(p)).hexdigest()  # bounded: a page image is a few MB
+    except UnsafeInput: return None
 
 # %% ../nbs/08b_trace.ipynb #3108c7f7
 def parsing_steps(page:ParsedPage, # A parsed page (or one read back by `pages_from_manifest`)

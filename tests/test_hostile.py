@@ -410,8 +410,10 @@ def test_retrieval_finds_the_documents_generate_used(tmp_path, monkeypatch, caps
         assert main(['generate', 'docs', '--out', str(tmp_path/'out'/'qa.jsonl'), '--max-chunks', '3']) == 0
     assert set(Dataset.load(tmp_path/'out'/'qa.jsonl').df.doc_source) == {str(src.resolve())}
     (tmp_path/'elsewhere').mkdir(); monkeypatch.chdir(tmp_path/'elsewhere')
-    capsys.readouterr()
-    assert main(['retrieval', str(tmp_path/'out'/'qa.jsonl'), '--k', '1,3']) == 0
+    capsys.readouterr()   # the dataset's doc_source is not followed (issue 27): the error says which --docs to pass
+    assert main(['retrieval', str(tmp_path/'out'/'qa.jsonl'), '--k', '1,3']) == 1
+    assert f'pass --docs {src.resolve()}' in capsys.readouterr().err
+    assert main(['retrieval', str(tmp_path/'out'/'qa.jsonl'), '--docs', str(src.resolve()), '--k', '1,3']) == 0
     assert '1 documents' in capsys.readouterr().out
 
 
@@ -452,3 +454,286 @@ def test_regions_pages_are_checked_by_argparse(capsys):
     pdf = sample_path('documents', 'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf')
     with pytest.raises(SystemExit) as e: main(['regions', str(pdf), '--pages', '1,abc'])
     assert e.value.code == 2 and "'abc'" in capsys.readouterr().err
+
+
+# --- Issue 27: untrusted datasets, result files and manifests ---
+
+MARKER = 'ragnb-hostile-marker-7f3a9c'
+
+def secret_beside(tmp_path) -> Path:
+    "A file outside the dataset's folder holding a marker that must never be read."
+    p = tmp_path/'private'/'notes.txt'; p.parent.mkdir(exist_ok=True)
+    p.write_text(f'# Private notes\n\n{MARKER} lives here and nowhere else.\n'); return p
+
+def write_jsonl(path:Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(''.join(json.dumps(r) + '\n' for r in rows)); return path
+
+def leaked(srv) -> bool: return any(MARKER in json.dumps(r.get('body')) for r in srv.requests)
+
+@pytest.mark.parametrize('how', ['dotdot', 'absolute', 'link'])
+def test_dataset_source_doc_cannot_read_outside_its_folder(tmp_path, monkeypatch, capsys, how):
+    secret = secret_beside(tmp_path)
+    ds = tmp_path/'ds'; ds.mkdir()
+    if how == 'link': (ds/'guide.md').symlink_to(secret)
+    src = {'dotdot': '../private/notes.txt', 'absolute': str(secret), 'link': 'guide.md'}[how]
+    qa = write_jsonl(ds/'qa.jsonl', [dict(question='What lives here?', source_doc=src, evidence=MARKER)])
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url); monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'scripted-embedding']) == 1
+        assert main(['retrieval', str(qa)]) == 1   # BM25: nothing indexed either
+    out, err = capsys.readouterr()
+    assert not leaked(srv) and not srv.requests
+    assert MARKER not in out and err.count('field source_doc') == 2 and 'row 0' in err and 'Traceback' not in err
+
+def git_repo_with_marker(tmp_path) -> Path:
+    repo = tmp_path/'upstream'; repo.mkdir()
+    (repo/'doc.md').write_text(f'# Doc\n\n{MARKER} is in the repository.\n')
+    env = {**os.environ, 'GIT_AUTHOR_NAME': 't', 'GIT_AUTHOR_EMAIL': 't@x', 'GIT_COMMITTER_NAME': 't',
+           'GIT_COMMITTER_EMAIL': 't@x'}
+    for cmd in (['init', '-q'], ['add', '.'], ['commit', '-qm', 'doc']):
+        subprocess.run(['git', *cmd], cwd=repo, check=True, env=env, capture_output=True)
+    return repo
+
+def test_dataset_doc_source_is_never_followed(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    url = git_repo_with_marker(tmp_path).as_uri()            # a URL the dataset names: cloned by the old code
+    folder = secret_beside(tmp_path).parent                     # a folder the dataset names: read by the old code
+    for made, src in [(url, 'doc.md'), (str(folder), 'notes.txt')]:
+        qa = write_jsonl(tmp_path/'ds'/'qa.jsonl', [dict(question='Where is it?', source_doc=src, evidence=MARKER,
+                                                          doc_source=made)])
+        assert main(['retrieval', str(qa), '--k', '1']) == 1
+        out, err = capsys.readouterr()
+        assert MARKER not in out and f'pass --docs {made}' in err and 'row 0, field source_doc' in err
+    assert not (tmp_path/'cache'/'repos').exists()              # nothing was cloned
+    assert main(['retrieval', str(qa), '--docs', url, '--k', '1']) == 0   # the user names the URL: cloned
+    assert 'hit rate' in capsys.readouterr().out and (tmp_path/'cache'/'repos').exists()
+
+def test_retrieval_reads_documents_bounded(tmp_path, capsys):
+    from ragnb.documents import read_text
+    big = tmp_path/'big.md'; big.write_text('x' * 5000)
+    with pytest.raises(Exception, match='over the 1,000-byte limit'): read_text(big, limit=1000)
+    fifo = tmp_path/'ds'/'pipe.md'; fifo.parent.mkdir(); os.mkfifo(fifo)
+    qa = write_jsonl(tmp_path/'ds'/'qa.jsonl', [dict(question='q?', source_doc='pipe.md', evidence='x')])
+    assert main(['retrieval', str(qa)]) == 1                    # a FIFO never blocks the command
+    assert 'not a regular file' in capsys.readouterr().err
+
+def test_clone_never_reads_a_url_as_an_option(tmp_path):
+    from ragnb.documents import LoadError, clone
+    flag = tmp_path/'ran'
+    with pytest.raises(LoadError, match=f"repository '--upload-pack=touch {flag}' does not exist"):  # a repository
+        clone(f'--upload-pack=touch {flag}', dest=tmp_path/'dest')
+    assert not flag.exists()
+
+class BadEmbeddings:
+    "A loopback OpenAI-compatible embeddings endpoint whose vectors are `vector(i, text)` (NaN, short, ragged...)."
+    def __init__(self, vector): self.vector, self.requests = vector, []
+    def __enter__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        me = self
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                me.requests.append(body)
+                data = [{'object': 'embedding', 'index': i, 'embedding': me.vector(i, t)} for i, t in enumerate(body['input'])]
+                out = json.dumps({'object': 'list', 'data': data, 'model': body['model'],
+                                  'usage': {'prompt_tokens': 1, 'total_tokens': 1}}).encode()  # NaN as JSON's NaN
+                self.send_response(200); self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(out))); self.end_headers(); self.wfile.write(out)
+        self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), H)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.base_url = f'http://127.0.0.1:{self.httpd.server_port}/v1'
+        return self
+    def __exit__(self, *a): self.httpd.shutdown(); self.httpd.server_close()
+
+def guide_dataset(tmp_path) -> Path:
+    (tmp_path/'ds').mkdir(exist_ok=True); (tmp_path/'ds'/'guide.md').write_text(GUIDE.read_text())
+    text = GUIDE.read_text(); ev = text[200:260]
+    return write_jsonl(tmp_path/'ds'/'qa.jsonl', [dict(question=f'Question {n}?', source_doc='guide.md', evidence=ev,
+                       evidence_start=200, evidence_end=260, id=f'q{n}') for n in range(4)])
+
+@pytest.mark.parametrize('bad,expect', [
+    (lambda i, t: [float('nan')] * 8 if 'Question' not in t and i == 1 else [1.0] + [0.0] * 7, 'NaN or infinite values'),
+    (lambda i, t: [1.0, 0.0] if i == 1 else [1.0] + [0.0] * 7, '2 numbers where the first vector has 8'),
+    (lambda i, t: [[1.0], [0.0]] if i == 1 else [1.0] + [0.0] * 7, 'not a flat list of numbers'),
+])
+def test_bad_embedding_vectors_are_refused_naming_the_text(tmp_path, monkeypatch, capsys, bad, expect):
+    qa = guide_dataset(tmp_path)
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    with BadEmbeddings(bad) as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'e', '--k', '1,3']) == 1
+        out, err = capsys.readouterr()
+        assert expect in err and "chunk 'guide.md#1'" in err and 'text 1' in err and 'Traceback' not in err
+        assert 'hit rate' not in out
+        n = len(srv.requests)   # a bad vector is never cached: asking again asks the endpoint again
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'e', '--k', '1,3']) == 1
+        assert len(srv.requests) > n
+
+def test_bad_query_vector_names_its_question(tmp_path, monkeypatch, capsys):
+    qa = guide_dataset(tmp_path)
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    with BadEmbeddings(lambda i, t: [float('inf')] * 8 if t == 'Question 2?' else [1.0] + [0.0] * 7) as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['retrieval', str(qa), '--retriever', 'dense', '--embed-model', 'e']) == 1
+    err = capsys.readouterr().err
+    assert "question 'q2'" in err and 'NaN or infinite values' in err
+
+ESCAPES = '\x1b]0;pwned-title\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m'
+
+def assert_no_escapes(text:str):
+    assert not re.search('[\x00-\x08\x0b-\x1f\x7f-\x9f]', text.replace('\r', '')), repr(text[:300])
+
+def test_show_prints_model_and_file_text_without_escapes(tmp_path, monkeypatch, capsys):
+    from ragnb.scripted import scripted_factoid
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    evil = {'factoid_qa': lambda msgs, rng: scripted_factoid(msgs, rng) + ESCAPES}
+    with ScriptedServer(rules=evil) as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '1']) == 0
+    ds = Dataset.load(tmp_path/'qa.jsonl')
+    rows = [json.loads(l) for l in (tmp_path/'qa.jsonl').read_text().splitlines()]
+    rows[0]['question'] = 'What? ' + ESCAPES; rows[0]['context'] = rows[0]['context'] + ESCAPES   # a hostile file
+    (tmp_path/'evil.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    capsys.readouterr()
+    for f in ('qa.jsonl', 'evil.jsonl'):
+        main(['show', str(tmp_path/f), ds.df.id[0], '--cache', str(tmp_path/'cache'/'calls.sqlite'), '--full'])
+        out, err = capsys.readouterr()
+        assert_no_escapes(out + err)
+        assert '\\x1b]0;pwned-title\\x07' in out and '\\x1b[2J' in out and '\\x1b]52;' in out  # shown, not obeyed
+
+def test_every_command_prints_file_text_without_escapes(tmp_path, capsys):
+    ds = tmp_path/'ds'; ds.mkdir(); (ds/'guide.md').write_text(GUIDE.read_text())
+    qa = write_jsonl(ds/'qa.jsonl', [dict(question='Q?' + ESCAPES, source_doc='guide.md', evidence='not in it' + ESCAPES,
+                                          id='q' + ESCAPES)])
+    assert main(['retrieval', str(qa), '--k', '1']) == 0                           # the skipped question's id
+    bad = write_jsonl(ds/'bad.jsonl', [dict(question='Q?', source_doc='gone' + ESCAPES)])
+    assert main(['retrieval', str(bad)]) == 1                                       # an error naming the value
+    res = tmp_path/'r.json'
+    res.write_text(json.dumps({'results': [dict(query_id='q' + ESCAPES, query='Q' + ESCAPES, gt_answer='A', response='B',
+                                                retrieved_context=[])]}))
+    main(['metrics', str(res)])                                                     # not scored: named by its id
+    out, err = capsys.readouterr()
+    assert_no_escapes(out + err)
+    assert out.count('\\x1b]0;pwned-title') >= 1 and err.count('\\x1b]0;pwned-title') >= 2
+
+def test_progress_bars_keep_their_carriage_return():
+    from ragnb.cli import TerminalSafe
+    buf = io.StringIO(); TerminalSafe(buf, keep_cr=True).write('\r 50%|#####     |\x1b[A')
+    assert buf.getvalue() == '\r 50%|#####     |\\x1b[A'
+
+def parse_folder(tmp_path, page:dict) -> Path:
+    d = tmp_path/'parse'; d.mkdir(exist_ok=True)
+    (d/'manifest.json').write_text(json.dumps({'file': 'report.pdf', 'mode': 'vision', 'pages': [{'page': 1, **page}]}))
+    return d
+
+@pytest.mark.parametrize('field', ['markdown', 'tables', 'link', 'page_image', 'images'])
+def test_show_keeps_manifest_paths_inside_the_parse_folder(tmp_path, capsys, field):
+    secret = secret_beside(tmp_path)
+    page = {'markdown': '../private/notes.txt', 'tables': {'tables': [str(secret)]}, 'page_image': str(secret),
+            'images': {'images': ['../private/notes.txt']}}
+    if field == 'link':
+        (tmp_path/'parse').mkdir(); (tmp_path/'parse'/'page_1.md').symlink_to(secret); page = {'markdown': 'page_1.md'}
+    else: page = {field: page[field]} if not isinstance(page[field], dict) else page[field]
+    d = parse_folder(tmp_path, page)
+    assert main(['show', str(d), '1', '--cache', str(tmp_path/'none.sqlite')]) == 1
+    out, err = capsys.readouterr()
+    assert MARKER not in out + err and 'pages[0], field ' in err and 'Traceback' not in err
+
+def test_show_refuses_a_device_as_a_page(tmp_path, capsys):
+    d = parse_folder(tmp_path, {'markdown': '/dev/zero'})
+    (d/'page.md').symlink_to('/dev/zero')
+    assert main(['show', str(d), '1']) == 1 and 'field markdown' in capsys.readouterr().err
+    (d/'manifest.json').write_text(json.dumps({'file': 'r.pdf', 'pages': [{'page': 1, 'markdown': 'page.md'}]}))
+    assert main(['show', str(d), '1']) == 1 and 'field markdown' in capsys.readouterr().err  # a link out of it
+    os.mkfifo(d/'fifo.md')
+    (d/'manifest.json').write_text(json.dumps({'file': 'r.pdf', 'pages': [{'page': 1, 'markdown': 'fifo.md'}]}))
+    assert main(['show', str(d), '1']) == 1 and 'not a regular file' in capsys.readouterr().err
+
+@pytest.mark.parametrize('manifest,expect', [
+    ({'file': 'r.pdf', 'pages': [{'page': '1'}]}, "pages[0]: expected an object with an integer 'page'"),
+    ({'file': 'r.pdf', 'pages': [{'page': 1, 'tables': 'x.html'}]}, 'pages[0], field tables: must be a list'),
+    ({'file': 'r.pdf', 'pages': [{'page': 1, 'failure': 'oops'}]}, 'pages[0], field failure'),
+    ('[' * 100_000 + ']' * 100_000, 'nested too deeply'),
+])
+def test_show_refuses_a_malformed_manifest(tmp_path, capsys, manifest, expect):
+    d = tmp_path/'parse'; d.mkdir()
+    (d/'manifest.json').write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    assert main(['show', str(d), '1']) == 1
+    err = capsys.readouterr().err
+    assert expect in err and 'Traceback' not in err
+
+def checked_result(**kw) -> dict:
+    return dict(query_id='q1', query='Q', gt_answer='A', response='B', retrieved_context=[{'text': 'c'}],
+                response_claims=[['a', 'b', 'c']], gt_answer_claims=[['a', 'b', 'c']], answer2response=['Entailment'],
+                response2answer=['Entailment'], retrieved2response=[['Entailment']],
+                retrieved2answer=[['Entailment']], **kw)
+
+@pytest.mark.parametrize('content,expect', [
+    ({'results': [checked_result(ragnb=[1])]}, "result 0 (query_id 'q1'), field 'ragnb': expected an object, got list"),
+    ({'results': [checked_result(ragnb={'warnings': 5})]}, "field 'ragnb.warnings': expected a list of warnings, got int"),
+    ({'results': [checked_result(ragnb={'warnings': [5]})]}, "field 'ragnb.warnings': warning 0 is a int"),
+    ({'results': [checked_result(), 7]}, 'result 1: expected an object, got int'),
+    ('{"results": [' + '[' * 100_000 + ']' * 100_000 + ']}', 'JSON nested too deeply'),
+])
+def test_metrics_names_the_malformed_result_and_field(tmp_path, capsys, content, expect):
+    f = tmp_path/'r.json'; f.write_text(content if isinstance(content, str) else json.dumps(content))
+    assert main(['metrics', str(f)]) == 2
+    err = capsys.readouterr().err
+    assert expect in err and 'Traceback' not in err
+    with pytest.raises(ValueError): load_results(f)   # the Python API refuses it too, with the field
+
+def rag_input(**kw) -> dict:
+    return dict(query_id='q1', query='What is checked?', gt_answer='The claims are checked.',
+                response='The claims are checked against the chunks.',
+                retrieved_context=[{'doc_id': 'd', 'text': 'The claims are checked against the chunks.'}], **kw)
+
+@pytest.mark.parametrize('field,value,expect', [
+    ('response', 'The claims \ud800 are checked.', "result 1 (query_id 'q2'), field 'response': a lone surrogate"),
+    ('gt_answer', 'Fine, then \udfff.', "result 1 (query_id 'q2'), field 'gt_answer': a lone surrogate"),
+    ('retrieved_context', [{'text': 'ok'}, {'text': 'bad \ud83d'}], "field 'retrieved_context[1].text'"),
+    ('response', '', "result 1 (query_id 'q2'), field 'response' is empty"),
+    ('gt_answer', '   ', "result 1 (query_id 'q2'), field 'gt_answer' is empty"),
+])
+def test_check_refuses_unsendable_or_empty_texts_before_any_call(tmp_path, monkeypatch, capsys, field, value, expect):
+    f = tmp_path/'in.json'
+    f.write_text(json.dumps({'results': [rag_input(), {**rag_input(), 'query_id': 'q2', field: value}]}))  # \ud800 as JSON
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url); monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+        assert main(['check', str(f), '--out', str(tmp_path/'out.json')]) == 1
+    err = capsys.readouterr().err
+    assert expect in err and 'Traceback' not in err
+    assert srv.requests == [] and not (tmp_path/'out.json').exists()   # nothing paid for, nothing written
+
+def test_compare_without_common_questions_names_both_files(tmp_path, capsys):
+    a, b = tmp_path/'a.json', tmp_path/'b.json'
+    a.write_text(json.dumps({'results': [checked_result()]}))
+    b.write_text(json.dumps({'results': [{**checked_result(), 'query_id': 'other'}]}))
+    assert main(['compare', str(a), str(b)]) == 1
+    err = capsys.readouterr().err
+    assert f'{a} and {b} share no query_id' in err and 'reshape' not in err
+
+def test_retrieval_kept_must_be_a_boolean(tmp_path, capsys):
+    ds = tmp_path/'ds'; ds.mkdir(); (ds/'guide.md').write_text(GUIDE.read_text())
+    qa = write_jsonl(ds/'qa.jsonl', [dict(question='Q?', source_doc='guide.md', evidence='x', kept=True),
+                                     dict(question='R?', source_doc='guide.md', evidence='x', kept='false')])
+    assert main(['retrieval', str(qa)]) == 1
+    assert "row 1: field 'kept' must be true or false, not 'false'" in capsys.readouterr().err
+
+@pytest.mark.parametrize('row,expect', [
+    (dict(question=42), "row 0: field 'question' must be a string"),
+    (dict(source_doc=['guide.md']), "row 0: field 'source_doc' must be a string"),
+    (dict(evidence_start='abc', evidence_end=10), "row 0: field 'evidence_start' must be a character offset"),
+    (dict(evidence_start=-5, evidence_end=10), "row 0: field 'evidence_start' must be a character offset"),
+    (dict(evidence={'text': 'x'}), "row 0: field 'evidence' must be a string"),
+    (dict(evidence_found='yes'), "row 0: field 'evidence_found' must be true or false"),
+    (dict(hops=[{'text': 'no doc id'}], question_type='multi_hop'), "row 0: field 'hops' must be a list of hops"),
+    (dict(id=[1]), "row 0: field 'id' must be a string or an integer"),
+])
+def test_retrieval_names_the_row_and_field_of_a_wrong_type(tmp_path, capsys, row, expect):
+    ds = tmp_path/'ds'; ds.mkdir(); (ds/'guide.md').write_text(GUIDE.read_text())
+    qa = write_jsonl(ds/'qa.jsonl', [{**dict(question='Q?', source_doc='guide.md', evidence='Documentation'), **row}])
+    assert main(['retrieval', str(qa), '--k', '1']) == 1
+    err = capsys.readouterr().err
+    assert expect in err and str(qa) in err and 'Traceback' not in err
