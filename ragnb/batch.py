@@ -8,6 +8,7 @@ from typing import Callable, Iterable
 import openai
 from tqdm.auto import tqdm
 from .llm import LLM, Request, Result, Usage, as_requests, prompt_id, cost_of
+from .safe import write_text
 
 # %% auto #0
 __all__ = ['TERMINAL', 'BATCH_DISCOUNT', 'custom_id', 'key_of_line', 'batch_lines', 'BatchJobs', 'submit', 'wait', 'collect',
@@ -45,10 +46,7 @@ class BatchJobs:
     def save(self, job:dict # The job record
             ):
         "Write `job` atomically (a kill never leaves half a file)."
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder/f".{job['job']}.tmp"
-        tmp.write_text(json.dumps(job, indent=1))
-        os.replace(tmp, self.folder/f"{job['job']}.json")
+        write_text(self.folder/f"{job['job']}.json", json.dumps(job, indent=1))
 
     def all(self) -> list[dict]:
         "Every job, oldest first."

@@ -82,3 +82,6 @@ def main(argv:list[str]|None=None # Arguments after `ragnb`; default `sys.argv[1
     except KeyboardInterrupt: return 130
     except (FileNotFoundError, ValueError, KeyError) as e:
         print(f"ragnb {args.command}: error: {e}", file=sys.stderr); return 1
+    except OSError as e:  # a full disk or a size limit while writing an output: one line naming the file
+        why = f"cannot write {e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+        print(f"ragnb {args.command}: error: {why}", file=sys.stderr); return 1

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 from .display import md_escape
+from .safe import write_text
 
 # %% ../nbs/06a_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -240,6 +241,7 @@ def overall(
     return {g: {k: mean(k) for k in ks} for g, ks in METRIC_GROUPS.items()}
 
 
+
 # %% ../nbs/06a_metrics.ipynb #2bc0d875
 @dataclass
 class Scores:
@@ -317,6 +319,7 @@ def check_unique_ids(
         raise ValueError(f"{where}{len(d)} query_id(s) occur more than once: {', '.join(map(repr, d[:10]))}"
                          + (f" and {len(d) - 10} more" if len(d) > 10 else '')
                          + "; every result needs its own query_id")
+
 
 
 # %% ../nbs/06a_metrics.ipynb #b6f93732
@@ -528,8 +531,7 @@ def save_results(
     s = scores or score(results)
     attach_metrics(results, s)
     doc = {'results': [r.to_dict() for r in results], 'metrics': s.overall, 'metrics_coverage': s.coverage}
-    path = Path(path); tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False)); tmp.replace(path)
+    write_text(path, json.dumps(doc, indent=2, ensure_ascii=False))  # whole or not at all; no stray temporary file
     return s
 
 # %% ../nbs/06a_metrics.ipynb #e7626c51

@@ -11,6 +11,7 @@ from pathlib import Path
 import nh3, numpy as np, pymupdf, shapely
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+from .safe import atomic_path
 from .pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
@@ -316,6 +317,7 @@ def snap_to_words(bbox:tuple, # A box (x0, y0, x1, y1)
     return (x0, y0, x1, y1)
 
 
+
 # %% ../nbs/05_pdf.ipynb #2c4597e4
 def detect_regions(
     page:pymupdf.Page,  # page to analyse
@@ -517,7 +519,8 @@ def render_regions(
         pg = doc[r.page-1]
         x0, y0, x1, y1 = r.bbox
         clip = pymupdf.Rect(x0, y0-top, x1, y1+bottom) & pg.rect
-        pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip).save(out_dir/r.name)
+        pix = pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip)
+        with atomic_path(out_dir/r.name) as tmp: pix.save(tmp, 'png')  # the format by name: tmp ends in .tmp
         r.image = str(out_dir/r.name)
     return regions
 
@@ -543,7 +546,7 @@ def mark_page(
         pg.insert_text((label.x0 + 2, label.y1 - 3), r.name, fontsize=fontsize, color=(1, 0, 0))
     out = Path(out_dir)/f"{regions[0].doc if regions else doc_id(path)}_{pno}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).save(out)
+    with atomic_path(out) as tmp: pg.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).save(tmp, 'png')
     return out
 
 # %% ../nbs/05_pdf.ipynb #0cbbe043
@@ -728,6 +731,7 @@ def find_regions(
 )->list[Region]:
     "`pdf_regions` on an engine: in this process, or page by page on workers."
     return regions_many(path, pages, engine, workers, **kwargs)[str(path)]
+
 
 
 # %% ../nbs/05_pdf.ipynb #719f542f
