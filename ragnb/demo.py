@@ -384,8 +384,8 @@ def report_html(out:str|Path # The run's folder
 <p><span class="mode {_e(run['mode'])}">{_e(run['mode'].upper())}</span> &nbsp;<b>{_e(run['label'])}</b></p>
 <p>{_e(_MODE_NOTE[run['mode']])}</p>
 <h2>What ran on what</h2>{_table(what, index=False, header=False)}
-<h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}),
-{d['dropped']} dropped, {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
+<h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}, evidence found in the passage),
+{d['dropped']} dropped ({d.get('unfound', 0)} with evidence not found in the passage), {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
 {_dataset_rows(rows)}{fig('critique_scores')}
 <h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].</p>
 {_table(by_k)}{fig('retrieval_by_k')}
