@@ -9,6 +9,7 @@ from ragnb.lazy import lazy
 openai = lazy('openai')  # imported on first use, so importing ragnb stays quick
 from tqdm.auto import tqdm
 from ragnb.llm import LLM, Request, Result, Usage, as_requests, prompt_id, cost_of
+from ragnb.safe import write_text
 
 # %% auto #0
 __all__ = ['TERMINAL', 'BATCH_DISCOUNT', 'custom_id', 'key_of_line', 'batch_lines', 'BatchJobs', 'submit', 'wait', 'collect',
@@ -46,10 +47,7 @@ class BatchJobs:
     def save(self, job:dict # The job record
             ):
         "Write `job` atomically (a kill never leaves half a file)."
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder/f".{job['job']}.tmp"
-        tmp.write_text(json.dumps(job, indent=1))
-        os.replace(tmp, self.folder/f"{job['job']}.json")
+        write_text(self.folder/f"{job['job']}.json", json.dumps(job, indent=1))
 
     def all(self) -> list[dict]:
         "Every job, oldest first."

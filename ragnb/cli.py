@@ -111,3 +111,6 @@ def _main(argv:list[str]) -> int:
     except KeyboardInterrupt: return 130
     except (FileNotFoundError, ValueError, KeyError) as e:  # one line naming file, row and field; no traceback
         print(f"ragnb {args.command}: error: {printable(e)}", file=sys.stderr); return 1
+    except OSError as e:  # a full disk or a size limit while writing an output: one line naming the file
+        why = f"cannot write {e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+        print(f"ragnb {args.command}: error: {printable(why)}", file=sys.stderr); return 1

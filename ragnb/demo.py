@@ -8,6 +8,7 @@ import datetime, html, json, os, shutil, sqlite3, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from .llm import LLM, CallCache, Usage, add_call_options, call_options
+from .safe import atomic_write, write_text
 
 # %% auto #0
 __all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'ENTAILMENT_CAPTION', 'sample_docs',
@@ -59,12 +60,12 @@ def export_calls(cache:CallCache, # The calls of a run
                  keys:set|None=None # Only these calls (default: a `RecordingCache`'s used keys, else all)
                 ) -> Path:
     "Write the chat calls of `cache` as JSON lines after one metadata line, in the order they were made."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
     keys = keys if keys is not None else getattr(cache, 'used', None)
     with sqlite3.connect(cache.path) as c:
         rows = (c.execute("SELECT key, kind, model, prompt, record, created FROM calls WHERE kind='chat' ORDER BY "
                           "created").fetchall())
-    with path.open('w', encoding='utf-8') as f:
+    with atomic_write(path) as f:  # a recording is whole or not written: a replay never reads half of one
         f.write(json.dumps({'meta': meta}, ensure_ascii=False) + '\n')
         for key, kind, model, prompt, record, created in rows:
             if keys is not None and key not in keys: continue
@@ -383,8 +384,8 @@ def report_html(out:str|Path # The run's folder
 <p><span class="mode {_e(run['mode'])}">{_e(run['mode'].upper())}</span> &nbsp;<b>{_e(run['label'])}</b></p>
 <p>{_e(_MODE_NOTE[run['mode']])}</p>
 <h2>What ran on what</h2>{_table(what, index=False, header=False)}
-<h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}),
-{d['dropped']} dropped, {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
+<h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}, evidence found in the passage),
+{d['dropped']} dropped ({d.get('unfound', 0)} with evidence not found in the passage), {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
 {_dataset_rows(rows)}{fig('critique_scores')}
 <h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].</p>
 {_table(by_k)}{fig('retrieval_by_k')}
@@ -402,7 +403,7 @@ def report_html(out:str|Path # The run's folder
 def _label_file(path:Path, info:dict):
     "Add the run's model to a JSON output file (RAGChecker's readers ignore the extra key)."
     d = json.loads(path.read_text(encoding='utf-8'))
-    path.write_text(json.dumps({'ragnb_run': info, **d}, ensure_ascii=False, indent=1), encoding='utf-8')
+    write_text(path, json.dumps({'ragnb_run': info, **d}, ensure_ascii=False, indent=1))
 
 def _pick_result(results:list) -> dict|None:
     "The result to draw an entailment map of: complete labels, and the most claims (ties: the first)."
@@ -498,8 +499,8 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
             report = evaluate(kept, chunks, BM25Retriever(), ks=(1, 3, 5, 10), docs=docs)
         log(f"3. BM25 retrieval over {len(chunks)} chunks:\n{report}")
         with st('answers'): rag = rag_pipeline(kept, chunks, BM25Retriever(), llm, k=k)
-        (out/'rag_results.json').write_text(json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False,
-                                                       indent=1), encoding='utf-8')
+        write_text(out/'rag_results.json', json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False,
+                                                     indent=1))
         with st('claims and checks'): run = run_checks(rag.to_ragchecker(), llm, out=out/'ragchecker_output.json')
         _label_file(out/'ragchecker_output.json', info)
         log(f"4. RAGChecker on {len(run.results)} answers:\n{json.dumps(run.scores.overall, indent=1)}")
@@ -527,8 +528,8 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         summary['files'] = ['dataset.jsonl', 'rag_results.json', 'ragchecker_output.json', 'summary.json',
                             'report.html',
                             'calls.sqlite'] + [Path(f['file']).name for f in figures.values()]
-        (out/'summary.json').write_text(json.dumps(summary, indent=1, default=str), encoding='utf-8')
-        (out/'report.html').write_text(report_html(out), encoding='utf-8')
+        write_text(out/'summary.json', json.dumps(summary, indent=1, default=str))
+        write_text(out/'report.html', report_html(out))
         if record:
             llm.cache.checkpoint()
             meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint,

@@ -664,7 +664,7 @@ def select_mixed(
     min_score:int=3,               # Lowest score kept on every criterion
     thresholds:dict|None=None,     # Per-criterion overrides
     dedupe:float|None=90,          # Near-duplicate similarity threshold
-    require_evidence:bool=False,   # Drop questions whose evidence (every hop's) was not found
+    require_evidence:bool=True,    # Drop questions whose evidence (every hop's) is not in its passage
     max_alone:int=4,               # Drop a multi-passage question that one passage alone answers this well
     language:str|None=None,        # Drop questions or answers in another language (None: no check)
 )->list[MixedQA]:
@@ -725,7 +725,7 @@ def mixed_dataset(
     min_score:int=3,                   # Lowest score kept on every criterion
     thresholds:dict|None=None,         # Per-criterion overrides
     dedupe:float|None=90,              # Near-duplicate similarity threshold
-    require_evidence:bool=False,       # Drop questions whose evidence (every hop's) was not found
+    require_evidence:bool=True,        # Drop questions whose evidence (every hop's) is not in its passage
     personas:list|None=None,           # Who asks (None: proposed from the corpus by the model)
     styles:list|None=None,             # Query styles (None: all of `STYLES`)
     lengths:list|None=None,            # Query lengths (None: all of `LENGTHS`)

@@ -17,11 +17,12 @@ from ragnb.llm import LLM, Request, Result, Usage, ParseError, add_call_options,
 from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.documents import Document, Chunk, load_documents, split_documents, split_many
 from ragnb.display import md_escape
+from ragnb.safe import atomic_path, atomic_write
 
 # %% auto #0
-__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating', 'QA',
-           'clean_field', 'failure_record', 'generate_questions', 'critique', 'critic_consistency', 'critic_agreement',
-           'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'all_calls_failed', 'add_cli']
+__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating',
+           'QA', 'clean_field', 'failure_record', 'generate_questions', 'critique', 'critic_consistency',
+           'critic_agreement', 'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'all_calls_failed', 'add_cli']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -369,13 +370,14 @@ def critic_agreement(
 
 # %% ../nbs/04_generate.ipynb #a3278f55
 DEDUPE_BLOCK = 1024
+UNFOUND = 'evidence not found in the passage'  # the drop reason of a question whose evidence is not in its source
 
 def select(
     qas:list[QA],                  # Critiqued questions
     min_score:int=3,               # Lowest score kept on every criterion
     thresholds:dict|None=None,     # Per-criterion overrides, e.g. {'relevance': 4}
     dedupe:int|None=90,            # Drop a question this similar (0-100, token_sort_ratio) to a better one; None: keep
-    require_evidence:bool=False,   # Also drop questions whose evidence was not found
+    require_evidence:bool=True,    # Also drop questions whose evidence is not in the passage (False: keep them)
     require_consistent:bool=False, # Also drop questions whose critique votes fall on both sides of the threshold
 )->list[QA]:
     "Set `kept` and `drop_reason` on every question: thresholds first, then near-duplicates."
@@ -388,7 +390,7 @@ def select(
                 s = getattr(q, f'{c}_score')
                 if s is None: why.append(f'{c} critique failed')
                 elif s < th[c]: why.append(f'{c} {s} < {th[c]}')
-            if require_evidence and not q.evidence_found: why.append('evidence not found')
+            if require_evidence and not q.evidence_found: why.append(UNFOUND)
             if require_consistent:
                 for c in CRITERIA:
                     v = [x for x in getattr(q, f'{c}_votes') or [] if x is not None]
@@ -450,16 +452,25 @@ class Dataset:
     def dropped(self)->Dataset: return self._sub(~self.df.kept.astype(bool) & (self.df.failures.map(len) == 0))
 
     def counts(self)->dict:
-        "Questions, kept, dropped and failed rows (a failed row has at least one failed call)."
+        ("Questions, kept, dropped and failed rows (a failed row has at least one failed call), and `unfound`: "
+         "questions whose evidence is not in the passage.")
         d = self.df
         return dict(questions=int(d.question.notna().sum()), kept=int(d.kept.sum()), dropped=len(self.dropped),
-                    failed=len(self.failed))
+                    failed=len(self.failed), unfound=len(self._unfound()))
+
+    def _unfound(self)->pd.DataFrame:
+        d = self.df
+        if 'evidence_found' not in d: return d.iloc[:0]
+        return d[d.question.notna() & ~d.evidence_found.fillna(False).astype(bool)]
 
     def report(self)->str:
         "One line per figure: chunks, questions, kept, dropped, failed, calls and tokens."
         s, c = self.stats, self.counts()
-        lines = [f"chunks: {s.get('chunks', '?')}", f"questions: {c['questions']}", f"kept: {c['kept']}",
-                 f"dropped: {c['dropped']}", f"failed: {c['failed']}",
+        u = self._unfound().kept.astype(bool)
+        kept_u = f" ({u.sum()} with evidence not found in the passage)" if u.sum() else ''
+        drop_u = f" ({(~u).sum()}: {UNFOUND})" if (~u).sum() else ''
+        lines = [f"chunks: {s.get('chunks', '?')}", f"questions: {c['questions']}", f"kept: {c['kept']}{kept_u}",
+                 f"dropped: {c['dropped']}{drop_u}", f"failed: {c['failed']}",
                  f"calls: {s.get('calls', 0)} ({s.get('cached', 0)} cached, {s.get('failed_calls', 0)} failed)",
                  f"tokens: {s.get('prompt_tokens', 0):,} prompt + {s.get('completion_tokens', 0):,} completion"]
         return '\n'.join(lines)
@@ -479,8 +490,8 @@ class Dataset:
     def to_jsonl(self, path # File to write
                 ) -> Path:
         "Write one JSON object per row."
-        path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open('w', encoding='utf-8') as f:
+        path = Path(path)
+        with atomic_write(path) as f:  # a kill, a full disk or a bad row leaves the previous file as it was
             for r in self.df.astype(object).where(self.df.notna(), None).to_dict('records'):
                 f.write(json.dumps(r, ensure_ascii=False, default=str) + '\n')
         return path
@@ -488,9 +499,9 @@ class Dataset:
     def to_parquet(self, path # File to write
                   ) -> Path:
         "Write a Parquet file (failures and hops stored as JSON text)."
-        path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(path)
         as_json = {c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}
-        self.df.assign(**as_json).to_parquet(path, index=False)
+        with atomic_path(path) as tmp: self.df.assign(**as_json).to_parquet(tmp, index=False)
         return path
 
     def save(self, path # File to write: .parquet, else JSONL
@@ -559,7 +570,7 @@ def generate_dataset(
     min_score:int=3,                   # Lowest score kept on every criterion
     thresholds:dict|None=None,         # Per-criterion overrides
     dedupe:float|None=90,              # Near-duplicate similarity threshold
-    require_evidence:bool=False,       # Drop questions whose evidence was not found
+    require_evidence:bool=True,        # Drop questions whose evidence is not in the passage (False: keep them)
     glob=None,                         # File patterns when loading paths
     question_types:str|dict|None=None, # e.g. 'factoid:2,multi_hop:1' (`ragnb.diversity`); None: the seed's factoids
     personas:list|None=None,           # Personas asking the non-factoid questions (None: proposed from the corpus)
@@ -643,6 +654,8 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
                    help='self-consistency: a second critic model on the same endpoint')
     p.add_argument('--require-consistent', action='store_true',
                    help='drop questions whose critique votes disagree about keeping them')
+    p.add_argument('--keep-unfound-evidence', action='store_true',
+                   help='keep questions whose evidence is not in the passage (models that paraphrase; default: drop)')
     p.add_argument('--keep-all', action='store_true',
                    help='also write dropped and failed rows (with kept and drop_reason)')
     p.add_argument('--question-types', default=None, help="mix of question types with optional weights, e.g. "
@@ -677,7 +690,8 @@ def _cli_generate(args)->int:
                           question_types=args.question_types, personas=personas, styles=split(args.styles),
                           lengths=split(args.lengths), check_language=not args.no_language_check,
                           structured=args.structured, critic_samples=args.critic_samples, second_critic=critic2,
-                          require_consistent=args.require_consistent, engine=args.engine, workers=args.workers)
+                          require_evidence=not args.keep_unfound_evidence, require_consistent=args.require_consistent,
+                          engine=args.engine, workers=args.workers)
     if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)

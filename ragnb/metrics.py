@@ -15,6 +15,7 @@ from fastcore.basics import patch
 from ragnb.lazy import lazy
 pd = lazy('pandas')  # imported on first use (a table of scores), so the metrics start at once
 from ragnb.display import md_escape
+from ragnb.safe import write_text
 
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'METRIC_GROUPS', 'METRICS', 'EXTRAS', 'LABEL_FIELDS',
@@ -561,8 +562,7 @@ def save_results(
     s = scores or score(results)
     attach_metrics(results, s)
     doc = {'results': [r.to_dict() for r in results], 'metrics': s.overall, 'metrics_coverage': s.coverage}
-    path = Path(path); tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False)); tmp.replace(path)
+    write_text(path, json.dumps(doc, indent=2, ensure_ascii=False))  # whole or not at all; no stray temporary file
     return s
 
 # %% ../nbs/06a_metrics.ipynb #e7626c51

@@ -13,6 +13,7 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.shapes.picture import Picture
 from pptx.enum.shapes import PP_PLACEHOLDER
 from .pages import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id, grid_html, expand
+from .safe import write_bytes
 
 # %% auto #0
 __all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'TITLES', 'open_docx', 'open_pptx',
@@ -221,7 +222,7 @@ def _picture_segment(name:str, blob:bytes, big:dict, out:Path, stem:str, page:in
                        f"{max_pixels:,}-pixel cap (max_image_pixels)")
     ext = Path(name).suffix.lstrip('.').lower()
     f = out/f"{stem}.{ext if _SAME.get(ext, ext) == kind else kind}"
-    out.mkdir(parents=True, exist_ok=True); f.write_bytes(blob)
+    write_bytes(f, blob)
     return Segment('image', str(f), f.name, page)
 
 # %% ../nbs/05a_office.ipynb #7a8045d7

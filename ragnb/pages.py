@@ -11,6 +11,7 @@ from pathlib import Path
 import nh3, pymupdf
 from fastcore.basics import patch
 from .display import md_escape
+from .safe import write_text
 
 # %% auto #0
 __all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'FENCED_TABLE', 'BARE_TABLE', 'IMAGE_REF', 'TABLE_REF', 'OFFLINE_MARK', 'DocumentError',
@@ -205,8 +206,8 @@ def save(
     claim_folder(out, self)
     pages = []
     for p in self.pages:
-        if p.failure is None: (out/f"page_{p.page}.md").write_text(p.markdown + '\n')
-        for name, html in p.tables.items(): (out/f"{name}.html").write_text(html + '\n')
+        if p.failure is None: write_text(out/f"page_{p.page}.md", p.markdown + '\n')
+        for name, html in p.tables.items(): write_text(out/f"{name}.html", html + '\n')
         pages.append(dict(page=p.page, markdown=None if p.failure is not None else f"page_{p.page}.md",
                           tables=[f"{n}.html" for n in p.tables], images=list(p.images),
                           page_image=Path(p.image).name if p.image else None, warnings=p.warnings,
@@ -216,7 +217,7 @@ def save(
                     note='offline: PyMuPDF text and table finder, no model' if self.mode == 'offline' else None,
                     warnings=self.warnings, pages=pages,
                     failures=[dict(page=q['page'], **q['failure']) for q in pages if q['failure']])
-    (out/'manifest.json').write_text(json.dumps(manifest, indent=1))
+    write_text(out/'manifest.json', json.dumps(manifest, indent=1))  # last: a manifest names only files written whole
     return out/'manifest.json'
 
 # %% ../nbs/03b_pages.ipynb #0dc77e7a

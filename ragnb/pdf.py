@@ -12,6 +12,7 @@ import nh3, numpy as np, pymupdf, shapely
 from ragnb.lazy import lazy
 sparse = lazy('scipy.sparse')  # imported where regions are merged, so `ragnb regions --help` starts at once
 csgraph = lazy('scipy.sparse.csgraph')
+from ragnb.safe import atomic_path
 from ragnb.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
@@ -608,7 +609,8 @@ def render_regions(
         pg = doc[r.page-1]
         x0, y0, x1, y1 = r.bbox
         clip = pymupdf.Rect(x0, y0-top, x1, y1+bottom) & pg.rect
-        render_page(pg, zoom, clip, max_side, max_pixels, str(path)).save(out_dir/r.name)
+        with atomic_path(out_dir/r.name) as tmp:  # the format by name: tmp ends in .tmp
+            render_page(pg, zoom, clip, max_side, max_pixels, str(path)).save(tmp, 'png')
         r.image = str(out_dir/r.name)
     return regions
 
@@ -638,7 +640,7 @@ def mark_page(
         pg.insert_text((label.x0 + 2, label.y1 - 3), r.name, fontsize=fontsize, color=(1, 0, 0))
     out = Path(out_dir)/f"{regions[0].doc if regions else doc_id(path)}_{pno}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    render_page(pg, zoom, None, max_side, max_pixels, str(path)).save(out)
+    with atomic_path(out) as tmp: render_page(pg, zoom, None, max_side, max_pixels, str(path)).save(tmp, 'png')
     return out
 
 # %% ../nbs/05_pdf.ipynb #0cbbe043

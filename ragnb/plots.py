@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from .checker import claim_text
 from .prompts import CRITERIA
+from .safe import atomic_path
 
 # %% auto #0
 __all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'METRIC_GROUPS', 'LOWER_IS_BETTER',
@@ -34,9 +35,8 @@ def save_figure(
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise ValueError(f"cannot save figure to {str(path)!r}: extension must be one of {sorted(FORMATS)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with matplotlib.rc_context({'svg.fonttype': 'none', 'pdf.fonttype': 42}):  # text stays text, not outlines
-        fig.savefig(path, dpi=dpi, bbox_inches='tight', format=path.suffix[1:].lower())
+    with matplotlib.rc_context({'svg.fonttype': 'none', 'pdf.fonttype': 42}), atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, bbox_inches='tight', format=path.suffix[1:].lower())  # tmp ends in .tmp: say which
     return path
 
 # %% ../nbs/08_plots.ipynb #8421e883

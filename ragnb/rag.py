@@ -11,6 +11,7 @@ from typing import Callable
 import pandas as pd
 from .llm import LLM, Request
 from .prompts import get_prompt
+from .safe import write_text
 from .retrieval import Retriever, read_dataset, check_columns, query_ids
 from .checker import run_checks
 from .plots import flat_metrics
@@ -38,8 +39,7 @@ class RagRun:
         path:str|Path   # JSON file to write
     )->Path:
         "Write RAGChecker's input JSON to `path`."
-        p = Path(path); p.write_text(json.dumps(self.to_ragchecker(), ensure_ascii=False, indent=1), encoding='utf-8')
-        return p
+        return write_text(path, json.dumps(self.to_ragchecker(), ensure_ascii=False, indent=1))
     def _repr_html_(self):
         t = pd.DataFrame([dict(query_id=r['query_id'], query=r['query'], gt_answer=r['gt_answer'],
                                response=r['response'], chunks=len(r['retrieved_context'])) for r in self.results[:10]])

@@ -20,6 +20,7 @@ from ragnb.evidence import locate  # exact, then normalised, then fuzzy
 from ragnb.llm import LLM, Request
 from ragnb.prompts import get_prompt
 from ragnb.display import md_escape
+from ragnb.safe import write_text
 
 # %% auto #0
 __all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
@@ -692,13 +693,13 @@ def _cli_retrieval(args) -> int:
         print(f"{len(docs)} documents, {len(chunks)} chunks of at most {args.chunk_size[0]} characters")
         print(rep)
         if 'question_type' in rep.per_question: print('\nby question type\n' + by_question_type(rep, ks).to_string())
-        if args.out: rep.per_question.to_json(args.out, orient='records', lines=True)
+        if args.out: write_text(args.out, rep.per_question.to_json(orient='records', lines=True))
     else:
         sw = sweep(docs, df, factory, args.chunk_size, args.chunk_overlap, ks)
         cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars', *RETRIEVAL_METRICS]
         print(sw.results[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(f"sweep: {len(sw.reports)} chunkings in {sw.seconds:.1f} s")
-        if args.out: sw.results.to_json(args.out, orient='records', lines=True)
+        if args.out: write_text(args.out, sw.results.to_json(orient='records', lines=True))
     return 0
 
 # %% ../nbs/07_retrieval.ipynb #f0ad53ec

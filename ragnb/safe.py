@@ -4,7 +4,7 @@
 
 # %% ../nbs/00d_safe.ipynb #3d6bfb21
 from __future__ import annotations
-import contextlib, os, re, stat, tempfile, zlib
+import contextlib, os, re, secrets, stat, zlib
 from pathlib import Path
 
 # %% auto #0
@@ -91,16 +91,21 @@ def redact(
 def atomic_path(
     path,  # The file to write
 ):
-    "Yield a temporary path beside `path`; on success it replaces `path`, on any failure it is removed."
+    ("Yield a temporary path beside `path`; on success it replaces `path`, on any failure it is removed (an `OSError` "
+     "names `path`).")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
-    os.close(fd)
+    while True:  # created as `open` creates a file (0o666 less the umask), not 0o600 as `mkstemp` does
+        tmp = path.parent/f'.{path.name}.{secrets.token_hex(4)}.tmp'
+        try: os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)); break
+        except FileExistsError: continue
     try:
-        yield Path(tmp)
+        yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError): os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename in (None, str(tmp), tmp) and e.errno:  # a full disk, a size limit
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ pd = lazy('pandas')  # imported on first use, and the figures' module where they
 from ragnb.llm import Failure, RETRYABLE, backoff_delay, error_kind
 from ragnb.metrics import METRICS, METRIC_GROUPS, RAGResult, Scores, load_results, score
 from ragnb.generate import QA, Dataset
+from ragnb.safe import write_text
 
 # %% auto #0
 __all__ = ['ANSWER_KEYS', 'CONTEXT_KEYS', 'ABBREV', 'read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop',
@@ -252,10 +253,7 @@ def save(self:SystemRun, path # The JSON file to write
     doc = {'results': self.results,
            'ragnb': {'system': self.name, 'failures': fails, 'wall_seconds': self.wall,
                      'concurrency': self.concurrency}}
-    p = Path(path); p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + '.tmp')
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding='utf-8'); tmp.replace(p)
-    return p
+    return write_text(path, json.dumps(doc, ensure_ascii=False, indent=1))  # whole or not at all
 
 @patch(cls_method=True)
 def load(cls:SystemRun, path # A run saved by `save`, or any RAGChecker input file
@@ -905,7 +903,7 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
     save_figure(plot_metrics(chk, title=f'{run.name}: RAGChecker metrics'), out/'metrics.png')
     save_figure(plot_claim_shares(chk.scores.per_result, title=f'{run.name}: response claims by source'),
                 out/'claim_shares.png')
-    (out/'metrics.json').write_text(json.dumps(_summary(run, chk, llm), indent=1, default=str), encoding='utf-8')
+    write_text(out/'metrics.json', json.dumps(_summary(run, chk, llm), indent=1, default=str))
     return run, chk
 
 # %% ../nbs/07b_systems.ipynb #66ced539
@@ -952,8 +950,8 @@ def _cli_compare(args) -> int:
         for m in mv.head(args.moves).itertuples(): print(f"  {m.move:6} {m.cause:9} {m.query_id}: {m.claim}")
     if args.out:
         out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
-        cmp.table().to_csv(out/'table.csv'); cmp.deltas.to_csv(out/'deltas.csv', index=False)
-        pd.concat(moves).to_csv(out/'claim_moves.csv', index=False)
+        write_text(out/'table.csv', cmp.table().to_csv()); write_text(out/'deltas.csv', cmp.deltas.to_csv(index=False))
+        write_text(out/'claim_moves.csv', pd.concat(moves).to_csv(index=False))
         from ragnb.plots import save_figure
         save_figure(cmp.plot(), out/'comparison.png')
         print(f"\nwrote {out}/: table.csv, deltas.csv, claim_moves.csv, comparison.png")

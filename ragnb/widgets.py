@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import ipywidgets as W
 from .pages import sanitize_html
+from .safe import atomic_path
 from .evidence import locate
 from .plots import plot_entailment_map, relevant_chunks, chunk_labels, model_label, REGION_STYLES
 from .checker import claim_text
@@ -416,9 +417,11 @@ def save(self:ReviewState,
         ) -> Path:
     "Write the dataset with its review columns as JSONL or Parquet (by extension)."
     path = Path(path)
-    if path.suffix == '.jsonl': self.df.to_json(path, orient='records', lines=True, force_ascii=False)
-    elif path.suffix == '.parquet': self.df.to_parquet(path)
-    else: raise ValueError(f"cannot save review to {str(path)!r}: use .jsonl or .parquet")
+    if path.suffix not in ('.jsonl', '.parquet'):
+        raise ValueError(f"cannot save review to {str(path)!r}: use .jsonl or .parquet")
+    with atomic_path(path) as tmp:  # whole or not at all: a reviewer's work is never half-overwritten
+        if path.suffix == '.jsonl': self.df.to_json(tmp, orient='records', lines=True, force_ascii=False)
+        else: self.df.to_parquet(tmp)
     return path
 
 # %% ../nbs/08a_widgets.ipynb #c87712e3
@@ -430,6 +433,7 @@ def _score_html(row) -> str:
         cells.append(f'<tr><td><b>{c}</b></td><td style="text-align:center">{s}</td>'
                      f'<td style="text-align:left">{html.escape(str(why or ""))}</td></tr>')
     return '<table style="font-size:12px">' + ''.join(cells) + '</table>'
+
 
 
 # %% ../nbs/08a_widgets.ipynb #e38f6685

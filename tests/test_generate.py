@@ -131,7 +131,7 @@ def test_out_of_range_rating_is_a_failure(tmp_path):
 def test_dedupe_in_blocks(monkeypatch):
     import ragnb.generate as g
     def q(i, text): return QA(f'c#{i}/q0', 'd', 'd', f'c#{i}', 0, 'ctx', question=text, answer='a', evidence='e',
-                              groundedness_score=5, relevance_score=5, standalone_score=5)
+                              evidence_found=True, groundedness_score=5, relevance_score=5, standalone_score=5)
     topics = ['embeddings', 'rate limits', 'fine-tuning', 'the Batch API', 'structured outputs', 'function calling', 'vision']
     texts = [f'What is {t}?' for t in topics] + [f'what is {t}' for t in topics]  # second half duplicates the first
     full = [x.kept for x in select([q(i, t) for i, t in enumerate(texts)])]
@@ -142,7 +142,7 @@ def test_dedupe_in_blocks(monkeypatch):
 
 def test_select_thresholds_and_dedupe():
     def q(i, text, g=5, r=5, s=5):
-        return QA(f'c#{i}/q0', 'd', 'd', f'c#{i}', 0, 'ctx', question=text, answer='a', evidence='e',
+        return QA(f'c#{i}/q0', 'd', 'd', f'c#{i}', 0, 'ctx', question=text, answer='a', evidence='e', evidence_found=True,
                   groundedness_score=g, relevance_score=r, standalone_score=s)
     qs = [q(0, 'What is the Batch API?', 4, 4, 4), q(1, 'What is the batch API', 5, 5, 5), q(2, 'How long do batch jobs take?', 5, 2, 5),
           q(3, 'What does HNSW stand for?', 3, 3, 3)]
@@ -158,9 +158,11 @@ def test_seed_example_on_contributing(tmp_path):
     docs = load_folder(COOKBOOK, glob='CONTRIBUTING.md')
     with ScriptedServer() as srv:
         llm = _llm(srv, tmp_path)
-        qs = select(critique(generate_questions(split_documents(docs), llm, docs, n_per_chunk=3), llm))
+        qs = select(critique(generate_questions(split_documents(docs), llm, docs, n_per_chunk=3), llm), require_evidence=False)
     assert [(x.question, (x.groundedness_score, x.relevance_score, x.standalone_score)) for x in qs] == list(SEED_EXAMPLE.items())
-    assert [x.kept for x in qs] == [True, False, True] and 'relevance 2 < 3' in qs[1].drop_reason
+    assert [x.kept for x in qs] == [True, False, True] and 'relevance 2 < 3' in qs[1].drop_reason  # the article's rule
+    assert [x.kept for x in select(qs)] == [False] * 3  # by default: the scripted evidence is not in this snapshot
+    assert all('evidence not found in the passage' in x.drop_reason for x in qs)
 
 def test_cookbook_sample_dataset_roundtrip_and_exports(tmp_path):
     with ScriptedServer() as srv:
