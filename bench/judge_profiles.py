@@ -1,0 +1,199 @@
+"""What gets the most out of a small judge: configurations measured against RAGChecker's example labels.
+
+    python bench/judge_profiles.py --base-url http://127.0.0.1:8092/v1 --split tune --n 40 --configs binary,example,3way
+    python bench/judge_profiles.py --base-url ... --split report --n 100 --configs default,<winner>
+    python bench/judge_profiles.py --table          # the table from what was measured so far
+
+The labelled pairs are the 217 (claim, reference, label) checks of RAGChecker's example output
+(`nbs/data/ragchecker/examples/checking_outputs.json`), split in two halves by a hash of the pair's position
+(`tune`: even, `report`: odd). Configurations are chosen on `tune` and reported on `report`, never the other way.
+Every reply is appended to a JSONL file as it arrives (`--log`), so a run resumes where it stopped.
+
+Configurations (one claim per call unless said otherwise):
+- `default`: ragnb's `check_claims` prompt, all claims of a reference in one call, 3-way labels
+- `3way`: one claim per call, a one-word 3-way label
+- `binary`: one claim per call, Yes/No (entailed or not); No -> Neutral
+- `binary_lp`: the same call, the label read from the first token's probabilities (P(Yes) > threshold)
+- `example`: `binary` with a worked example in the prompt (and `example_lp` from its probabilities)
+- `vote3`: `example` sampled 3 times at temperature 0.7, majority vote
+"""
+import argparse, hashlib, json, math, sys, time, urllib.request
+from collections import Counter
+from pathlib import Path
+
+from ragnb.samples import sample_path
+from ragnb.checker import claim_text
+from ragnb.prompts import get_prompt
+
+FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer')
+
+
+def pairs():
+    "Every labelled check of RAGChecker's example output: dict(key, split, qid, field, claim, reference, label)."
+    o = json.loads(sample_path('ragchecker', 'examples', 'checking_outputs.json').read_text())
+    out = []
+    for r in o['results']:
+        q = r['query_id']
+        for f in FIELDS:
+            claims = r['response_claims'] if f in ('answer2response', 'retrieved2response') else r['gt_answer_claims']
+            for i, c in enumerate(claims):
+                if f in ('answer2response', 'response2answer'):
+                    refs = [(None, r['gt_answer'] if f == 'answer2response' else r['response'], r[f][i])]
+                else: refs = [(j, ch['text'], r[f][i][j]) for j, ch in enumerate(r['retrieved_context'])]
+                for j, ref, lab in refs:
+                    key = f"{q}/{f}/{i}/{j}"
+                    h = int(hashlib.sha1(key.encode()).hexdigest(), 16)
+                    out.append(dict(key=key, split='tune' if h % 2 == 0 else 'report', qid=q, field=f, chunk=j,
+                                    claim=claim_text(c), reference=ref, question=r['query'], label=lab, h=h))
+    return out
+
+
+def post(base, body, timeout=900):
+    req = urllib.request.Request(base.rstrip('/') + '/chat/completions', json.dumps(body).encode(),
+                                 {'Content-Type': 'application/json'})
+    with urllib.request.urlopen(req, timeout=timeout) as r: return json.loads(r.read())
+
+
+def p_yes(choice):
+    "P(Yes) among the first token's top alternatives (Yes/No in any case and spacing), or None."
+    try: top = choice['logprobs']['content'][0]['top_logprobs']
+    except (KeyError, IndexError, TypeError): return None
+    y = sum(math.exp(t['logprob']) for t in top if t['token'].strip().lower() == 'yes')
+    n = sum(math.exp(t['logprob']) for t in top if t['token'].strip().lower() == 'no')
+    return y / (y + n) if y + n else None
+
+
+def word_label(text, three):
+    t = (text or '').strip().lower()
+    if three:
+        for l in ('Entailment', 'Neutral', 'Contradiction'):
+            if t.startswith(l.lower()[:5]): return l
+        return None
+    return 'Entailment' if t.startswith('yes') else 'Neutral' if t.startswith('no') else None
+
+
+def run_single(base, p, cfg, log, done, three=False, samples=1, temperature=0.0):
+    pr = get_prompt({'3way': 'judge_claim_3way', 'binary': 'judge_claim_binary',
+                     'example': 'judge_claim_binary_example', 'vote3': 'judge_claim_binary_example'}[cfg])
+    for s in range(samples):
+        k = (cfg, p['key'], s)
+        if k in done: continue
+        body = dict(model='qwen', messages=pr.messages(question=p['question'], reference=p['reference'],
+                                                        claim=p['claim']),
+                    max_tokens=4, temperature=temperature, seed=s, logprobs=not three and samples == 1,
+                    top_logprobs=5 if not three and samples == 1 else None)
+        t0 = time.time()
+        try: r = post(base, {k_: v for k_, v in body.items() if v is not None})
+        except Exception as e:
+            rec = dict(cfg=cfg, key=p['key'], sample=s, error=f"{type(e).__name__}: {e}"); print(rec, file=sys.stderr)
+        else:
+            ch = r['choices'][0]
+            rec = dict(cfg=cfg, key=p['key'], sample=s, text=ch['message']['content'], p_yes=p_yes(ch),
+                       pt=r['usage']['prompt_tokens'], ct=r['usage']['completion_tokens'], calls=1,
+                       seconds=round(time.time() - t0, 1))
+        log.write(json.dumps(rec) + '\n'); log.flush(); done.add(k)
+
+
+def run_default(base, ps, log, done):
+    "ragnb's check_claims over the chosen pairs: one call per (result, reference) with the claims asked there."
+    from ragnb.llm import LLM
+    from ragnb.checker import llm_checker, CheckTask
+    groups = {}
+    for p in ps:
+        if ('default', p['key'], 0) in done: continue
+        groups.setdefault((p['qid'], p['reference']), []).append(p)
+    llm = LLM(model='qwen', base_url=base, api_key='x', max_tokens=512, retry_truncated=0, progress=False,
+              cache_path='/tmp/judge/bench_calls.sqlite', timeout=900, max_retries=1, concurrency=1)
+    for (q, ref), g in groups.items():
+        o = llm_checker(llm)([CheckTask(q, g[0]['question'], ref, [x['claim'] for x in g])])[0]
+        for n, x in enumerate(g):
+            rec = dict(cfg='default', key=x['key'], sample=0, label=(o.labels or [None] * len(g))[n],
+                       error=o.failure, pt=o.prompt_tokens / len(g), ct=o.completion_tokens / len(g),
+                       calls=o.calls / len(g))
+            log.write(json.dumps(rec) + '\n'); log.flush()
+
+
+def kappa(a, b):
+    n = len(a)
+    if not n: return float('nan')
+    po = sum(x == y for x, y in zip(a, b)) / n
+    ca, cb = Counter(a), Counter(b)
+    pe = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / n / n
+    return (po - pe) / (1 - pe) if pe < 1 else float('nan')
+
+
+def labels_of(recs, cfg, threshold):
+    "key -> judge label for a configuration (derived ones read from their base configuration's records)."
+    base = {'binary_lp': 'binary', 'example_lp': 'example'}.get(cfg, cfg)
+    by = {}
+    for r in recs:
+        if r['cfg'] == base: by.setdefault(r['key'], []).append(r)
+    out = {}
+    for k, rs in by.items():
+        if cfg == 'default': out[k] = rs[0].get('label'); continue
+        if cfg.endswith('_lp'):
+            py = rs[0].get('p_yes')
+            out[k] = None if py is None else 'Entailment' if py > threshold else 'Neutral'; continue
+        ls = [word_label(r.get('text'), cfg == '3way') for r in rs]
+        ls = [l for l in ls if l]
+        out[k] = Counter(ls).most_common(1)[0][0] if ls else None
+    return out, by
+
+
+def table(recs, ps, threshold):
+    ref = {p['key']: p for p in ps}
+    rows = []
+    for cfg in ('default', '3way', 'binary', 'binary_lp', 'example', 'example_lp', 'vote3'):
+        labs, by = labels_of(recs, cfg, threshold)
+        for split in ('tune', 'report'):
+            ks = [k for k in labs if ref[k]['split'] == split]
+            if not ks: continue
+            # an unreadable reply counts as wrong (Neutral is the commonest label: scored as given, None != label)
+            a = [ref[k]['label'] for k in ks]; b = [labs[k] or 'none' for k in ks]
+            a2 = [x == 'Entailment' for x in a]; b2 = [x == 'Entailment' for x in b]
+            calls = sum(r.get('calls', 1) for k in ks for r in by[k]) / len(ks)
+            pt = sum(r.get('pt', 0) for k in ks for r in by[k]) / len(ks)
+            ct = sum(r.get('ct', 0) for k in ks for r in by[k]) / len(ks)
+            rows.append((cfg, split, len(ks), sum(x == y for x, y in zip(a, b)) / len(ks),
+                         sum(x == y for x, y in zip(a2, b2)) / len(ks), kappa(a, b), kappa(a2, b2), calls, pt, ct,
+                         sum(labs[k] is None for k in ks)))
+    print(f"{'configuration':12} {'split':7} {'n':>4} {'3-way':>6} {'binary':>6} {'kappa3':>6} {'kappa2':>6} "
+          f"{'calls':>6} {'prompt':>7} {'compl':>6} {'unread':>6}   (per checked label)")
+    for r in rows:
+        print(f"{r[0]:12} {r[1]:7} {r[2]:4d} {r[3]:6.1%} {r[4]:6.1%} {r[5]:6.2f} {r[6]:6.2f} {r[7]:6.2f} "
+              f"{r[8]:7.0f} {r[9]:6.1f} {r[10]:6d}")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--base-url', default='http://127.0.0.1:8092/v1')
+    ap.add_argument('--split', choices=['tune', 'report'], default='tune')
+    ap.add_argument('--n', type=int, default=40, help='pairs of the split (in hash order: a fixed sample)')
+    ap.add_argument('--configs', default='binary,example,3way')
+    ap.add_argument('--log', default='bench/judge_profiles.jsonl')
+    ap.add_argument('--threshold', type=float, default=0.5, help="P(Yes) above which a *_lp label is Entailment")
+    ap.add_argument('--table', action='store_true', help='only print the table of what was measured')
+    a = ap.parse_args()
+    ps = pairs()
+    log_path = Path(a.log)
+    recs = [json.loads(l) for l in log_path.read_text().splitlines()] if log_path.exists() else []
+    if not a.table:
+        chosen = sorted((p for p in ps if p['split'] == a.split), key=lambda p: p['h'])[:a.n]
+        # claims of one reference one after another: the server's prompt cache then reuses the reference's tokens
+        chosen.sort(key=lambda p: (p['qid'], p['reference'], p['key']))
+        done = {(r['cfg'], r['key'], r.get('sample', 0)) for r in recs if 'error' not in r or r.get('label')}
+        with log_path.open('a') as log:
+            for cfg in a.configs.split(','):
+                print(f"{cfg}: {len(chosen)} pairs of {a.split}", file=sys.stderr)
+                if cfg == 'default': run_default(a.base_url, chosen, log, done); continue
+                for p in chosen:
+                    run_single(a.base_url, p, cfg, log, done, three=cfg == '3way',
+                               samples=3 if cfg == 'vote3' else 1, temperature=0.7 if cfg == 'vote3' else 0.0)
+        recs = [json.loads(l) for l in log_path.read_text().splitlines()]
+    print(f"labelled pairs: {len(ps)} ({sum(p['split'] == 'tune' for p in ps)} tune, "
+          f"{sum(p['split'] == 'report' for p in ps)} report); threshold {a.threshold}")
+    table(recs, ps, a.threshold)
+
+
+if __name__ == '__main__': main()
