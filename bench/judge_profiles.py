@@ -15,6 +15,7 @@ Configurations (one claim per call unless said otherwise):
 - `binary`: one claim per call, Yes/No (entailed or not); No -> Neutral
 - `binary_lp`: the same call, the label read from the first token's probabilities (P(Yes) > threshold)
 - `example`: `binary` with a worked example in the prompt (and `example_lp` from its probabilities)
+- `binary_sent`, `example_sent`: the same with a triplet claim written as a sentence (`s p o.`)
 - `vote3`: `example` sampled 3 times at temperature 0.7, majority vote
 """
 import argparse, hashlib, json, math, sys, time, urllib.request
@@ -48,6 +49,12 @@ def pairs():
     return out
 
 
+def as_sentence(c):
+    "A triplet's text `(s, p, o)` as the sentence `s p o.` (what `ragnb.checker.claim_sentence` does)."
+    if c.startswith('(') and c.endswith(')'): return ' '.join(x.strip() for x in c[1:-1].split(', ')).rstrip('.') + '.'
+    return c
+
+
 def post(base, body, timeout=900):
     req = urllib.request.Request(base.rstrip('/') + '/chat/completions', json.dumps(body).encode(),
                                  {'Content-Type': 'application/json'})
@@ -73,13 +80,15 @@ def word_label(text, three):
 
 
 def run_single(base, p, cfg, log, done, three=False, samples=1, temperature=0.0):
-    pr = get_prompt({'3way': 'judge_claim_3way', 'binary': 'judge_claim_binary',
-                     'example': 'judge_claim_binary_example', 'vote3': 'judge_claim_binary_example'}[cfg])
+    pr = get_prompt({'3way': 'judge_claim_3way', 'binary': 'judge_claim_binary', 'binary_sent': 'judge_claim_binary',
+                     'example': 'judge_claim_binary_example', 'example_sent': 'judge_claim_binary_example',
+                     'vote3': 'judge_claim_binary_example'}[cfg])
+    claim = as_sentence(p['claim']) if cfg.endswith('_sent') else p['claim']
     for s in range(samples):
         k = (cfg, p['key'], s)
         if k in done: continue
         body = dict(model='qwen', messages=pr.messages(question=p['question'], reference=p['reference'],
-                                                        claim=p['claim']),
+                                                        claim=claim),
                     max_tokens=4, temperature=temperature, seed=s, logprobs=not three and samples == 1,
                     top_logprobs=5 if not three and samples == 1 else None)
         t0 = time.time()
@@ -124,7 +133,8 @@ def kappa(a, b):
 
 def labels_of(recs, cfg, threshold):
     "key -> judge label for a configuration (derived ones read from their base configuration's records)."
-    base = {'binary_lp': 'binary', 'example_lp': 'example'}.get(cfg, cfg)
+    base = {'binary_lp': 'binary', 'example_lp': 'example', 'binary_sent_lp': 'binary_sent',
+            'example_sent_lp': 'example_sent'}.get(cfg, cfg)
     by = {}
     for r in recs:
         if r['cfg'] == base: by.setdefault(r['key'], []).append(r)
@@ -143,7 +153,8 @@ def labels_of(recs, cfg, threshold):
 def table(recs, ps, threshold):
     ref = {p['key']: p for p in ps}
     rows = []
-    for cfg in ('default', '3way', 'binary', 'binary_lp', 'example', 'example_lp', 'vote3'):
+    for cfg in ('default', '3way', 'binary', 'binary_lp', 'binary_sent', 'binary_sent_lp', 'example', 'example_lp',
+                'example_sent', 'example_sent_lp', 'vote3'):
         labs, by = labels_of(recs, cfg, threshold)
         for split in ('tune', 'report'):
             ks = [k for k in labs if ref[k]['split'] == split]
