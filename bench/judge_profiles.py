@@ -10,7 +10,8 @@ The labelled pairs are the 217 (claim, reference, label) checks of RAGChecker's 
 Every reply is appended to a JSONL file as it arrives (`--log`), so a run resumes where it stopped.
 
 Configurations (one claim per call unless said otherwise):
-- `default`: ragnb's `check_claims` prompt, all claims of a reference in one call, 3-way labels
+- `default`: ragnb's `check_claims` prompt, all claims of a reference in one call, 3-way labels (replayed from the
+  06_checker lesson's recording of the same model; tokens per label estimated, the replay reports none)
 - `3way`: one claim per call, a one-word 3-way label
 - `binary`: one claim per call, Yes/No (entailed or not); No -> Neutral
 - `binary_lp`: the same call, the label read from the first token's probabilities (P(Yes) > threshold)
@@ -103,23 +104,20 @@ def run_single(base, p, cfg, log, done, three=False, samples=1, temperature=0.0)
         log.write(json.dumps(rec) + '\n'); log.flush(); done.add(k)
 
 
-def run_default(base, ps, log, done):
-    "ragnb's check_claims over the chosen pairs: one call per (result, reference) with the claims asked there."
-    from ragnb.llm import LLM
-    from ragnb.checker import llm_checker, CheckTask
-    groups = {}
-    for p in ps:
-        if ('default', p['key'], 0) in done: continue
-        groups.setdefault((p['qid'], p['reference']), []).append(p)
-    llm = LLM(model='qwen', base_url=base, api_key='x', max_tokens=512, retry_truncated=0, progress=False,
-              cache_path='/tmp/judge/bench_calls.sqlite', timeout=900, max_retries=1, concurrency=1)
-    for (q, ref), g in groups.items():
-        o = llm_checker(llm)([CheckTask(q, g[0]['question'], ref, [x['claim'] for x in g])])[0]
-        for n, x in enumerate(g):
-            rec = dict(cfg='default', key=x['key'], sample=0, label=(o.labels or [None] * len(g))[n],
-                       error=o.failure, pt=o.prompt_tokens / len(g), ct=o.completion_tokens / len(g),
-                       calls=o.calls / len(g))
-            log.write(json.dumps(rec) + '\n'); log.flush()
+def default_from_lesson(log, done):
+    "The `default` profile's labels for every pair, replayed from the 06_checker lesson's recording of the 1.5B model."
+    from ragnb.scripted import lesson_llm
+    from ragnb.audit import audit
+    cache = Path(__file__).resolve().parents[1]/'nbs'/'cache'
+    llm = lesson_llm('06_checker', cache_dir=cache, model='qwen2.5-coder-1.5b-instruct-q4_k_m', max_tokens=1024,
+                     retry_truncated=0)
+    a = audit(sample_path('ragchecker', 'examples', 'checking_outputs.json'), llm, 'default', quiet=True)
+    n, est = len(a.pairs), a.estimated   # replayed calls report no tokens: the estimate (4 characters a token)
+    for x in a.pairs.itertuples():
+        key = f"{x.query_id}/{x.field}/{x.claim}/{None if x.chunk < 0 else x.chunk}"
+        if ('default', key, 0) in done: continue
+        log.write(json.dumps(dict(cfg='default', key=key, sample=0, label=x.judge, calls=est['calls'] / n,
+                                  pt=est['prompt_tokens'] / n, ct=est['completion_tokens'] / n)) + '\n')
 
 
 def kappa(a, b):
@@ -150,12 +148,27 @@ def labels_of(recs, cfg, threshold):
     return out, by
 
 
+def tuned_threshold(recs, ps, cfg):
+    "The P(Yes) threshold with the best binary kappa on the `tune` split (the `report` split is never looked at)."
+    ref = {p['key']: p for p in ps}
+    base = cfg[:-3]
+    got = [(r['p_yes'], ref[r['key']]['label'] == 'Entailment') for r in recs
+           if r['cfg'] == base and r.get('p_yes') is not None and ref[r['key']]['split'] == 'tune']
+    if not got: return 0.5
+    best = max(sorted({round(p, 3) for p, _ in got}),
+               key=lambda t: (kappa([y for _, y in got], [p > t - 1e-9 for p, _ in got]), -abs(t - .5)))
+    return best - 1e-9
+
+
 def table(recs, ps, threshold):
     ref = {p['key']: p for p in ps}
     rows = []
+    default, _ = labels_of(recs, 'default', threshold)
     for cfg in ('default', '3way', 'binary', 'binary_lp', 'binary_sent', 'binary_sent_lp', 'example', 'example_lp',
                 'example_sent', 'example_sent_lp', 'vote3'):
-        labs, by = labels_of(recs, cfg, threshold)
+        t = tuned_threshold(recs, ps, cfg) if cfg.endswith('_lp') and threshold is None else threshold or .5
+        if cfg.endswith('_lp'): print(f"{cfg}: P(Yes) threshold {t:.3f} (chosen on tune)")
+        labs, by = labels_of(recs, cfg, t)
         for split in ('tune', 'report'):
             ks = [k for k in labs if ref[k]['split'] == split]
             if not ks: continue
@@ -165,14 +178,16 @@ def table(recs, ps, threshold):
             calls = sum(r.get('calls', 1) for k in ks for r in by[k]) / len(ks)
             pt = sum(r.get('pt', 0) for k in ks for r in by[k]) / len(ks)
             ct = sum(r.get('ct', 0) for k in ks for r in by[k]) / len(ks)
+            d2 = [default.get(k) == 'Entailment' for k in ks]
             rows.append((cfg, split, len(ks), sum(x == y for x, y in zip(a, b)) / len(ks),
                          sum(x == y for x, y in zip(a2, b2)) / len(ks), kappa(a, b), kappa(a2, b2), calls, pt, ct,
-                         sum(labs[k] is None for k in ks)))
+                         sum(labs[k] is None for k in ks), sum(x == y for x, y in zip(a2, d2)) / len(ks),
+                         kappa(a2, d2)))
     print(f"{'configuration':12} {'split':7} {'n':>4} {'3-way':>6} {'binary':>6} {'kappa3':>6} {'kappa2':>6} "
-          f"{'calls':>6} {'prompt':>7} {'compl':>6} {'unread':>6}   (per checked label)")
+          f"{'calls':>6} {'prompt':>7} {'compl':>6} {'unread':>6} {'default binary/kappa2 same pairs':>34}")
     for r in rows:
         print(f"{r[0]:12} {r[1]:7} {r[2]:4d} {r[3]:6.1%} {r[4]:6.1%} {r[5]:6.2f} {r[6]:6.2f} {r[7]:6.2f} "
-              f"{r[8]:7.0f} {r[9]:6.1f} {r[10]:6d}")
+              f"{r[8]:7.0f} {r[9]:6.1f} {r[10]:6d} {r[11]:18.1%} {r[12]:6.2f}")
     return rows
 
 
@@ -183,7 +198,8 @@ def main():
     ap.add_argument('--n', type=int, default=40, help='pairs of the split (in hash order: a fixed sample)')
     ap.add_argument('--configs', default='binary,example,3way')
     ap.add_argument('--log', default='bench/judge_profiles.jsonl')
-    ap.add_argument('--threshold', type=float, default=0.5, help="P(Yes) above which a *_lp label is Entailment")
+    ap.add_argument('--threshold', type=float, default=None,
+                    help="P(Yes) above which a *_lp label is Entailment (default: the best on the tune split)")
     ap.add_argument('--table', action='store_true', help='only print the table of what was measured')
     a = ap.parse_args()
     ps = pairs()
@@ -197,13 +213,13 @@ def main():
         with log_path.open('a') as log:
             for cfg in a.configs.split(','):
                 print(f"{cfg}: {len(chosen)} pairs of {a.split}", file=sys.stderr)
-                if cfg == 'default': run_default(a.base_url, chosen, log, done); continue
+                if cfg == 'default': default_from_lesson(log, done); continue
                 for p in chosen:
                     run_single(a.base_url, p, cfg, log, done, three=cfg == '3way',
                                samples=3 if cfg == 'vote3' else 1, temperature=0.7 if cfg == 'vote3' else 0.0)
         recs = [json.loads(l) for l in log_path.read_text().splitlines()]
     print(f"labelled pairs: {len(ps)} ({sum(p['split'] == 'tune' for p in ps)} tune, "
-          f"{sum(p['split'] == 'report' for p in ps)} report); threshold {a.threshold}")
+          f"{sum(p['split'] == 'report' for p in ps)} report); calls and tokens per checked label")
     table(recs, ps, a.threshold)
 
 
