@@ -120,3 +120,24 @@ def test_cli_audit_prints_the_report_and_writes_its_files(tmp_path, monkeypatch,
 def test_kappa_by_hand():
     assert cohen_kappa('AABB', 'AABA') == pytest.approx(0.5)
     assert cohen_kappa(['x'] * 3, ['x'] * 3) != cohen_kappa(['x'] * 3, ['x'] * 3)   # NaN: chance agreement is total
+
+
+def test_cli_audit_reports_the_critics_against_the_human_review(tmp_path, monkeypatch, capsys):
+    import pandas as pd
+    from ragnb.cli import main
+    from ragnb.generate import Dataset
+    # 4 reviewed questions: groundedness keeps all (agrees on 3 of 4), relevance keeps none (agrees on 1 of 4)
+    df = pd.DataFrame(dict(question=['a?', 'b?', 'c?', 'd?'], review=['accept', 'edit', 'accept', 'reject'],
+                           groundedness_score=[5, 4, 3, 5], relevance_score=[1, 2, 2, 1], standalone_score=[5, 5, 5, 1],
+                           kept=[False, False, False, False]))
+    Dataset(df).save(tmp_path/'reviewed.jsonl')
+    ref = tmp_path/'ref.json'; ref.write_text(json.dumps(TOY))
+    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+        for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
+                     'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+        assert main(['audit', str(ref), '--judge-profile', 'small', '--review', str(tmp_path/'reviewed.jsonl')]) == 0
+    out = capsys.readouterr().out
+    table = out.split('critics against the human review', 1)[1]
+    rows = {l.split()[0]: l.split() for l in table.strip().splitlines()[2:]}
+    agree = {k: (int(v[1]), float(v[2])) for k, v in rows.items()}
+    assert (agree['groundedness'], agree['relevance'], agree['standalone']) == ((4, .75), (4, .25), (4, 1.0))
