@@ -337,7 +337,8 @@ def small_checker(llm:LLM, # The model that labels the claims
                 o.calls += 1; o.cached += r.cached
                 o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
                 o.replies[j] = r.text
-                if r.ok: got[i][j] = r.value
+                v = r.value if r.ok else salvaged(r, yes_no)   # "No. The reference..." cut at the cap is still a No
+                if v: got[i][j] = v
                 else: last[i, j] = r.failure
             todo = [(i, j) for i, j in todo if j not in got[i]]
         for i, t in enumerate(tasks):

@@ -141,3 +141,13 @@ def test_cli_audit_reports_the_critics_against_the_human_review(tmp_path, monkey
     rows = {l.split()[0]: l.split() for l in table.strip().splitlines()[2:]}
     agree = {k: (int(v[1]), float(v[2])) for k, v in rows.items() if k in ('groundedness', 'relevance', 'standalone')}
     assert (agree['groundedness'], agree['relevance'], agree['standalone']) == ((4, .75), (4, .25), (4, 1.0))
+
+
+def test_a_yes_no_reply_cut_at_the_token_cap_still_gives_its_label(tmp_path):
+    chatty = lambda m, rng: 'Yes. The reference says so in its first sentence, which states exactly this fact.'
+    with ScriptedServer(rules={'judge_claim_binary': chatty}) as srv:
+        llm = LLM(base_url=srv.base_url, api_key='t', model='scripted-test-model', cache=False, progress=False,
+                  retry_truncated=0)
+        o = small_checker(llm)([CheckTask('t', 'q', 'The Nile is long.', ['The Nile is long.'])])[0]
+        assert srv.requests[0]['model'] and len(srv.requests) == 1
+    assert o.labels == ['Entailment'] and o.replies[0].startswith('Yes.')
