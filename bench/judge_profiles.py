@@ -135,7 +135,9 @@ def labels_of(recs, cfg, threshold):
             'example_sent_lp': 'example_sent'}.get(cfg, cfg)
     by = {}
     for r in recs:
-        if r['cfg'] == base: by.setdefault(r['key'], []).append(r)
+        # a lost connection (the server was killed) is no reply of the model: a later run asks again
+        if r['cfg'] == base and not str(r.get('error') or '').startswith(('URLError', 'RemoteDisconnected')):
+            by.setdefault(r['key'], []).append(r)
     out = {}
     for k, rs in by.items():
         if cfg == 'default': out[k] = rs[0].get('label'); continue
