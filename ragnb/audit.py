@@ -39,7 +39,8 @@ def label_pairs(results:list # `RAGResult`s with claims and (some) labels
                     refs = [(-1, r.gt_answer if f == 'answer2response' else r.response,
                              labels[i] if labels else None)]
                 else:
-                    refs = [(j, ch['text'], labels[i][j] if labels else None) for j, ch in enumerate(r.retrieved_context)]
+                    refs = [(j, ch['text'], labels[i][j] if labels else None)
+                            for j, ch in enumerate(r.retrieved_context)]
                 rows += [dict(query_id=r.query_id, field=f, claim=i, chunk=j, claim_text=claim_text(c), reference=t,
                               label=l) for j, t, l in refs]
     return pd.DataFrame(rows, columns=['query_id', 'field', 'claim', 'chunk', 'claim_text', 'reference', 'label'])
@@ -263,8 +264,8 @@ def _disagreement_html(row) -> str:
     where = 'the ground-truth answer' if row.field == 'answer2response' else (
         'the response' if row.field == 'response2answer' else f'chunk {row.chunk + 1}')
     reply = row.reply if isinstance(row.reply, str) else (row.failure or '(no reply kept)')
-    return (f"<div><b>result {e(row.query_id)}</b> \u00b7 {e(row.field)} \u00b7 claim {row.claim + 1} against {e(where)}"
-            f"</div><div style='margin:4px 0'><b>claim:</b> {e(row.claim_text)}</div>"
+    return (f"<div><b>result {e(row.query_id)}</b> \u00b7 {e(row.field)} \u00b7 claim {row.claim + 1} "
+            f"against {e(where)}</div><div style='margin:4px 0'><b>claim:</b> {e(row.claim_text)}</div>"
             f"<div><b>reference label:</b> {e(row.label)} \u00b7 <b>judge label:</b> {e(row.judge)}</div>"
             f"<details open><summary>reference text</summary><pre style='white-space:pre-wrap'>{e(row.reference)}"
             f"</pre></details><details><summary>the judge's raw reply</summary>"

@@ -295,7 +295,8 @@ def judge_profile(profile:str, # 'small', 'default' or 'auto'
                   model:str|None # The judge's model name (for 'auto')
                  ) -> str:
     "The profile to use: `auto` is `small` for models whose name says 3B parameters or fewer, else `default`."
-    if profile not in JUDGE_PROFILES: raise ValueError(f"judge profile must be one of {JUDGE_PROFILES}, not {profile!r}")
+    if profile not in JUDGE_PROFILES:
+        raise ValueError(f"judge profile must be one of {JUDGE_PROFILES}, not {profile!r}")
     if profile != 'auto': return profile
     sizes = [float(m) for m in _SIZE.findall(re.sub(r'[-_]', ' ', model or ''))]
     return 'small' if sizes and max(sizes) <= 3 else 'default'

@@ -894,7 +894,8 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
         first = run.failures[0] if run.failures else '-'
         raise ValueError(f"{run.name} answered no question ({len(run.failures)} failed; first: {first})")
     llm = llm or LLM()
-    chk = run_checks(run.to_ragchecker(), llm, claim_format, out=out/'checked.json', judge_profile=judge_profile)
+    chk = run_checks(run.to_ragchecker(), llm, claim_format, out=out/'checked.json',
+                     judge_profile=judge_profile)
     chk.scores.name = run.name
     save_figure(plot_metrics(chk, title=f'{run.name}: RAGChecker metrics'), out/'metrics.png')
     save_figure(plot_claim_shares(chk.scores.per_result, title=f'{run.name}: response claims by source'),
