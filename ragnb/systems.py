@@ -922,7 +922,8 @@ def _cli_evaluate(args) -> int:
     from ragnb.llm import LLM
     llm = LLM(model=args.model, progress=sys.stderr.isatty())
     run, chk = evaluate_system(args.dataset, load_system(args.system, **_http_kw(args)), args.out, llm, args.name,
-                               args.claim_format, args.judge_profile, concurrency=args.concurrency, timeout=args.timeout,
+                               args.claim_format, args.judge_profile, concurrency=args.concurrency,
+                               timeout=args.timeout,
                                retries=args.retries, limit=args.limit, progress=sys.stderr.isatty())
     for f in run.failures: print(f"ragnb evaluate: question {f}", file=sys.stderr)
     for e in chk.scores.errors: print(f"ragnb evaluate: not scored: {e}", file=sys.stderr)
