@@ -17,10 +17,12 @@ from ragnb.prompts import get_prompt
 from ragnb.metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics, check_unique_ids
 
 # %% auto #0
-__all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'RAGCHECKER_JOINT', 'json_reply', 'Claims', 'cut_list', 'salvage_claims',
-           'parse_claims', 'claim_text', 'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome',
-           'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker', 'extract_claims', 'check_claims',
-           'ragchecker_calls', 'usage_table', 'CheckRun', 'check_texts', 'run_checks', 'add_cli']
+__all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS', 'RAGCHECKER_JOINT', 'json_reply',
+           'Claims', 'cut_list', 'salvage_claims', 'parse_claims', 'claim_text', 'claims_schema', 'numbered',
+           'parse_labels', 'CheckTask', 'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker',
+           'judge_profile', 'yes_no', 'small_checker', 'profile_checker', 'extract_claims', 'check_tasks',
+           'check_claims', 'ragchecker_calls', 'usage_table', 'CheckRun', 'check_texts', 'run_checks',
+           'add_judge_profile', 'add_cli']
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -175,6 +177,7 @@ class CheckOutcome:
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    replies: list|None = None   # per claim, the raw reply its label was read from (when the checker keeps them)
 
 Checker = Callable[[list], list]   # list[CheckTask] -> list[CheckOutcome]
 
@@ -245,7 +248,7 @@ def llm_checker(llm:LLM, # The model that labels the claims
      "calls).")
     check_p, repair_p = get_prompt('check_claims'), get_prompt('repair_json')
     def check(tasks):
-        out, got = [CheckOutcome() for _ in tasks], [{} for _ in tasks]
+        out, got, said = [CheckOutcome() for _ in tasks], [{} for _ in tasks], [{} for _ in tasks]
         todo = {i: list(range(len(t.claims))) for i, t in enumerate(tasks) if t.claims}
         prev = {}   # i -> (messages, result, asked) of the last call
         for rnd in range(rounds):
@@ -269,7 +272,9 @@ def llm_checker(llm:LLM, # The model that labels the claims
                 o.calls += 1; o.cached += r.cached
                 o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
                 v = r.value if r.ok else salvaged(r, parse_labels)   # a cut-off reply: the labels before the cut
-                if v: got[i].update({j: v[j + 1] for j in idx if j + 1 in v})
+                if v:
+                    got[i].update({j: v[j + 1] for j in idx if j + 1 in v})
+                    said[i].update({j: r.text for j in idx if j + 1 in v})
                 prev[i] = (m, r, idx)
             todo = {i: [j for j in idx if j not in got[i]] for i, idx in todo.items()}
             todo = {i: idx for i, idx in todo.items() if idx}
@@ -279,9 +284,85 @@ def llm_checker(llm:LLM, # The model that labels the claims
                 why = f"; last reply: {last.failure.kind}: {last.failure.message[:160]}" if not last.ok else ''
                 out[i].failure = (f"{len(todo[i])} of {len(t.claims)} claims still unlabelled after {out[i].calls} "
                                   f"call(s){why}")
+            else:
+                out[i].labels = [got[i][j] for j in range(len(t.claims))]
+                out[i].replies = [said[i].get(j) for j in range(len(t.claims))]
+        return out
+    return check
+
+# %% ../nbs/06_checker.ipynb #f8ec42ee
+JUDGE_PROFILES = ('small', 'default', 'auto')
+_SIZE = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)\s*b(?![a-z])', re.I)   # 1.5b, 3B, 0.5b; not 70b's "0b", not "b16"
+
+def judge_profile(profile:str, # 'small', 'default' or 'auto'
+                  model:str|None # The judge's model name (for 'auto')
+                 ) -> str:
+    "The profile to use: `auto` is `small` for models whose name says 3B parameters or fewer, else `default`."
+    if profile not in JUDGE_PROFILES:
+        raise ValueError(f"judge profile must be one of {JUDGE_PROFILES}, not {profile!r}")
+    if profile != 'auto': return profile
+    sizes = [float(m) for m in _SIZE.findall(re.sub(r'[-_]', ' ', model or ''))]
+    return 'small' if sizes and max(sizes) <= 3 else 'default'
+
+# %% ../nbs/06_checker.ipynb #eeb31560
+def yes_no(text:str # A one-word reply
+          ) -> str:
+    "The label a Yes/No reply gives: Yes -> Entailment, No -> Neutral; anything else is a `ParseError`."
+    t = re.sub(r'^[\s*"\'`]+', '', text or '').lower()
+    if t.startswith('yes'): return 'Entailment'
+    if t.startswith('no'): return 'Neutral'
+    raise ParseError(f"expected Yes or No, got {(text or '')[:60]!r}")
+
+# %% ../nbs/06_checker.ipynb #e911e247
+SMALL_MAX_TOKENS = 8   # a Yes/No reply is 1-2 tokens; the cap stops a small model that goes on explaining
+
+def small_checker(llm:LLM, # The model that labels the claims
+                  model:str|None=None, # Model name; default: the LLM's
+                  prompt:str='judge_claim_binary', # A prompt with {question}, {reference} and {claim}, answered Yes/No
+                  rounds:int=2 # Most calls per claim (an unreadable reply is asked again once)
+                 ) -> Checker:
+    "A checker that asks one Yes/No question per claim (Yes: Entailment, No: Neutral); the `small` judge profile."
+    p = get_prompt(prompt)
+    def check(tasks):
+        out = [CheckOutcome(replies=[None] * len(t.claims)) for t in tasks]
+        got = [{} for _ in tasks]
+        todo = [(i, j) for i, t in enumerate(tasks) for j in range(len(t.claims))]
+        last = {}
+        for rnd in range(rounds):
+            if not todo: break
+            reqs = [Request(p.messages(question=tasks[i].question, reference=tasks[i].reference,
+                                       claim=claim_text(tasks[i].claims[j])),
+                            prompt=p, id=f"{tasks[i].id}/{j + 1}#{rnd}", parse=yes_no, model=model,
+                            params={'max_tokens': SMALL_MAX_TOKENS} if rnd == 0 else
+                            {'max_tokens': SMALL_MAX_TOKENS, 'seed': rnd, 'temperature': 0.5})
+                    for i, j in todo]
+            for (i, j), r in zip(todo, llm.batch(reqs, desc='checking claims', show_estimate=0)):
+                o = out[i]
+                o.calls += 1; o.cached += r.cached
+                o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
+                o.replies[j] = r.text
+                v = r.value if r.ok else salvaged(r, yes_no)   # "No. The reference..." cut at the cap is still a No
+                if v: got[i][j] = v
+                else: last[i, j] = r.failure
+            todo = [(i, j) for i, j in todo if j not in got[i]]
+        for i, t in enumerate(tasks):
+            miss = [j for j in range(len(t.claims)) if j not in got[i]]
+            if miss:
+                f = last.get((i, miss[0]))
+                out[i].failure = (f"{len(miss)} of {len(t.claims)} claims still unlabelled after {rounds} call(s) each"
+                                  + (f"; claim {miss[0] + 1}: {f.kind}: {f.message[:160]}" if f else ''))
             else: out[i].labels = [got[i][j] for j in range(len(t.claims))]
         return out
     return check
+
+# %% ../nbs/06_checker.ipynb #0f97d8f8
+def profile_checker(llm:LLM, # The judge
+                    profile:str='default', # 'small', 'default' or 'auto' (small for models of 3B parameters or fewer)
+                    model:str|None=None # Model name; default: the LLM's
+                   ) -> Checker:
+    "The checker of a judge profile: `llm_checker` (default) or `small_checker` (small)."
+    name = judge_profile(profile, model or llm.model)
+    return small_checker(llm, model) if name == 'small' else llm_checker(llm, model)
 
 # %% ../nbs/06_checker.ipynb #6cee70a0
 def _note(r:RAGResult, stage:str, calls:int=0, cached:int=0, pt:int=0, ct:int=0):
@@ -374,6 +455,12 @@ def _tasks(r:RAGResult) -> tuple:
             out.append((CheckTask(f'{r.query_id}/chunk/{j}', r.query, chunk['text'], claims), j,
                         [(f, len(cs)) for f, cs in need]))
     return out, need
+
+# %% ../nbs/06_checker.ipynb #aba37478
+def check_tasks(r:RAGResult # A result with its claims extracted
+               ) -> list:
+    "The (task, chunk or None, [(field, claims)]) triples `check_claims` asks for a result's missing label sets."
+    return _tasks(r)[0]
 
 # %% ../nbs/06_checker.ipynb #8d70b909
 def check_claims(results:list, # `RAGResult`s with their claims extracted
@@ -473,8 +560,9 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
                claim_format:str='triplet', # 'triplet' (RAGChecker's) or 'sentence'
                extractor_model:str|None=None, # Model for claim extraction; default: the LLM's
                checker_model:str|None=None, # Model for checking; default: the LLM's
-               checker:Checker|None=None, # Another checker (e.g. an NLI model); default: `llm_checker`
-               out=None # JSON file to write RAGChecker's output to (and to resume from)
+               checker:Checker|None=None, # Another checker (e.g. an NLI model); default: the judge profile's
+               out=None, # JSON file to write RAGChecker's output to (and to resume from)
+               judge_profile:str='default' # 'default' (`llm_checker`), 'small' (`small_checker`) or 'auto'
               ) -> CheckRun:
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
@@ -487,7 +575,7 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
             r.ragnb['warnings'] = [w for w in r.ragnb['warnings'] if getattr(r, w['field'], None) is not None]
     extract_claims(results, llm, claim_format, extractor_model)
     if out: save_results(results, out)
-    check_claims(results, checker or llm_checker(llm, checker_model))
+    check_claims(results, checker or profile_checker(llm, judge_profile, checker_model))
     s = save_results(results, out) if out else score(results)
     if not out: attach_metrics(results, s)
     return CheckRun(results, s, usage_table(results))
@@ -507,7 +595,8 @@ def _cli_check(args) -> int:
     check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
     llm = LLM(concurrency=args.concurrency, batch=args.batch, **call_options(args))
-    run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out)
+    run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out,
+                     judge_profile=args.judge_profile)
     with pd.option_context('display.width', 200): print(run.usage.to_string())
     print(json.dumps(run.scores.overall, indent=2))
     fails = [(r.query_id, f) for r in run.results for f in r.ragnb.get('failures', [])]
@@ -524,6 +613,14 @@ def _cli_check(args) -> int:
     return 1 if fails else 0
 
 # %% ../nbs/06_checker.ipynb #7f6f680f
+def add_judge_profile(p # An argparse (sub)parser
+                     ):
+    "Add `--judge-profile` (small, default or auto) to a command that checks claims."
+    p.add_argument('--judge-profile', choices=JUDGE_PROFILES, default='default',
+                   help="how to ask the judge: default (all claims of a reference in one call, 3-way labels), small "
+                   "(one Yes/No call per claim, for models of 3B parameters or fewer), auto (small for such models)")
+
+# %% ../nbs/06_checker.ipynb #8f0e680f
 def add_cli(sub # `Subcommands` of the `ragnb` parser
            ):
     "Register `ragnb check`."
@@ -533,6 +630,7 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--extractor-model', default=None)
     p.add_argument('--checker-model', default=None)
     p.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
+    add_judge_profile(p)
     p.add_argument('--concurrency', type=int, default=16)
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "

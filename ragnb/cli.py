@@ -26,6 +26,8 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'compare': ('ragnb.systems',
                 "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
     'meta-eval': ('ragnb.metaeval', 'correlate metric preferences with human pairwise preferences'),
+    'audit': ('ragnb.audit', "re-check a labelled RAGChecker file's claims with your judge: accuracy, kappa, "
+              'confusion, metric moves'),
     'show': ('ragnb.trace', 'print the model exchanges behind one dataset row, checked result or parsed page'),
     'local': ('ragnb.local', 'the local model: install it (explicitly), serve it on 127.0.0.1, show its status'),
     'scripted-server': ('ragnb.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),

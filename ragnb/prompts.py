@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'Prompt', 'register', 'get_prompt']
+__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'Prompt', 'register',
+           'get_prompt']
 
 # %% ../nbs/01_prompts.ipynb #00569695
 @dataclass(frozen=True)
@@ -267,6 +268,59 @@ register(Prompt('repair_json', '1',
                 description='follow-up turn when a JSON reply could not be used: say what was wrong, ask again',
 template="""Your reply could not be used: {problem}
 Reply again with the JSON object only, exactly in the form asked for above."""))
+
+# %% ../nbs/01_prompts.ipynb #53315fde
+JUDGE_SYSTEM = "You check whether a reference text supports a claim. You answer with one word."
+
+register(Prompt('judge_claim_binary', '1', system=JUDGE_SYSTEM,
+description='one claim against one reference: is it stated or clearly implied? one word, Yes or No',
+template="""Question (context only): {question}
+
+Reference:
+<<<
+{reference}
+>>>
+
+Claim: {claim}
+
+Does the reference state or clearly imply the claim? Use only the reference, not your own knowledge. If the
+reference does not mention it, answer No. Answer with one word: Yes or No."""))
+
+register(Prompt('judge_claim_binary_example', '1', system=JUDGE_SYSTEM,
+description='judge_claim_binary with a worked example before the reference',
+template="""Example. Reference: "The Eiffel Tower, finished in 1889, is 330 metres tall."
+- Claim: The Eiffel Tower was completed in 1889. Answer: Yes (stated)
+- Claim: (Eiffel Tower, height, 330 m) Answer: Yes (stated)
+- Claim: The Eiffel Tower is in Paris. Answer: No (true, but the reference does not say it)
+- Claim: The Eiffel Tower is 200 metres tall. Answer: No (the reference says otherwise)
+
+Question (context only): {question}
+
+Reference:
+<<<
+{reference}
+>>>
+
+Claim: {claim}
+
+Does the reference state or clearly imply the claim? Use only the reference, not your own knowledge. If the
+reference does not mention it, answer No. Answer with one word: Yes or No."""))
+
+register(Prompt('judge_claim_3way', '1', system=JUDGE_SYSTEM,
+description='one claim against one reference, one word: Entailment, Neutral or Contradiction',
+template="""Question (context only): {question}
+
+Reference:
+<<<
+{reference}
+>>>
+
+Claim: {claim}
+
+- Entailment: the reference states or clearly implies the claim.
+- Contradiction: the reference states something incompatible with the claim.
+- Neutral: the reference neither supports nor contradicts the claim (including when it does not mention it).
+Use only the reference, not your own knowledge. Answer with one word: Entailment, Neutral or Contradiction."""))
 
 # %% ../nbs/01_prompts.ipynb #2831f31f
 _TYPED_RULES = """- Write the question as this user would ask it: {persona}.

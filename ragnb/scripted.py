@@ -13,7 +13,7 @@ from typing import Callable
 from .llm import LLM, env_number
 
 # %% auto #0
-__all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'admit', 'rate_headers', 'batch_api', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair']
+__all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'admit', 'rate_headers', 'batch_api', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way']
 
 # %% ../nbs/02_scripted.ipynb #f74092d6
 RULES: dict[str, Callable] = {}
@@ -1202,6 +1202,34 @@ def scripted_repair(messages:list, # The chat request's messages
     if 'Claims:\n' in first: return json.dumps(_check_reply(first, None))
     reply = scripted_extract_triplet if 'triplets' in first else scripted_extract_sentence
     return json.dumps(json_reply(reply(messages[:2], rng)))
+
+# %% ../nbs/06_checker.ipynb #79e15292
+def _one_claim(messages:list) -> str:
+    "The word-overlap label of the one claim of a filled `judge_claim_*` prompt against its reference."
+    t = user_text(messages)
+    claim = _between(t, '\nClaim: ', '\n')
+    return overlap_judge(claim, _between(t, 'Reference:\n<<<\n', '\n>>>'))
+
+@scripted_reply('judge_claim_binary')
+def scripted_judge_binary(messages:list, # The chat request's messages
+                          rng:random.Random # The server's seeded random generator
+                         ) -> str:
+    "Scripted one-claim judge: Yes when the word-overlap judge says Entailment, else No."
+    return 'Yes' if _one_claim(messages) == 'Entailment' else 'No'
+
+@scripted_reply('judge_claim_binary_example')
+def scripted_judge_example(messages:list, # The chat request's messages
+                           rng:random.Random # The server's seeded random generator
+                          ) -> str:
+    "Scripted one-claim judge with the worked example: the same answer as `scripted_judge_binary`."
+    return scripted_judge_binary(messages, rng)
+
+@scripted_reply('judge_claim_3way')
+def scripted_judge_3way(messages:list, # The chat request's messages
+                        rng:random.Random # The server's seeded random generator
+                       ) -> str:
+    "Scripted one-claim 3-way judge: the word-overlap label, one word."
+    return _one_claim(messages)
 
 # %% ../nbs/07a_rag.ipynb #7e995324
 _RAG_STOP = set('a an and are as at be by can do does for from how i in is it of on or should the to what when where '

@@ -389,7 +389,7 @@ _WRAPPERS.append(lambda o: LangChainSystem(o) if type(o).__module__.startswith('
                  else None)
 
 # %% ../nbs/07b_systems.ipynb #a47a51dd
-from .checker import CheckRun, claim_text, run_checks, usage_table
+from .checker import CheckRun, claim_text, run_checks, usage_table, add_judge_profile
 
 # the column names of the paper's Table 3
 ABBREV = {'precision': 'Prec.', 'recall': 'Rec.', 'f1': 'F1', 'claim_recall': 'CR', 'context_precision': 'CP',
@@ -887,6 +887,7 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
                     llm=None, # The `LLM` that extracts and checks claims (default: `LLM()` from the environment)
                     name:str|None=None, # Name in tables and figures
                     claim_format:str='triplet', # `triplet` or `sentence` claims
+                    judge_profile:str='default', # How to ask the judge: 'default', 'small' or 'auto' (see `06_checker`)
                     **run_kw # Passed to `run_system` (concurrency, timeout, retries, limit, progress)
                    ) -> tuple[SystemRun, CheckRun]:
     "Run a system, check its answers with RAGChecker, and write the answers, checked results, metrics and figures."
@@ -898,7 +899,8 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
         first = run.failures[0] if run.failures else '-'
         raise ValueError(f"{run.name} answered no question ({len(run.failures)} failed; first: {first})")
     llm = llm or LLM()
-    chk = run_checks(run.to_ragchecker(), llm, claim_format, out=out/'checked.json')
+    chk = run_checks(run.to_ragchecker(), llm, claim_format, out=out/'checked.json',
+                     judge_profile=judge_profile)
     chk.scores.name = run.name
     save_figure(plot_metrics(chk, title=f'{run.name}: RAGChecker metrics'), out/'metrics.png')
     save_figure(plot_claim_shares(chk.scores.per_result, title=f'{run.name}: response claims by source'),
@@ -925,7 +927,8 @@ def _cli_evaluate(args) -> int:
     from ragnb.llm import LLM
     llm = LLM(model=args.model, progress=sys.stderr.isatty())
     run, chk = evaluate_system(args.dataset, load_system(args.system, **_http_kw(args)), args.out, llm, args.name,
-                               args.claim_format, concurrency=args.concurrency, timeout=args.timeout,
+                               args.claim_format, args.judge_profile, concurrency=args.concurrency,
+                               timeout=args.timeout,
                                retries=args.retries, limit=args.limit, progress=sys.stderr.isatty())
     for f in run.failures: print(f"ragnb evaluate: question {f}", file=sys.stderr)
     for e in chk.scores.errors: print(f"ragnb evaluate: not scored: {e}", file=sys.stderr)
@@ -985,6 +988,7 @@ def add_cli(sub # argparse's subparsers of the `ragnb` command
     p.add_argument('--out', required=True, help='folder for answers.json, checked.json, metrics.json, figures')
     p.add_argument('--model', help='model that extracts and checks claims (default: RAGNB_MODEL or gpt-4o-mini)')
     p.add_argument('--claim-format', choices=['triplet', 'sentence'], default='triplet')
+    add_judge_profile(p)
     p.set_defaults(func=_cli_evaluate)
     p = sub.add_parser('compare')
     p.add_argument('files', nargs='+', help='checked RAGChecker JSON files (ragnb check / evaluate output, or '

@@ -1,0 +1,153 @@
+"Auditing a judge against reference labels, and the judge profiles, through ragnb's scripted server (real client)."
+import json
+
+import pytest
+
+from ragnb.llm import LLM
+from ragnb.scripted import ScriptedServer, user_text
+from ragnb.metrics import load_results
+from ragnb.checker import judge_profile, run_checks, small_checker, CheckTask
+from ragnb.audit import audit, metric_moves, cohen_kappa, DisagreementViewer
+from ragnb.samples import sample_path
+
+# One result, 8 checks whose labels we know; the scripted judge says Yes exactly for the claims that mention the Nile.
+TOY = {'results': [dict(
+    query_id='q1', query='Tell me about rivers.', gt_answer='G.', response='R.',
+    retrieved_context=[{'doc_id': 'd', 'text': 'C.'}],
+    response_claims=['Nile flows north.', 'Paris is big.'], gt_answer_claims=['Nile is long.', 'Rome is old.'],
+    answer2response=['Entailment', 'Neutral'], response2answer=['Entailment', 'Contradiction'],
+    retrieved2response=[['Entailment'], ['Neutral']], retrieved2answer=[['Neutral'], ['Neutral']])]}
+
+
+def nile_judge(messages, rng):
+    claim = user_text(messages).split('\nClaim: ', 1)[1].split('\n', 1)[0]
+    return 'Yes' if 'Nile' in claim else 'No.'
+
+
+def make_llm(srv, tmp_path):
+    return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+               progress=False, backoff=0.01)
+
+
+def test_agreement_kappa_confusion_and_metric_moves_by_hand(tmp_path):
+    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+        a = audit(TOY, make_llm(srv, tmp_path), profile='small', quiet=True)
+        assert len(srv.requests) == 8                      # one call per (claim, reference)
+    # reference E N E C E N N N, judge E N E N E N E N (answer2response, response2answer, chunk: response, answer)
+    s = a.summary
+    assert (s['checks'], s['labelled'], s['accuracy'], s['binary_accuracy']) == (8, 8, 0.75, 0.875)
+    assert s['binary_kappa'] == 0.75                       # po .875, pe 3/8*4/8 + 5/8*4/8 = .5
+    assert s['kappa'] == pytest.approx((0.75 - 28 / 64) / (1 - 28 / 64), abs=1e-3)
+    c = a.confusion
+    assert c.loc['Entailment'].tolist() == [3, 0, 0]
+    assert c.loc['Neutral'].tolist() == [1, 3, 0]
+    assert c.loc['Contradiction'].tolist() == [0, 1, 0]
+    assert a.by_field.loc['retrieved2answer', 'accuracy'] == 0.5
+    assert a.usage['calls'] == 8 and a.estimated['calls'] == 8
+    m = metric_moves(a.reference, a.judged)
+    assert m.loc['precision', 'difference'] == 0 and m.loc['claim_recall', 'difference'] == 50.0
+    assert m.attrs['mean_abs_difference'] == round(m.difference.abs().mean(), 1)
+    d = a.disagreements
+    assert sorted(zip(d.field, d.claim)) == [('response2answer', 1), ('retrieved2answer', 0)]
+    assert set(d.reply) == {'No.', 'Yes'}                   # the judge's raw replies are kept
+    assert '2 disagreements of 8 checks' in DisagreementViewer(a)._repr_mimebundle_()['text/html']
+
+
+def test_a_second_audit_is_answered_from_the_call_cache(tmp_path):
+    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+        audit(TOY, make_llm(srv, tmp_path), profile='small', quiet=True)
+        b = audit(TOY, make_llm(srv, tmp_path), profile='small', quiet=True)
+        assert len(srv.requests) == 8
+    assert b.usage['cached'] == 8 and b.summary['accuracy'] == 0.75
+
+
+def test_unreadable_replies_are_asked_again_then_a_recorded_failure(tmp_path):
+    with ScriptedServer(rules={'judge_claim_binary': lambda m, rng: 'Perhaps.'}) as srv:
+        o = small_checker(make_llm(srv, tmp_path))([CheckTask('t', 'q', 'ref', ['a claim', 'another'])])[0]
+        assert len(srv.requests) == 4                      # each claim twice
+    assert o.labels is None and 'still unlabelled after 2 call(s)' in o.failure and 'expected Yes or No' in o.failure
+
+
+def test_default_profile_audit_counts_one_call_per_reference(tmp_path):
+    ref = sample_path('ragchecker', 'examples', 'checking_outputs.json')
+    with ScriptedServer() as srv:
+        a = audit(ref, make_llm(srv, tmp_path), profile='default', quiet=True)
+    assert a.summary['checks'] == 217 and a.estimated['calls'] == 2 + 2 + 4 + 3   # answer, response, each chunk
+    assert set(a.pairs.judge.dropna()) <= {'Entailment', 'Neutral', 'Contradiction'}
+
+
+def test_sample_rechecks_only_that_many(tmp_path):
+    ref = sample_path('ragchecker', 'examples', 'checking_outputs.json')
+    with ScriptedServer() as srv:
+        a = audit(ref, make_llm(srv, tmp_path), profile='small', sample=10, seed=3, quiet=True)
+        assert len(srv.requests) == 10
+    assert a.summary['checks'] == 10 and a.judged == []
+
+
+def test_judge_profile_auto_reads_the_parameter_count_from_the_name():
+    small = ['qwen2.5-coder-1.5b-instruct-q4_k_m', 'Qwen2.5-0.5B-Instruct', 'llama-3.2-3b', 'gemma-2-2b-it']
+    big = ['gpt-4o-mini', 'llama-3-70b', 'Mixtral-8x7B', 'qwen2.5-7b', 'qwen', None]
+    assert [judge_profile('auto', m) for m in small + big] == ['small'] * 4 + ['default'] * 6
+    with pytest.raises(ValueError, match='judge profile'): judge_profile('huge', 'x')
+
+
+def test_check_with_the_small_profile_labels_every_field(tmp_path):
+    with ScriptedServer() as srv:
+        run = run_checks(sample_path('ragchecker', 'examples', 'checking_inputs.json'), make_llm(srv, tmp_path),
+                         judge_profile='small')
+        prompts = {(r['prompt'] or '').split('@')[0] for r in srv.requests}
+    assert 'judge_claim_binary' in prompts and 'check_claims' not in prompts
+    for r in run.results:
+        labels = r.answer2response + r.response2answer + [l for row in r.retrieved2answer for l in row]
+        assert labels and set(labels) <= {'Entailment', 'Neutral'}   # "No" is Neutral: never Contradiction
+
+
+def test_cli_audit_prints_the_report_and_writes_its_files(tmp_path, monkeypatch, capsys):
+    from ragnb.cli import main
+    ref = tmp_path/'ref.json'; ref.write_text(json.dumps(TOY))
+    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+        for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
+                     'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+        assert main(['audit', str(ref), '--judge-profile', 'small', '--out', str(tmp_path/'a')]) == 0
+    cap = capsys.readouterr()
+    assert 'about 8 call(s)' in cap.err and 'spent 8 call(s)' in cap.err
+    assert '3-way accuracy 75.0%, entailment-vs-not 87.5%' in cap.out and 'claim_recall' in cap.out
+    s = json.loads((tmp_path/'a'/'summary.json').read_text())
+    assert s['summary']['binary_kappa'] == 0.75 and (tmp_path/'a'/'audit.png').stat().st_size > 1000
+    assert len((tmp_path/'a'/'pairs.csv').read_text().splitlines()) == 9
+
+
+def test_kappa_by_hand():
+    assert cohen_kappa('AABB', 'AABA') == pytest.approx(0.5)
+    assert cohen_kappa(['x'] * 3, ['x'] * 3) != cohen_kappa(['x'] * 3, ['x'] * 3)   # NaN: chance agreement is total
+
+
+def test_cli_audit_reports_the_critics_against_the_human_review(tmp_path, monkeypatch, capsys):
+    import pandas as pd
+    from ragnb.cli import main
+    from ragnb.generate import Dataset
+    # 4 reviewed questions: groundedness keeps all (agrees on 3 of 4), relevance keeps none (agrees on 1 of 4)
+    df = pd.DataFrame(dict(question=['a?', 'b?', 'c?', 'd?'], review=['accept', 'edit', 'accept', 'reject'],
+                           groundedness_score=[5, 4, 3, 5], relevance_score=[1, 2, 2, 1], standalone_score=[5, 5, 5, 1],
+                           kept=[False, False, False, False]))
+    Dataset(df).save(tmp_path/'reviewed.jsonl')
+    ref = tmp_path/'ref.json'; ref.write_text(json.dumps(TOY))
+    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+        for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
+                     'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+        assert main(['audit', str(ref), '--judge-profile', 'small', '--review', str(tmp_path/'reviewed.jsonl')]) == 0
+    out = capsys.readouterr().out
+    table = out.split('critics against the human review', 1)[1]
+    rows = {l.split()[0]: l.split() for l in table.strip().splitlines()[2:]}
+    agree = {k: (int(v[1]), float(v[2])) for k, v in rows.items() if k in ('groundedness', 'relevance', 'standalone')}
+    assert (agree['groundedness'], agree['relevance'], agree['standalone']) == ((4, .75), (4, .25), (4, 1.0))
+
+
+def test_a_yes_no_reply_cut_at_the_token_cap_still_gives_its_label(tmp_path):
+    chatty = lambda m, rng: 'Yes. The reference says so in its first sentence, which states exactly this fact.'
+    with ScriptedServer(rules={'judge_claim_binary': chatty}) as srv:
+        llm = LLM(base_url=srv.base_url, api_key='t', model='scripted-test-model', cache=False, progress=False,
+                  retry_truncated=0)
+        o = small_checker(llm)([CheckTask('t', 'q', 'The Nile is long.', ['The Nile is long.'])])[0]
+        assert srv.requests[0]['model'] and len(srv.requests) == 1
+    assert o.labels == ['Entailment'] and o.replies[0].startswith('Yes.')
