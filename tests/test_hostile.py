@@ -591,7 +591,9 @@ def test_show_prints_model_and_file_text_without_escapes(tmp_path, monkeypatch, 
     evil = {'factoid_qa': lambda msgs, rng: scripted_factoid(msgs, rng) + ESCAPES}
     with ScriptedServer(rules=evil) as srv:
         use_endpoint(monkeypatch, srv.base_url)
-        assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '1']) == 0
+        # the escapes end the reply, so they land in its evidence, which is then not in the passage: keep the row
+        assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '1',
+                     '--keep-unfound-evidence']) == 0
     ds = Dataset.load(tmp_path/'qa.jsonl')
     rows = [json.loads(l) for l in (tmp_path/'qa.jsonl').read_text().splitlines()]
     rows[0]['question'] = 'What? ' + ESCAPES; rows[0]['context'] = rows[0]['context'] + ESCAPES   # a hostile file
