@@ -922,7 +922,6 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
         except Exception as e:
             kind, msg = error_kind(e), self.redact(_error_text(e))
             errors += 1
-            if kind == 'auth': _refused_key(self, e, msg)
             res.errors.append({'attempt':attempt, 'kind':kind, 'message':msg[:500]})
             if (kind in ('server_error', 'bad_request') and not joined and _LIST_WORDS.search(msg)
                     and (joined := joined_content(messages))):   # a server that takes content only as a string
@@ -1071,7 +1070,9 @@ async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=N
         used = r.usage.total_tokens if getattr(r, 'usage', None) else None
         return r
     except openai.APIStatusError as e:
-        lim.observe(e.response.headers, e.status_code, retry_after(e)); raise
+        lim.observe(e.response.headers, e.status_code, retry_after(e))
+        _refused_key(self, e, self.redact(_error_text(e)))  # before the slot is given back to a waiting call
+        raise
     finally: await lim.release(est, used)
 
 LLM.fast_path = fast_path
