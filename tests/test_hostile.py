@@ -593,12 +593,11 @@ def test_a_foreign_file_named_calls_sqlite_is_refused(tmp_path, monkeypatch, cap
     assert {p: p.read_bytes() for p in (text, other)} == before   # nothing written to them
 
 def test_a_request_bomb_in_the_cache_is_not_inflated(tmp_path, capsys):
-    from ragnb.llm import REQUEST_LIMIT
     with ScriptedServer() as srv:
         make_llm(srv, tmp_path).call(msg('hello'), item_id='0/response_claims')
     db = tmp_path/'c.sqlite'
-    bomb = zlib.compress(b'{"messages": "' + b' ' * (4 * REQUEST_LIMIT) + b'"}', 9)
-    assert len(bomb) < REQUEST_LIMIT / 100
+    bomb = zlib.compress(b'{"messages": "' + b' ' * (64 << 20) + b'"}', 9)   # 64 MB of request, 64 KB stored
+    assert len(bomb) < 1 << 17
     with sqlite3.connect(db) as c: assert c.execute('UPDATE requests SET body=?', (bomb,)).rowcount == 1
     with pytest.raises(ValueError, match='inflates past'): CallCache(db).traces('0/response_claims')
     assert main(['show', str(RAGCHECKER/'checking_outputs.json'), '0', '--cache', str(db)]) == 1
