@@ -18,10 +18,10 @@ from .display import md_escape, fenced
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'REQUEST_LIMIT',
            'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'add_call_options', 'call_options',
            'check_output', 'text_part', 'image_part', 'cache_key', 'CacheError', 'unkept_writes', 'CallCache', 'Usage',
-           'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'error_kind', 'retry_after',
-           'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM', 'response_format', 'refuses_format',
-           'follows_schema', 'structured_mode', 'BadReply', 'NotSent', 'content_text', 'joined_content', 'fast_path',
-           'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
+           'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'BadReply', 'NotSent',
+           'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
+           'response_format', 'refuses_format', 'follows_schema', 'structured_mode', 'content_text', 'joined_content',
+           'fast_path', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -212,17 +212,17 @@ class CallCache:
         "Store `record` under `key` (replacing an older one); if the file cannot be written, keep it in memory."
         row = (key, kind, model, prompt, _canon(record), time.time())
         try: self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)', row)
-        except sqlite3.Error as e: self._unsaved[key] = json.loads(row[4]); self.write_failed(e, 'a reply')
+        except sqlite3.Error as e: self._unsaved[key] = json.loads(row[4]); self.write_failed(e, 'replies')
         else: self._unsaved.pop(key, None)
 
     def write_failed(self, e:Exception, # The error of the write (`database or disk is full`)
-                     what:str='a reply' # What was not written
+                     what:str='replies' # What was not written: 'replies', 'traces', ...
                     ):
         "Note a write this file could not take (the run goes on); the first one warns, naming the file and the error."
         self.errors.append(f"{what}: {type(e).__name__}: {e}"); _UNKEPT.append((str(self.path), str(e)))
         if len(self.errors) == 1:
-            warnings.warn(f"the call cache {self.path} cannot be written ({type(e).__name__}: {e}): replies are "
-                          "used but not kept, so a rerun pays for them again", stacklevel=3)
+            warnings.warn(f"{what} not stored in the call cache {self.path} ({type(e).__name__}: {e}): replies are "
+                          "used but not kept while it cannot be written, so a rerun pays for them again", stacklevel=3)
 
     def get_feature(self, endpoint:str, # Endpoint name
                     model:str, # Model name
@@ -249,7 +249,7 @@ class CallCache:
                       'NULL, updated REAL, PRIMARY KEY (endpoint, model, feature))')
             c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
                       (endpoint, model, feature, _canon(record), time.time()))
-        except sqlite3.Error as e: self.write_failed(e, 'what was learnt about the endpoint')
+        except sqlite3.Error as e: self.write_failed(e, 'endpoint features')
 
     def features(self) -> list[dict]:
         "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
@@ -386,6 +386,12 @@ def cost_of(model:str, # Model name
     return None if p is None else (prompt_tokens*p[0] + completion_tokens*p[1]) / 1e6
 
 # %% ../nbs/00_llm.ipynb #9790b644
+class BadReply(Exception):
+    "A reply that is not a chat completion's shape (content that is not text, no choices list)."
+
+class NotSent(Exception):
+    "A call not sent because the endpoint refused the API key on an earlier call of this `LLM`."
+
 RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection', 'bad_reply'}
 
 def error_kind(e:Exception # An exception raised by a model call
@@ -815,12 +821,6 @@ def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     return res
 
 # %% ../nbs/00_llm.ipynb #ffc0cdf6
-class BadReply(Exception):
-    "A reply that is not a chat completion's shape (content that is not text, no choices list)."
-
-class NotSent(Exception):
-    "A call not sent because the endpoint refused the API key on an earlier call of this `LLM`."
-
 def _str(v) -> str|None: return v if isinstance(v, str) else None
 def _count(v) -> int: return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 def _field(o, k): return o.get(k) if isinstance(o, dict) else getattr(o, k, None)
@@ -1288,7 +1288,7 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
     if self.cache is not None and not self.replay:
         try: self.cache.put_trace(ex)
         # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
-        except sqlite3.Error as e: self.cache.write_failed(e, 'a trace')
+        except sqlite3.Error as e: self.cache.write_failed(e, 'traces')
     return ex
 
 # %% ../nbs/00_llm.ipynb #429292cd

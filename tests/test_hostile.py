@@ -632,7 +632,7 @@ def test_a_full_cache_disk_keeps_the_replies(tmp_path):
     out = json.loads(p.stdout)
     assert (out['ok'], out['kinds'], n) == (20, [], 20), out   # every reply paid for is used
     assert out['errors'] > 0 and out['rows'] < 21 and out['again_cached'], out   # kept in memory for this run
-    assert len(out['warned']) == 1 and str(db) in out['warned'][0] and 'cannot be written' in out['warned'][0], out
+    assert len(out['warned']) == 1 and str(db) in out['warned'][0] and 'not stored in the call cache' in out['warned'][0], out
 
 def test_a_full_cache_disk_makes_the_command_fail_at_the_end(tmp_path):
     db = full_cache(tmp_path/'cache')
@@ -641,7 +641,7 @@ def test_a_full_cache_disk_makes_the_command_fail_at_the_end(tmp_path):
                       env={'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_CACHE_DIR': str(db.parent)},
                       limit=FULL)
     assert p.returncode == 1, p.stderr
-    assert p.stderr.count('cannot be written') == 1 and str(db) in p.stderr
+    assert p.stderr.count('not stored in the call cache') == 1 and str(db) in p.stderr
     assert f'write(s) to the call cache {db} failed' in p.stderr.splitlines()[-1]
     ds = Dataset.load(tmp_path/'qa.jsonl')
     assert len(ds) == 2 and not any(len(f) for f in ds.df.failures), ds.df.failures   # the run itself is whole
