@@ -14,6 +14,7 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 from .display import md_escape, fenced
 
+
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'REQUEST_LIMIT',
            'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'add_call_options', 'call_options',
@@ -881,7 +882,6 @@ def joined_content(messages:list # Chat messages
             for m in messages]
 
 
-
 # %% ../nbs/00_llm.ipynb #cd5789dc
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
@@ -977,7 +977,6 @@ async def _closing(self:LLM, coro):
         loop = asyncio.get_running_loop()
         if (c := self._clients.pop(id(loop), None)): await c[1].close()
         if (s := self._sessions.pop(id(loop), None)): await s[1].close()
-
 
 
 # %% ../nbs/00_llm.ipynb #e901ec7a
@@ -1104,7 +1103,6 @@ def estimate(self:LLM, requests:Iterable) -> dict:
             'input_cost':round(cost, 4)}
 
 
-
 # %% ../nbs/00_llm.ipynb #2791f92b
 @patch
 async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
@@ -1140,7 +1138,6 @@ def batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM c
     return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate, mode)))
 
 
-
 # %% ../nbs/00_llm.ipynb #019eb2f1
 def as_requests(requests:Iterable # Requests, dicts or message lists
                ) -> list[Request]:
@@ -1167,7 +1164,6 @@ def chat_body(self:LLM, r:Request) -> dict:
 def client(self:LLM) -> openai.AsyncOpenAI:
     "The typed `openai` client of this event loop (Azure's when `azure_endpoint` is set), e.g. for the Batch API."
     return self._client()
-
 
 
 # %% ../nbs/00_llm.ipynb #3f9f5b49
@@ -1457,7 +1453,6 @@ def trace_for(self:LLM,
     return self.traces(item_id, **filters)
 
 
-
 # %% ../nbs/00_llm.ipynb #5f3ac913
 import numpy as np
 
@@ -1504,5 +1499,4 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
 def embed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Sync `aembed`."
     return run_sync(self._closing(self.aembed(list(texts), model, batch_size)))
-
 
