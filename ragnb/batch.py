@@ -8,7 +8,7 @@ from typing import Callable, Iterable
 from ragnb.lazy import lazy
 openai = lazy('openai')  # imported on first use, so importing ragnb stays quick
 from tqdm.auto import tqdm
-from ragnb.llm import LLM, Request, Result, Usage, as_requests, prompt_id, cost_of
+from ragnb.llm import LLM, BadReply, Request, Result, Usage, as_requests, content_text, prompt_id, cost_of
 from ragnb.safe import write_text
 
 # %% auto #0
@@ -158,9 +158,10 @@ async def collect(llm:LLM, # The cache to fill
         k, resp = key_of_line(line), line.get('response') or {}
         body = resp.get('body') or {}
         ch = (body.get('choices') or [{}])[0]
-        text = (ch.get('message') or {}).get('content')
+        try: text = content_text((ch.get('message') or {}).get('content'))
+        except BadReply as e: failed[k] = f"bad reply: {e}"; continue   # never cached: tried again online
         if resp.get('status_code') != 200 or text is None:
-            failed[k] = _reason(line) if resp.get('status_code') != 200 else 'empty reply'; continue
+            failed[k] = llm.redact(_reason(line)) if resp.get('status_code') != 200 else 'empty reply'; continue
         if k not in job['keys']: continue
         model, pid = job['keys'][k]
         u = body.get('usage') or {}
@@ -168,7 +169,8 @@ async def collect(llm:LLM, # The cache to fill
         llm.cache.put(k, {'text':text, 'model':body.get('model'), 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
                           'finish_reason':ch.get('finish_reason')}, 'chat', model, pid)
         filled[k] = (body.get('model') or model, pt, ct)
-    for line in await _lines(client, batch and batch.error_file_id): failed[key_of_line(line)] = _reason(line)
+    for line in await _lines(client, batch and batch.error_file_id):
+        failed[key_of_line(line)] = llm.redact(_reason(line))
     status = batch.status if batch else 'lost'
     for k in job['keys']:
         if k not in filled and k not in failed: failed[k] = f"no line in the batch's files (batch {status})"

@@ -109,10 +109,22 @@ def _main(argv:list[str]) -> int:
         if args.command: print(f"ragnb {args.command}: not available in this installation", file=sys.stderr)
         else: parser.print_help()
         return 2
-    try: return int(args.func(args) or 0)
+    n0 = len(_unkept())
+    try: code = int(args.func(args) or 0)
     except KeyboardInterrupt: return 130
     except (FileNotFoundError, ValueError, KeyError) as e:  # one line naming file, row and field; no traceback
         print(f"ragnb {args.command}: error: {printable(e)}", file=sys.stderr); return 1
     except OSError as e:  # a full disk or a size limit while writing an output: one line naming the file
         why = f"cannot write {e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
         print(f"ragnb {args.command}: error: {printable(why)}", file=sys.stderr); return 1
+    if new := _unkept()[n0:]:  # replies were used, but the call cache could not keep them (a full disk)
+        print(f"ragnb {args.command}: error: {len(new)} write(s) to the call cache "
+              f"{', '.join(sorted({f for f, _ in new}))} failed ({new[0][1]}): the results are complete, but those "
+              "replies were not kept, so a rerun pays for them again", file=sys.stderr)
+        return code or 1
+    return code
+
+def _unkept() -> list:
+    "The call cache writes that failed in this process (none when the command never loaded the LLM layer)."
+    llm = sys.modules.get('ragnb.llm')
+    return llm.unkept_writes() if llm else []

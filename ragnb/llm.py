@@ -16,13 +16,14 @@ from ragnb.lazy import lazy
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model',
-           'env_number', 'show_progress', 'add_call_options', 'call_options', 'check_output', 'text_part', 'image_part',
-           'cache_key', 'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
-           'cost_of', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
-           'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'joined_content',
-           'fast_path', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange', 'select_traces',
-           'check_vectors']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'REQUEST_LIMIT',
+           'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'add_call_options', 'call_options',
+           'check_output', 'text_part', 'image_part', 'cache_key', 'CacheError', 'unkept_writes', 'CallCache', 'Usage',
+           'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'BadReply', 'NotSent',
+           'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
+           'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'content_text',
+           'joined_content', 'fast_path', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange',
+           'select_traces', 'check_vectors']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -127,15 +128,57 @@ def cache_key(endpoint:str, # Base URL of the OpenAI-compatible API
     return hashlib.sha256(_canon(payload).encode()).hexdigest()
 
 # %% ../nbs/00_llm.ipynb #a639f294
+import contextlib, warnings
+from .safe import MB, UnsafeInput, inflate_bounded, printable, redact
+
+class CacheError(UnsafeInput):
+    "A call cache file ragnb will not use (not SQLite, damaged, another program's database); the message names it."
+
+_TABLES = {'calls': {'key', 'kind', 'model', 'prompt', 'record', 'created'},   # ragnb's tables and their columns
+           'features': {'endpoint', 'model', 'feature', 'record', 'updated'},
+           'requests': {'key', 'body'}, 'traces': {'item', 'key', 'run', 'time', 'record'}}
+_UNKEPT = []  # (cache file, error) of every write a call cache of this process could not make
+
+def unkept_writes() -> list[tuple[str, str]]:
+    "(cache file, error) of every write to a call cache that failed in this process (a full disk), oldest first."
+    return list(_UNKEPT)
+
+def _check_cache_file(path:Path):
+    "Refuse a file that is not a ragnb call cache before anything is written to it (`CacheError` naming it)."
+    if not path.exists(): return
+    if not path.is_file(): raise CacheError(f"call cache {path}: not a regular file")
+    with open(path, 'rb') as f: head = f.read(16)
+    if head and head != b'SQLite format 3\x00':
+        raise CacheError(f"call cache {path}: not an SQLite file, so not a ragnb call cache (move it away, or give "
+                         "another cache file)")
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as c:
+            names = [n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                     if not n.startswith('sqlite_')]
+            if other := sorted(set(names) - set(_TABLES)):
+                raise CacheError(f"call cache {path}: an SQLite database with table(s) "
+                                 f"{printable(', '.join(other))[:200]}, not a ragnb call cache (its tables: "
+                                 f"{', '.join(_TABLES)})")
+            for n in names:
+                if missing := _TABLES[n] - {r[1] for r in c.execute(f'PRAGMA table_info({n})')}:
+                    raise CacheError(f"call cache {path}: table {n} lacks column(s) {', '.join(sorted(missing))}: "
+                                     "not a ragnb call cache")
+    except sqlite3.DatabaseError as e:
+        raise CacheError(f"call cache {path}: not readable as a ragnb call cache ({e})") from None
+
+# %% ../nbs/00_llm.ipynb #bf9ca961
 class CallCache:
     "Successful model replies on disk, keyed by `cache_key`; safe for concurrent writers."
     def __init__(self, path:str|Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        with self._conn() as c:
-            c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt TEXT, '
-                      'record TEXT NOT NULL, created REAL)')
+        _check_cache_file(self.path)
+        self._local, self._unsaved, self.errors = threading.local(), {}, []
+        try:
+            with self._conn() as c:
+                c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt '
+                          'TEXT, record TEXT NOT NULL, created REAL)')
+        except sqlite3.Error as e: raise CacheError(f"call cache {self.path}: cannot be opened ({e})") from None
 
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, 'conn', None)
@@ -147,11 +190,20 @@ class CallCache:
             self._local.conn = c
         return c
 
+    def _read(self, sql:str, args:tuple=()) -> list:
+        "Rows of a query; a damaged file is a `CacheError` naming it."
+        try: return self._conn().execute(sql, args).fetchall()
+        except sqlite3.OperationalError: raise
+        except sqlite3.DatabaseError as e: raise CacheError(f"call cache {self.path}: {e}") from None
+
     def get(self, key:str # A `cache_key`
            ) -> dict|None:
-        "The stored record for `key`, or None."
-        row = self._conn().execute('SELECT record FROM calls WHERE key=?', (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        "The stored record for `key`, or None (also for a row that is not a JSON object)."
+        if key in self._unsaved: return self._unsaved[key]
+        rows = self._read('SELECT record FROM calls WHERE key=? AND length(record) <= ?', (key, 64*MB))
+        try: rec = json.loads(rows[0][0]) if rows else None
+        except (TypeError, ValueError): return None
+        return rec if isinstance(rec, dict) else None
 
     def put(self, key:str, # A `cache_key`
             record:dict, # What to store (JSON-serialisable)
@@ -159,20 +211,33 @@ class CallCache:
             model=None, # Model name
             prompt=None # Prompt id
            ):
-        "Store `record` under `key` (replacing an older one)."
-        self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)',
-                             (key, kind, model, prompt, _canon(record), time.time()))
+        "Store `record` under `key` (replacing an older one); if the file cannot be written, keep it in memory."
+        row = (key, kind, model, prompt, _canon(record), time.time())
+        try: self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)', row)
+        except sqlite3.Error as e: self._unsaved[key] = json.loads(row[4]); self.write_failed(e, 'replies')
+        else: self._unsaved.pop(key, None)
+
+    def write_failed(self, e:Exception, # The error of the write (`database or disk is full`)
+                     what:str='replies' # What was not written: 'replies', 'traces', ...
+                    ):
+        "Note a write this file could not take (the run goes on); the first one warns, naming the file and the error."
+        self.errors.append(f"{what}: {type(e).__name__}: {e}"); _UNKEPT.append((str(self.path), str(e)))
+        if len(self.errors) == 1:
+            warnings.warn(f"{what} not stored in the call cache {self.path} ({type(e).__name__}: {e}): replies are "
+                          "used but not kept while it cannot be written, so a rerun pays for them again", stacklevel=3)
 
     def get_feature(self, endpoint:str, # Endpoint name
                     model:str, # Model name
                     feature:str # e.g. 'structured'
                    ) -> dict|None:
         "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
-        try: row = self._conn().execute('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
-                                        (endpoint, model, feature)).fetchone()
+        try: rows = self._read('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
+                               (endpoint, model, feature))
         # no table yet: a cache from before features, opened read-only in spirit
         except sqlite3.OperationalError: return None
-        return json.loads(row[0]) if row else None
+        try: rec = json.loads(rows[0][0]) if rows else None
+        except (TypeError, ValueError): return None
+        return rec if isinstance(rec, dict) else None
 
     def put_feature(self, endpoint:str, # Endpoint name
                     model:str, # Model name
@@ -181,20 +246,25 @@ class CallCache:
                    ):
         "Remember what was learnt about `feature`."
         c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
-        c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT NULL, '
-                  'updated REAL, PRIMARY KEY (endpoint, model, feature))')
-        c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
-                  (endpoint, model, feature, _canon(record), time.time()))
+        try:
+            c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT '
+                      'NULL, updated REAL, PRIMARY KEY (endpoint, model, feature))')
+            c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
+                      (endpoint, model, feature, _canon(record), time.time()))
+        except sqlite3.Error as e: self.write_failed(e, 'endpoint features')
 
     def features(self) -> list[dict]:
         "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
-        try:
-            rows = (self._conn().execute(
-                'SELECT endpoint, model, feature, record FROM features ORDER BY updated').fetchall())
+        try: rows = self._read('SELECT endpoint, model, feature, record FROM features ORDER BY updated')
         except sqlite3.OperationalError: return []
-        return [{'endpoint':e, 'model':m, 'feature':f, **json.loads(r)} for e, m, f, r in rows]
+        out = []
+        for e, m, f, r in rows:
+            try: rec = json.loads(r)
+            except (TypeError, ValueError): rec = None
+            if isinstance(rec, dict): out.append({'endpoint':e, 'model':m, 'feature':f, **rec})
+        return out
 
-    def __len__(self): return self._conn().execute('SELECT COUNT(*) FROM calls').fetchone()[0]
+    def __len__(self): return self._read('SELECT COUNT(*) FROM calls')[0][0]
     def __contains__(self, key): return self.get(key) is not None
 
     def checkpoint(self):
@@ -236,7 +306,8 @@ class Usage:
 class Failure:
     "Why a model call produced no usable value."
     item_id:Any
-    kind:str  # rate_limit server_error timeout connection bad_request auth empty truncated parse replay_miss other
+    kind:str  # rate_limit server_error timeout connection bad_request auth bad_reply empty truncated parse
+              # replay_miss other
     message:str
     attempts:int=0
     def __str__(self): return f"{self.item_id}: {self.kind} after {self.attempts} attempt(s): {self.message}"
@@ -317,12 +388,20 @@ def cost_of(model:str, # Model name
     return None if p is None else (prompt_tokens*p[0] + completion_tokens*p[1]) / 1e6
 
 # %% ../nbs/00_llm.ipynb #9790b644
-RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection'}
+class BadReply(Exception):
+    "A reply that is not a chat completion's shape (content that is not text, no choices list)."
+
+class NotSent(Exception):
+    "A call not sent because the endpoint refused the API key on an earlier call of this `LLM`."
+
+RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection', 'bad_reply'}
 
 def error_kind(e:Exception # An exception raised by a model call
               ) -> str:
     "Classify an exception from the `openai` client."
     if isinstance(e, openai.APITimeoutError) or isinstance(e, asyncio.TimeoutError): return 'timeout'
+    if isinstance(e, BadReply): return 'bad_reply'
+    if isinstance(e, NotSent): return 'auth'
     if isinstance(e, openai.APIConnectionError): return 'connection'
     if isinstance(e, openai.RateLimitError): return 'rate_limit'
     if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)): return 'auth'
@@ -582,6 +661,25 @@ class LLM:
             self._clients[id(loop)] = c
         return c[1]
 
+# %% ../nbs/00_llm.ipynb #bca74445
+PLACEHOLDER_KEYS = {'no-key', 'none', 'local', 'replay', 'scripted'}  # keys sent where none is needed: not secret
+
+@patch
+def _secrets(self:LLM) -> list[str]:
+    k = self._api_key
+    return [k] if k and len(k) >= 6 and k not in PLACEHOLDER_KEYS else []
+
+@patch
+def redact(self:LLM, text # An endpoint's error message, or any text on its way to a file, a record or the screen
+          ) -> str:
+    "`text` with this LLM's API key, and anything shaped like a key or a bearer token, replaced by `[redacted]`."
+    return redact(text, self._secrets())
+
+@patch(as_prop=True)
+def cache_errors(self:LLM) -> list[str]:
+    "Writes this LLM's call cache could not take (a full disk): the replies were used, but not kept."
+    return list(self.cache.errors) if self.cache is not None else []
+
 # %% ../nbs/00_llm.ipynb #2bfbaf4f
 STRUCTURED_MODES = ('json_schema', 'json_object')  # ways to send a schema, in the order tried; after them: prompt only
 _FORMAT_WORDS = re.compile(r'response_format|json_schema|json_object|schema|grammar|guided|structured', re.I)
@@ -730,8 +828,8 @@ def _describe(self:LLM, e:Exception, kind:str) -> str:
     if isinstance(e, asyncio.TimeoutError) or kind == 'timeout':  # our deadline, or the transport's
         return (f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= "
                 "or RAGNB_TIMEOUT)")
-    if kind in ('connection', 'timeout'): return f"{type(e).__name__} at {self.base_url}: {e}"
-    return _error_text(e)
+    if kind in ('connection', 'timeout'): return self.redact(f"{type(e).__name__} at {self.base_url}: {e}")
+    return self.redact(_error_text(e))
 
 # %% ../nbs/00_llm.ipynb #48a97614
 async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
@@ -767,14 +865,63 @@ def _replay_miss(self:LLM, messages, pid, item_id, model, key) -> Failure:
 # %% ../nbs/00_llm.ipynb #4a9975b3
 def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     "Fill `res` from a cache record; a reply recorded with finish_reason 'length' is a `truncated` failure."
-    res.cached, res.text, res.model, res.finish_reason = (True, rec['text'], rec.get('model') or model,
-                                                          rec.get('finish_reason'))
-    u = rec.get('usage') or {}
-    pt, ct = u.get('prompt_tokens', 0), u.get('completion_tokens', 0)
+    res.cached, res.text, res.model, res.finish_reason = (True, rec['text'], _str(rec.get('model')) or model,
+                                                          _str(rec.get('finish_reason')))
+    u = rec.get('usage') if isinstance(rec.get('usage'), dict) else {}
+    pt, ct = _count(u.get('prompt_tokens')), _count(u.get('completion_tokens'))
     res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
     self.usage.add(res.usage)
     if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
+
+# %% ../nbs/00_llm.ipynb #ffc0cdf6
+def _str(v) -> str|None: return v if isinstance(v, str) else None
+def _count(v) -> int: return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+def _field(o, k): return o.get(k) if isinstance(o, dict) else getattr(o, k, None)
+
+def content_text(content # `message.content` of a reply
+                ) -> str|None:
+    "The text of a reply's `message.content`: a string, text parts joined, None when absent; else `BadReply`."
+    if content is None or isinstance(content, str): return content
+    if isinstance(content, list) and all(_field(p, 'type') == 'text' and isinstance(_field(p, 'text'), str)
+                                         for p in content):
+        return ''.join(_field(p, 'text') for p in content)
+    kinds = sorted({str(_field(p, 'type')) for p in content}) if isinstance(content, list) else []
+    raise BadReply(f"message.content is a {type(content).__name__}"
+                   + (f" of parts {', '.join(kinds)[:80]}" if kinds else f" ({printable(repr(content))[:60]})")
+                   + ", not text")
+
+def _reply_fields(r, model:str, secrets:list) -> tuple:
+    "(text, finish_reason, model that answered, prompt tokens, completion tokens) of a chat reply, or `BadReply`."
+    choices = _field(r, 'choices')
+    if choices is not None and not isinstance(choices, list):
+        raise BadReply(f"choices is a {type(choices).__name__}, not a list")
+    choice = choices[0] if choices else None
+    text = content_text(_field(_field(choice, 'message'), 'content')) if choice is not None else None
+    for k in secrets: text = text.replace(k, '[redacted]') if text else text   # a reply that echoes the key
+    u = _field(r, 'usage')
+    return (text, _str(_field(choice, 'finish_reason')), _str(_field(r, 'model')) or model,
+            _count(_field(u, 'prompt_tokens')), _count(_field(u, 'completion_tokens')))
+
+def _unusable(rec) -> str|None:
+    "Why a cache record is not a reply (an old or tampered row), or None."
+    if not isinstance(rec, dict): return "is not a record"
+    if isinstance(rec.get('text'), str): return None
+    return f"holds a {type(rec.get('text')).__name__} where the reply's text should be"
+
+# %% ../nbs/00_llm.ipynb #e5f04268
+_KEY_WORDS = re.compile(r'api[ _-]?key|invalid.{0,20}(key|token)|incorrect.{0,20}key|authenticat|credential', re.I)
+
+def _refused_key(self:LLM, e:Exception, msg:str):
+    "After a 401, or a 403 naming the key: remember it, so this LLM sends no more calls."
+    status = getattr(e, 'status_code', None)
+    if status == 401 or (status == 403 and _KEY_WORDS.search(msg)):
+        self.__dict__.setdefault('_refused', f"not sent: the endpoint refused the API key on an earlier call "
+                                             f"({msg[:300]}); set the right key and run again")
+
+def _stop_if_refused(self:LLM):
+    "`NotSent` once the endpoint has refused this LLM's key."
+    if (why := self.__dict__.get('_refused')): raise NotSent(why)
 
 # %% ../nbs/00_llm.ipynb #cd157274
 _LIST_WORDS = re.compile(r'\blist\b.*\bstr\b|\bstr\b.*\blist\b|must be a string|string content', re.I)
@@ -796,6 +943,10 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
     res = Result(id=item_id, model=model, prompt=pid, key=key)
     rec = self.cache.get(key) if self.cache is not None else None
+    if rec is not None and (why := _unusable(rec)):  # an old or tampered row: not a reply
+        if self.replay: res.failure = Failure(item_id, 'bad_reply', f"the cached reply {why} ({self.cache.path}, key "
+                                              f"{key[:12]})", 0); return res
+        rec = None
     if rec is None and self.replay:
         res.failure = _replay_miss(self, messages, pid, item_id, model, key); return res
     if rec is not None: return _from_cache(self, res, rec, model)
@@ -807,26 +958,23 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
         try:  # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
             r = await asyncio.wait_for(self._chat(
                     model=model, messages=joined or messages, extra_headers=headers, **call), self.timeout)
-            u = r.usage
-            pt, ct = (u.prompt_tokens or 0, u.completion_tokens or 0) if u else (0, 0)
-            spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost_of(r.model or model, pt, ct) or 0.0))
-            choice = r.choices[0] if r.choices else None
-            text = choice.message.content if choice else None
-            if choice is not None and choice.finish_reason == 'length':
+            text, finish, answered, pt, ct = _reply_fields(r, model, self._secrets())
+            spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost_of(answered, pt, ct) or 0.0))
+            if finish == 'length':
                 if not grown and (bigger := _grown(call, self.retry_truncated)):
                     call, grown = bigger, True; continue
                 raise _Truncated(_cut(ct, text))
-            if text is None:
-                raise _Empty("the reply has no message content "
-                             f"(finish_reason={choice.finish_reason if choice else None})")
+            if text is None: raise _Empty(f"the reply has no message content (finish_reason={finish})")
             break
+        except NotSent as e:
+            attempt -= 1; res.failure = Failure(item_id, 'auth', str(e), attempt); break
         except _Empty as e:
             res.failure = Failure(item_id, 'empty', str(e), attempt); break
         except _Truncated as e:  # the raw text stays on the result for inspection; never parsed
             res.text, res.finish_reason = text, 'length'
             res.failure = Failure(item_id, 'truncated', str(e), attempt); break
         except Exception as e:
-            kind, msg = error_kind(e), _error_text(e)
+            kind, msg = error_kind(e), self.redact(_error_text(e))
             errors += 1
             res.errors.append({'attempt':attempt, 'kind':kind, 'message':msg[:500]})
             if (kind in ('server_error', 'bad_request') and not joined and _LIST_WORDS.search(msg)
@@ -842,13 +990,13 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
     if res.failure:
         self.usage.add(spent)
         if res.failure.kind == 'truncated' and self.cache is not None:  # as it was: cut off (see `_from_cache`)
-            self.cache.put(key, {'text':text or '', 'model':r.model or model, 'finish_reason':'length',
+            self.cache.put(key, {'text':text or '', 'model':answered, 'finish_reason':'length',
                                  'usage':{'prompt_tokens':pt, 'completion_tokens':ct}}, 'chat', model, pid)
         return res
-    res.model = r.model or model  # the model that answered, as the server names it
+    res.model = answered  # the model that answered, as the server names it
     spent.calls, spent.unpriced = 1, int(price_of(res.model) is None)
     self.usage.add(spent)
-    res.text, res.finish_reason = text, r.choices[0].finish_reason
+    res.text, res.finish_reason = text, finish
     if self.cache is not None:
         self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
                              'finish_reason':res.finish_reason}, 'chat', model, pid)
@@ -964,6 +1112,7 @@ async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=N
     lim, used = self.limiter, None
     await lim.acquire(est)
     try:
+        _stop_if_refused(self)  # checked once a slot is free: calls queued behind a refused one are not sent
         if fast_path(self, params):
             rh, r = await _post_chat(self, {'model':model, 'messages':messages, **params}, extra_headers or {})
         else:
@@ -974,7 +1123,9 @@ async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=N
         used = r.usage.total_tokens if getattr(r, 'usage', None) else None
         return r
     except openai.APIStatusError as e:
-        lim.observe(e.response.headers, e.status_code, retry_after(e)); raise
+        lim.observe(e.response.headers, e.status_code, retry_after(e))
+        _refused_key(self, e, self.redact(_error_text(e)))  # before the slot is given back to a waiting call
+        raise
     finally: await lim.release(est, used)
 
 LLM.fast_path = fast_path
@@ -1029,7 +1180,7 @@ async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str
             try: return await self.acall(r.messages, r.prompt, r.id, r.parse or parse, r.model, r.schema, **r.params)
             except Exception as e:  # a bug in a parser or in our code still becomes this item's failure
                 self.usage.failed += 1
-                return Result(id=r.id, failure=Failure(r.id, 'other', f"{type(e).__name__}: {e}", 0))
+                return Result(id=r.id, failure=Failure(r.id, 'other', self.redact(f"{type(e).__name__}: {e}"), 0))
             finally: bar.update(1)
     try: return await asyncio.gather(*(one(r) for r in reqs))
     finally: bar.close()
@@ -1190,10 +1341,7 @@ def _record(self:LLM, res:Result, messages:list, params:dict, t0:float) -> Excha
     if self.cache is not None and not self.replay:
         try: self.cache.put_trace(ex)
         # the call itself succeeded or failed on its own: a trace that cannot be stored does not change that
-        except sqlite3.Error as e:
-            if not self.__dict__.get('_trace_warned'):
-                import warnings
-                warnings.warn(f"traces not stored in {self.cache.path}: {e}"); self._trace_warned = True
+        except sqlite3.Error as e: self.cache.write_failed(e, 'traces')
     return ex
 
 # %% ../nbs/00_llm.ipynb #429292cd
@@ -1224,7 +1372,8 @@ async def acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model
     try: res = await _acall(self, messages, prompt, item_id, parse, model, schema, **params)
     except Exception as e:  # a bug still leaves a trace saying what was sent
         self._record(Result(id=item_id, model=model or self.model, prompt=_prompt_id(prompt),
-                            failure=Failure(item_id, 'other', f"{type(e).__name__}: {e}", 0)), messages, params, t0)
+                            failure=Failure(item_id, 'other', self.redact(f"{type(e).__name__}: {e}"), 0)),
+                     messages, params, t0)
         raise
     sent = _params(self, params, res.structured, schema) if res.structured else params  # with the response_format sent
     res.trace = self._record(res, messages, sent, t0)
@@ -1235,6 +1384,14 @@ LLM.trace_memory = 10_000  # exchanges kept in memory; older ones are read back 
 
 # %% ../nbs/00_llm.ipynb #d986d56b
 import zlib
+
+REQUEST_LIMIT = 16*MB  # the most a stored request may inflate to: a text prompt is far smaller; more is a zip bomb
+
+def _obj(s) -> dict:
+    "A JSON object from a cache row, or {} (also for a row that is not one)."
+    try: v = json.loads(s) if s is not None else None
+    except (TypeError, ValueError): return {}
+    return v if isinstance(v, dict) else {}
 
 _TRACE_TABLES = ('CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, body BLOB NOT NULL)',
                  'CREATE TABLE IF NOT EXISTS traces (item TEXT NOT NULL, key TEXT NOT NULL, run TEXT, time REAL, '
@@ -1264,7 +1421,8 @@ def put_trace(self:CallCache, ex:Exchange):
                   ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
         c.execute('COMMIT')
     except BaseException:
-        c.execute('ROLLBACK'); raise
+        if c.in_transaction: c.execute('ROLLBACK')  # SQLite may have rolled back already (a full disk)
+        raise
 
 
 
@@ -1300,16 +1458,31 @@ def traces(self:CallCache,
         raise
     out = []
     for item, key, run, t, rec, body, call in rows:
-        rec, req, call = (json.loads(rec), json.loads(zlib.decompress(body)) if body else {},
-                          json.loads(call) if call else {})
-        u = call.get('usage') or {}
-        out.append(Exchange(item, key, req.get('prompt'), req.get('model'), req.get('messages', []),
-                            req.get('params', {}), rec.get('source', '?'), call.get('text', rec.get('reply')),
-                            call.get('finish_reason'), u.get('prompt_tokens'), u.get('completion_tokens'),
-                            rec.get('latency', 0.0),
-                            rec.get('attempts', 0), rec.get('errors', []), rec.get('parsed'), rec.get('failure'),
-                            req.get('endpoint'), run, t))
+        rec, call = _obj(rec), _obj(call)
+        if body is not None and not isinstance(body, bytes): body = str(body).encode()
+        req = _obj(inflate_bounded(body, REQUEST_LIMIT, f"call cache {self.path}: request of call {str(key)[:12]}")
+                   if body else None)
+        out.append(_exchange(item, key, run, t, rec, req, call))
     return select_traces(out, **filters)
+
+def _exchange(item, key, run, t, rec:dict, req:dict, call:dict) -> Exchange:
+    "An `Exchange` from the rows of a cache file, each field of the type it must have (a file may have been altered)."
+    num = lambda v, d=None: v if isinstance(v, (int, float)) and not isinstance(v, bool) else d
+    tok = lambda k: num((call.get('usage') if isinstance(call.get('usage'), dict) else {}).get(k))
+    msgs = req.get('messages') if isinstance(req.get('messages'), list) else []
+    msgs = [m for m in msgs if isinstance(m, dict)]
+    msgs = [m if isinstance(m.get('content'), str) or m.get('content') is None else
+            {**m, 'content':[p for p in m['content'] if isinstance(p, dict)] if isinstance(m['content'], list)
+             else str(m['content'])} for m in msgs]
+    errs = [{'attempt':_count(e.get('attempt')), 'kind':str(e.get('kind')), 'message':str(e.get('message'))}
+            for e in rec.get('errors') or [] if isinstance(e, dict)] if isinstance(rec.get('errors'), list) else []
+    f = rec.get('failure')
+    f = {'kind':str(f.get('kind')), 'message':str(f.get('message'))} if isinstance(f, dict) else None
+    return Exchange(str(item), str(key), _str(req.get('prompt')), _str(req.get('model')), msgs,
+                    req.get('params') if isinstance(req.get('params'), dict) else {}, _str(rec.get('source')) or '?',
+                    _str(call.get('text', rec.get('reply'))), _str(call.get('finish_reason')), tok('prompt_tokens'),
+                    tok('completion_tokens'), num(rec.get('latency'), 0.0), _count(rec.get('attempts')), errs,
+                    rec.get('parsed'), f, _str(req.get('endpoint')), _str(run), num(t, 0.0))
 
 
 
@@ -1369,6 +1542,10 @@ def check_vectors(
     return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
 # %% ../nbs/00_llm.ipynb #58767098
+def _vector(v) -> bool:
+    "Whether a cached embedding is a list of numbers (an altered row is a miss)."
+    return isinstance(v, list) and bool(v) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+
 @patch
 async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Embedding vectors for `texts` (rows in order), from the cache where possible; each vector checked before use."
@@ -1386,7 +1563,7 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
     todo = []
     for i, k in enumerate(keys):
         rec = self.cache.get(k) if self.cache is not None else None
-        if rec is not None: out[i] = rec['embedding']; self.usage.cached += 1
+        if rec is not None and _vector(rec.get('embedding')): out[i] = rec['embedding']; self.usage.cached += 1
         elif self.replay:
             raise LLMError(f"replay mode: no cached embedding for text {i} ({texts[i][:60]!r}), model {model}")
         else: todo.append(i)
@@ -1404,7 +1581,7 @@ async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=
                 kind = error_kind(e)
                 if kind not in RETRYABLE or attempt > self.max_retries:
                     raise LLMError(f"embedding texts {idx[0]}..{idx[-1]} failed ({kind}) after {attempt} attempt(s): "
-                                   f"{_describe(self, e, kind)}") from e
+                                   f"{_describe(self, e, kind)}") from None   # the cause's text is not redacted
                 await asyncio.sleep(backoff_delay(attempt, self.backoff, self.max_backoff, retry_after(e)))
         pt = r.usage.prompt_tokens if r.usage else 0
         self.usage.add(Usage(calls=1, prompt_tokens=pt, cost=cost_of(model, pt) or 0.0))

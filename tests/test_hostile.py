@@ -739,3 +739,194 @@ def test_retrieval_names_the_row_and_field_of_a_wrong_type(tmp_path, capsys, row
     assert main(['retrieval', str(qa), '--k', '1']) == 1
     err = capsys.readouterr().err
     assert expect in err and str(qa) in err and 'Traceback' not in err
+# --- Issue 27: the model endpoint and the call cache ---
+
+import resource, sqlite3, zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from ragnb.llm import CacheError, CallCache, Request
+
+KEY = 'sk-hostile27-' + 'Qx7' * 12   # this test's own marker, not a credential
+
+class Gateway:
+    "A hostile OpenAI-compatible endpoint on 127.0.0.1: `status` answers every call with that HTTP status and a body "
+    "echoing the Authorization header; else a 200 whose message.content is `content`. Counts what it receives."
+    def __init__(self, status=200, content='Hello there.', body=None):
+        self.status, self.content, self.body, self.requests = status, content, body, []
+        gw = self
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get('content-length') or 0))
+                gw.requests.append(self.path)
+                auth = self.headers.get('authorization', '')
+                if gw.status != 200:
+                    out = {'error': {'message': f"bad header {auth!r}: request refused", 'type': 'gateway'}}
+                else:
+                    out = gw.body or {'id': 'x', 'object': 'chat.completion', 'created': 0, 'model': 'gw', 'choices': [
+                        {'index': 0, 'finish_reason': 'stop', 'message': {'role': 'assistant', 'content': gw.content}}],
+                        'usage': {'prompt_tokens': 5, 'completion_tokens': 3, 'total_tokens': 8}}
+                data = json.dumps(out).encode()
+                self.send_response(gw.status); self.send_header('content-type', 'application/json')
+                self.send_header('content-length', str(len(data))); self.end_headers(); self.wfile.write(data)
+        self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), H)
+        self.base_url = f'http://127.0.0.1:{self.httpd.server_address[1]}/v1'
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def __enter__(self): return self
+    def __exit__(self, *a): self.httpd.shutdown(); self.httpd.server_close()
+
+def gw_llm(gw, tmp_path, **kw):
+    return LLM(base_url=gw.base_url, api_key=KEY, model='m', progress=False, backoff=0.01,
+               **{'cache_path': tmp_path/'cache'/'calls.sqlite', 'max_retries': 1, **kw})
+
+def folder_bytes(d:Path) -> bytes:
+    return b''.join(f.read_bytes() for f in sorted(Path(d).rglob('*')) if f.is_file())
+
+def ragnb_cli(*args, env=None, limit=None):
+    "Run the `ragnb` command in a new process (optionally with files capped at `limit` bytes, a full disk)."
+    cap = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))) if limit else None
+    return subprocess.run([sys.executable, '-c', 'import sys; from ragnb.cli import main; sys.exit(main())', *args],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300,
+                          preexec_fn=cap)
+
+def test_an_endpoint_echoing_the_key_gets_it_nowhere(tmp_path):
+    for status in (400, 500, 401):
+        with Gateway(status) as gw:
+            r = gw_llm(gw, tmp_path/str(status)).call(msg(f'status {status}'), item_id=f'i{status}')
+        shown = ' '.join([r.failure.message, str(r.failure), str(r.errors), r._repr_markdown_(), r.trace._repr_html_()])
+        assert '[redacted]' in shown and KEY not in shown, shown   # the gateway did echo it; it was removed
+        assert r.failure.kind == {400: 'bad_request', 500: 'server_error', 401: 'auth'}[status]
+        assert KEY.encode() not in folder_bytes(tmp_path/str(status)/'cache')
+    with Gateway(content=f'You sent Bearer {KEY}, thanks') as gw:   # a reply that echoes it is stored without it
+        r = gw_llm(gw, tmp_path/'200').call(msg('hello'))
+    assert r.ok and KEY not in r.text and KEY.encode() not in folder_bytes(tmp_path/'200'/'cache')
+    for status in (500, 401):   # the command line: nothing on stdout, stderr or in the cache folder
+        with Gateway(status) as gw:
+            p = ragnb_cli('generate', str(GUIDE), '--out', str(tmp_path/f'qa{status}.jsonl'), '--max-chunks', '2',
+                          '--max-retries', '1', env={'OPENAI_BASE_URL': gw.base_url, 'OPENAI_API_KEY': KEY,
+                                                     'RAGNB_CACHE_DIR': str(tmp_path/f'cli{status}')})
+        assert p.returncode == 1 and 'bad header' in p.stderr and '[redacted]' in p.stderr, p.stderr
+        assert KEY not in p.stdout + p.stderr and KEY.encode() not in folder_bytes(tmp_path/f'cli{status}')
+
+@pytest.mark.parametrize('content,why', [(42, 'int (42)'), ([{'type': 'image_url', 'image_url': {'url': 'x'}}], 'parts image_url'),
+                                         ({'text': 'hi'}, 'dict')])
+def test_non_text_content_is_a_bad_reply_never_cached(tmp_path, content, why):
+    with Gateway(content=content) as gw:
+        llm = gw_llm(gw, tmp_path)
+        r = llm.call(msg('hello'))
+        assert (r.failure.kind, r.attempts, len(gw.requests)) == ('bad_reply', 2, 2)   # retried as a server error
+        assert why in r.failure.message and 'not text' in r.failure.message and len(llm.cache) == 0
+        llm.call(msg('hello'))
+        assert len(gw.requests) == 4   # not cached: asked again
+
+def test_text_parts_are_text(tmp_path):
+    with Gateway(content=[{'type': 'text', 'text': 'Hello'}, {'type': 'text', 'text': ' there.'}]) as gw:
+        r = gw_llm(gw, tmp_path).call(msg('hello'))
+    assert r.ok and r.text == 'Hello there.'
+
+def test_generate_survives_a_non_text_reply(tmp_path, monkeypatch, capsys):
+    with Gateway(content=7) as gw:
+        use_endpoint(monkeypatch, gw.base_url)
+        code = main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '2', '--max-retries', '0'])
+    err = capsys.readouterr().err
+    assert code == 1 and 'all 2 calls failed' in err and 'message.content is a int (7), not text' in err, err
+
+def test_an_old_cache_row_without_text_is_a_miss(tmp_path):
+    with ScriptedServer() as srv:
+        llm = make_llm(srv, tmp_path)
+        for bad in (42, ['a', 'list'], None):
+            llm.cache.put(llm.key_of(Request(msg('hello'))), {'text': bad, 'model': 'm', 'usage': {'prompt_tokens': 'x'}})
+            n = len(srv.requests)
+            r = llm.call(msg('hello'))
+            assert r.ok and not r.cached and isinstance(r.text, str) and len(srv.requests) == n + 1   # asked again
+        llm.cache.put(llm.key_of(Request(msg('again'))), {'text': 3})
+        rp = LLM(base_url=srv.base_url, api_key='replay', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+                 replay=True, progress=False).call(msg('again'))
+    assert rp.failure.kind == 'bad_reply' and 'holds a int' in rp.failure.message and 'c.sqlite' in rp.failure.message
+
+def test_a_refused_key_stops_the_run(tmp_path):
+    with Gateway(401) as gw:
+        res = gw_llm(gw, tmp_path, concurrency=1).batch([msg(f'q{i}') for i in range(30)])
+        assert len(gw.requests) == 1
+    assert [r.failure.kind for r in res] == ['auth'] * 30
+    assert [r.attempts for r in res].count(0) == 29
+    later = res[-1].failure.message
+    assert later.startswith('not sent: the endpoint refused the API key') and 'bad header' in later and KEY not in later
+    with Gateway(401) as gw:   # calls already in flight come back refused; none is sent after
+        res = gw_llm(gw, tmp_path, concurrency=4).batch([msg(f'q{i}') for i in range(30)])
+        assert len(gw.requests) <= 4 and all(r.failure.kind == 'auth' for r in res)
+    with Gateway(403) as gw:   # a 403 that does not name the key (a model not allowed) stops nothing
+        gw_llm(gw, tmp_path, concurrency=1).batch([msg(f'q{i}') for i in range(3)])
+        assert len(gw.requests) == 3
+
+def test_a_foreign_file_named_calls_sqlite_is_refused(tmp_path, monkeypatch, capsys):
+    text = tmp_path/'text'/'calls.sqlite'; text.parent.mkdir(); text.write_text('these are my notes, not a cache\n' * 50)
+    other = tmp_path/'other'/'calls.sqlite'; other.parent.mkdir()
+    with sqlite3.connect(other) as c: c.execute('CREATE TABLE users (name TEXT)'); c.execute("INSERT INTO users VALUES ('ann')")
+    before = {p: p.read_bytes() for p in (text, other)}
+    with pytest.raises(CacheError, match='not an SQLite file'): LLM(cache_path=text)
+    with pytest.raises(CacheError, match='with table.s. users, not a ragnb call cache'): LLM(cache_path=other)
+    with ScriptedServer() as srv:
+        use_endpoint(monkeypatch, srv.base_url)
+        for f in (text, other):
+            monkeypatch.setenv('RAGNB_CACHE_DIR', str(f.parent))
+            assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '1']) == 1
+            assert main(['show', str(RAGCHECKER/'checking_outputs.json'), '0', '--cache', str(f)]) == 1
+        assert srv.requests == []
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 4 and all(l.startswith(('ragnb generate: error: call cache', 'ragnb show: error: call cache')) for l in err), err
+    assert str(text) in err[0] and str(other) in err[3]
+    assert {p: p.read_bytes() for p in (text, other)} == before   # nothing written to them
+
+def test_a_request_bomb_in_the_cache_is_not_inflated(tmp_path, capsys):
+    with ScriptedServer() as srv:
+        make_llm(srv, tmp_path).call(msg('hello'), item_id='0/response_claims')
+    db = tmp_path/'c.sqlite'
+    bomb = zlib.compress(b'{"messages": "' + b' ' * (64 << 20) + b'"}', 9)   # 64 MB of request, 64 KB stored
+    assert len(bomb) < 1 << 17
+    with sqlite3.connect(db) as c: assert c.execute('UPDATE requests SET body=?', (bomb,)).rowcount == 1
+    with pytest.raises(ValueError, match='inflates past'): CallCache(db).traces('0/response_claims')
+    assert main(['show', str(RAGCHECKER/'checking_outputs.json'), '0', '--cache', str(db)]) == 1
+    err = capsys.readouterr().err
+    assert f'ragnb show: error: call cache {db}: request of call' in err and 'inflates past' in err and 'Traceback' not in err
+
+FULL = 32768   # bytes a file may grow to in the processes below: the cache's shared-memory file, and a few pages of log
+
+def full_cache(d:Path) -> Path:
+    "A call cache made in full, then left with no room to grow."
+    c = CallCache(d/'calls.sqlite'); c.put('seed', {'text': 'x'}); c.checkpoint()
+    return d/'calls.sqlite'
+
+def test_a_full_cache_disk_keeps_the_replies(tmp_path):
+    db = full_cache(tmp_path)
+    with ScriptedServer() as srv:
+        script = textwrap.dedent(f'''
+            import json, warnings
+            from ragnb.llm import LLM
+            warnings.simplefilter('always')
+            with warnings.catch_warnings(record=True) as w:
+                llm = LLM(base_url={srv.base_url!r}, api_key='sk-test', model='m', cache_path={str(db)!r}, progress=False)
+                res = llm.batch([[{{'role': 'user', 'content': f'question {{i}}: ' + 'x' * 3000}}] for i in range(20)])
+                again = llm.call([{{'role': 'user', 'content': 'question 19: ' + 'x' * 3000}}])
+            print(json.dumps({{'ok': sum(r.ok for r in res), 'kinds': [r.failure.kind for r in res if r.failure],
+                              'errors': len(llm.cache_errors), 'warned': [str(x.message) for x in w],
+                              'again_cached': again.cached, 'rows': len(llm.cache)}}))''')
+        p = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, timeout=300,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (FULL, FULL)))
+        n = len(srv.requests)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert (out['ok'], out['kinds'], n) == (20, [], 20), out   # every reply paid for is used
+    assert out['errors'] > 0 and out['rows'] < 21 and out['again_cached'], out   # kept in memory for this run
+    assert len(out['warned']) == 1 and str(db) in out['warned'][0] and 'not stored in the call cache' in out['warned'][0], out
+
+def test_a_full_cache_disk_makes_the_command_fail_at_the_end(tmp_path):
+    db = full_cache(tmp_path/'cache')
+    with ScriptedServer() as srv:
+        p = ragnb_cli('generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '2', '--keep-all',
+                      env={'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_CACHE_DIR': str(db.parent)},
+                      limit=FULL)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.count('not stored in the call cache') == 1 and str(db) in p.stderr
+    assert f'write(s) to the call cache {db} failed' in p.stderr.splitlines()[-1]
+    ds = Dataset.load(tmp_path/'qa.jsonl')
+    assert len(ds) == 2 and not any(len(f) for f in ds.df.failures), ds.df.failures   # the run itself is whole
