@@ -150,6 +150,7 @@ class ScriptedServer:
                  stream_usage:bool=True, # Send the usage as the last event when `stream_options` asks for it
                  chunk_delay:float=0.0, # Seconds between streamed chunks (a slow but steady model)
                  drip_every:float=0.5, # Seconds between the keep-alive comments of a 'drip' fault
+                 prompt_cache:bool=False, # Report the start shared with the last prompt as cached prompt tokens
                  model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
                  structured:str='json_schema', # 'json_schema', 'json_object' (422 on json_schema), 'refuse', 'ignore'
                  string_content:bool=False, # Refuse content lists with a 500, as llama-cpp-python's chat templates do
@@ -166,6 +167,7 @@ class ScriptedServer:
             raise ValueError(f"streaming must be 'on', 'ignore' or 'refuse', not {streaming!r}")
         self.streaming, self.stream_usage, self.chunk_delay, self.drip_every = (streaming, stream_usage, chunk_delay,
                                                                                 drip_every)
+        self.prompt_cache, self._last_prompt = prompt_cache, None
         if structured not in STRUCTURED: raise ValueError(f"structured must be one of {STRUCTURED}, not {structured!r}")
         self.structured, self.string_content = structured, string_content
         self.lock, self.requests, self.httpd, self._seen = threading.Lock(), [], None, {}
@@ -299,14 +301,20 @@ class ScriptedServer:
                                     'length')
                 else: finish = 'stop'
                 pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
+                usage = {'prompt_tokens':pt, 'completion_tokens':approx_tokens(text),
+                         'total_tokens':pt + approx_tokens(text)}
+                if srv.prompt_cache:   # as llama.cpp does: the start this prompt shares with the last one is not read
+                    now = json.dumps(msgs)
+                    with srv.lock: last, srv._last_prompt = srv._last_prompt, now
+                    shared = len(os.path.commonprefix([last, now])) if last else 0
+                    usage['prompt_tokens_details'] = {'cached_tokens':min(pt, shared // 4)}
                 if body.get('stream') and srv.streaming == 'on':
-                    return self._stream(srv, body, text, finish, pt, seed, fault)
+                    return self._stream(srv, body, text, finish, usage, seed, fault)
                 self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),
                                  'model':srv.model or body['model'], 'choices':[{'index':0, 'finish_reason':finish,
                                  'message':{'role':'assistant', 'content':text}}],
-                                 'usage':{'prompt_tokens':pt, 'completion_tokens':approx_tokens(text),
-                                          'total_tokens':pt + approx_tokens(text)}})
-            def _stream(self, srv, body, text, finish, pt, seed, fault):
+                                 'usage':usage})
+            def _stream(self, srv, body, text, finish, usage, seed, fault):
                 "The reply as server-sent events, a word a chunk; the streaming faults happen here."
                 def out(b:bytes):
                     if not srv.trickle: self.wfile.write(b); self.wfile.flush(); return
@@ -333,9 +341,7 @@ class ScriptedServer:
                         out(ev({'content':w}))
                     out(ev({}, finish))
                     if srv.stream_usage and (body.get('stream_options') or {}).get('include_usage'):
-                        ct = approx_tokens(text)
-                        out(b'data: ' + json.dumps({**head, 'choices':[], 'usage':{
-                            'prompt_tokens':pt, 'completion_tokens':ct, 'total_tokens':pt + ct}}).encode() + b'\n\n')
+                        out(b'data: ' + json.dumps({**head, 'choices':[], 'usage':usage}).encode() + b'\n\n')
                     out(b'data: [DONE]\n\n')
                 except (BrokenPipeError, ConnectionResetError): pass
             def _embeddings(self, body):
