@@ -63,8 +63,8 @@ DEADLINES = {  # seconds per attempt: an endpoint elsewhere, and one on this mac
     'remote': {'first_token': 120.0, 'idle': 60.0, 'total': 600.0},
     'local': {'first_token': 600.0, 'idle': 120.0, 'total': 1800.0},
 }
-TASK_CAPS = {'claims': 1024, 'labels': 1024, 'questions': 768, 'ratings': 512, 'page markdown': 4096, 'answers': 512,
-             'other': 2048}  # tokens per reply, by task (`TASK_MAX_TOKENS` maps prompt names to tasks)
+TASK_CAPS = {'claims': 1024, 'labels': 1024, 'questions': 768, 'ratings': 512, 'page markdown': 4096,
+             'answers': 512}  # tokens per reply, by task (`TASK_MAX_TOKENS` maps ragnb's prompt names to tasks)
 TASK_MAX_TOKENS = {'extract_claims_triplet': 'claims', 'extract_claims_sentence': 'claims', 'check_claims': 'labels',
                    'repair_json': 'labels', 'factoid_qa': 'questions', 'factoid_qa_next': 'questions',
                    'multi_hop_qa': 'questions', 'comparative_qa': 'questions', 'reasoning_qa': 'questions',
@@ -81,9 +81,9 @@ def is_local(url:str # An endpoint's base URL
     return h in ('localhost', '::1', '0.0.0.0') or h.startswith('127.') or h.endswith('.localhost')
 
 def task_cap(prompt:str|None # A prompt id `name@version`, or None
-            ) -> int:
-    "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry ('other' when unknown)."
-    return TASK_CAPS[TASK_MAX_TOKENS.get((prompt or '').split('@')[0], 'other')]
+            ) -> int|None:
+    "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry; None for a prompt not ragnb's."
+    return TASK_CAPS.get(TASK_MAX_TOKENS.get((prompt or '').split('@')[0]))
 
 def default_concurrency(base_url:str|None=None # The endpoint; default `OPENAI_BASE_URL`
                        ) -> int:

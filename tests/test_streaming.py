@@ -125,7 +125,7 @@ def test_each_task_gets_a_reply_cap(monkeypatch):
         monkeypatch.setenv('RAGNB_MAX_TOKENS', '55')
         make(srv).call(msg('from env'), prompt='pdf_page@1')
         caps = [q['body'].get('max_tokens') for q in srv.requests]
-    assert caps == [task_cap('check_claims@1'), task_cap('pdf_page@1'), task_cap(None), None, 77, 55]
+    assert caps == [task_cap('check_claims@1'), task_cap('pdf_page@1'), None, None, 77, 55]
     assert task_cap('check_claims@1') < task_cap('pdf_page@1')
 
 
