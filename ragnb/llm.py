@@ -82,7 +82,7 @@ def is_local(url:str # An endpoint's base URL
 
 def task_cap(prompt:str|None # A prompt id `name@version`, or None
             ) -> int|None:
-    "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry; None for a prompt not ragnb's."
+    "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry; None for another prompt."
     return TASK_CAPS.get(TASK_MAX_TOKENS.get((prompt or '').split('@')[0]))
 
 def default_concurrency(base_url:str|None=None # The endpoint; default `OPENAI_BASE_URL`
@@ -96,7 +96,8 @@ def by_prefix(items:list, # Calls, or anything holding their messages
              ) -> list:
     ("`items` in the order of their messages' text, so calls that start alike go one after another and a server with "
      "a prompt cache reads their shared start once.")
-    return sorted(items, key=lambda x: _canon(messages(x)))
+    text = lambda x: json.dumps(messages(x), sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
+    return sorted(items, key=text)
 
 # %% ../nbs/00_llm.ipynb #ba159a67
 def add_call_options(p # An argparse (sub)parser
@@ -998,8 +999,8 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float) -> ChatComp
         except asyncio.TimeoutError:
             if time.monotonic() < deadline: raise openai.APITimeoutError(_httpx.Request('POST', url)) from None  # total
             raise Stalled(f"no first token within {self.first_token_timeout:g} s from {self.base_url}: the model did "
-                          "not start answering (reading a long prompt on a CPU, or a queue at the server, takes longer: "
-                          "raise --first-token-timeout or RAGNB_FIRST_TOKEN_TIMEOUT)" if first else
+                          "not start answering (reading a long prompt on a CPU, or a queue at the server, takes "
+                          "longer: raise --first-token-timeout or RAGNB_FIRST_TOKEN_TIMEOUT)" if first else
                           f"the reply stalled: no new token for {self.idle_timeout:g} s from {self.base_url} after "
                           f"{chunks} chunk(s) (raise --idle-timeout or RAGNB_IDLE_TIMEOUT)", url) from None
         except ValueError as e:   # a line longer than aiohttp's buffer
