@@ -240,9 +240,13 @@ LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'addi
                      'properties':{'claim':{'type':'integer'}, 'label':{'type':'string', 'enum':list(LABELS)}}}}}}
 
 # %% ../nbs/06_checker.ipynb #145a2a55
+from .llm import by_prefix, default_concurrency
+
+# %% ../nbs/06_checker.ipynb #77615aa8
 def llm_checker(llm:LLM, # The model that labels the claims
                 model:str|None=None, # Model name; default: the LLM's
-                rounds:int=3 # Most calls per task (the first, then re-asks for missing labels)
+                rounds:int=3, # Most calls per task (the first, then re-asks for missing labels)
+                prefix_order:bool=True # Send calls that start alike one after another (`by_prefix`)
                ) -> Checker:
     ("A checker that labels all of a task's claims in one call, then re-asks only for missing ones (at most `rounds` "
      "calls).")
@@ -266,6 +270,7 @@ def llm_checker(llm:LLM, # The model that labels the claims
                     p = repair_p
                 reqs.append((i, idx, m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model,
                                                 schema=LABELS_SCHEMA)))
+            if prefix_order: reqs = by_prefix(reqs, lambda x: x[2])   # a server's prompt cache reads shared starts once
             for (i, idx, m, _), r in zip(reqs,
                                          llm.batch([q for *_, q in reqs], desc='checking claims', show_estimate=0)):
                 o = out[i]
@@ -358,11 +363,12 @@ def small_checker(llm:LLM, # The model that labels the claims
 # %% ../nbs/06_checker.ipynb #0f97d8f8
 def profile_checker(llm:LLM, # The judge
                     profile:str='default', # 'small', 'default' or 'auto' (small for models of 3B parameters or fewer)
-                    model:str|None=None # Model name; default: the LLM's
+                    model:str|None=None, # Model name; default: the LLM's
+                    prefix_order:bool=True # `llm_checker`: send calls that start alike one after another
                    ) -> Checker:
     "The checker of a judge profile: `llm_checker` (default) or `small_checker` (small)."
     name = judge_profile(profile, model or llm.model)
-    return small_checker(llm, model) if name == 'small' else llm_checker(llm, model)
+    return small_checker(llm, model) if name == 'small' else llm_checker(llm, model, prefix_order=prefix_order)
 
 # %% ../nbs/06_checker.ipynb #6cee70a0
 def _note(r:RAGResult, stage:str, calls:int=0, cached:int=0, pt:int=0, ct:int=0):
@@ -392,7 +398,8 @@ def _too_little(c:Claims) -> str|None:
 def extract_claims(results:list, # `RAGResult`s; those with claims already are left as they are
                    llm:LLM, # The extractor model
                    claim_format:str='triplet', # 'triplet' or 'sentence'
-                   model:str|None=None # Model name; default: the LLM's
+                   model:str|None=None, # Model name; default: the LLM's
+                   prefix_order:bool=True # Send calls that start alike one after another (`by_prefix`)
                   ):
     ("Fill `response_claims` and `gt_answer_claims` where None: malformed claims are dropped with a warning; too few "
      "left gets one repair turn.")
@@ -409,6 +416,7 @@ def extract_claims(results:list, # `RAGResult`s; those with claims already are l
             jobs.append((r, fld, p.messages(question=r.query, text=text), None))
     for attempt in range(2):
         if not jobs: break
+        if prefix_order: jobs = by_prefix(jobs, lambda j: j[2])
         reqs = [Request(m, prompt=p if attempt == 0 else repair, id=f"{r.query_id}/{fld}", parse=parse, model=model,
                         schema=schema)
                 for r, fld, m, _ in jobs]
@@ -562,7 +570,8 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
                checker_model:str|None=None, # Model for checking; default: the LLM's
                checker:Checker|None=None, # Another checker (e.g. an NLI model); default: the judge profile's
                out=None, # JSON file to write RAGChecker's output to (and to resume from)
-               judge_profile:str='default' # 'default' (`llm_checker`), 'small' (`small_checker`) or 'auto'
+               judge_profile:str='default', # 'default' (`llm_checker`), 'small' (`small_checker`) or 'auto'
+               prefix_order:bool=True # Send calls that start alike one after another (a server's prompt cache)
               ) -> CheckRun:
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
@@ -573,9 +582,9 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
         r.ragnb.pop('failures', None)
         if r.ragnb.get('warnings'):
             r.ragnb['warnings'] = [w for w in r.ragnb['warnings'] if getattr(r, w['field'], None) is not None]
-    extract_claims(results, llm, claim_format, extractor_model)
+    extract_claims(results, llm, claim_format, extractor_model, prefix_order)
     if out: save_results(results, out)
-    check_claims(results, checker or profile_checker(llm, judge_profile, checker_model))
+    check_claims(results, checker or profile_checker(llm, judge_profile, checker_model, prefix_order=prefix_order))
     s = save_results(results, out) if out else score(results)
     if not out: attach_metrics(results, s)
     return CheckRun(results, s, usage_table(results))
@@ -594,9 +603,9 @@ def _cli_check(args) -> int:
     check_unique_ids(results, f"{src}: ")
     check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
-    llm = LLM(concurrency=args.concurrency, batch=args.batch, **call_options(args))
+    llm = LLM(concurrency=args.concurrency or default_concurrency(), batch=args.batch, **call_options(args))
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out,
-                     judge_profile=args.judge_profile)
+                     judge_profile=args.judge_profile, prefix_order=args.prefix_order)
     with pd.option_context('display.width', 200): print(run.usage.to_string())
     print(json.dumps(run.scores.overall, indent=2))
     fails = [(r.query_id, f) for r in run.results for f in r.ragnb.get('failures', [])]
@@ -631,7 +640,11 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--checker-model', default=None)
     p.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
     add_judge_profile(p)
-    p.add_argument('--concurrency', type=int, default=16)
+    p.add_argument('--concurrency', type=int, default=None, help='model calls in flight at once (default: 16, or 1 '
+                   'for an endpoint on this machine, which answers one call at a time)')
+    p.add_argument('--no-prefix-order', dest='prefix_order', action='store_false',
+                   help='send the calls in the order of the results, not grouped by how their prompts start (default: '
+                   'grouped, so a server with a prompt cache reads a shared start once)')
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
                    "rerun resumes)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, importlib, sys
 
 # %% auto #0
-__all__ = ['COMMANDS', 'Subcommands', 'build_parser', 'TerminalSafe', 'terminal_safe', 'main']
+__all__ = ['COMMANDS', 'DefaultsHelp', 'Subcommands', 'build_parser', 'TerminalSafe', 'terminal_safe', 'main']
 
 # %% ../nbs/09_cli.ipynb #29d6ebc5
 COMMANDS = {  # command: (module that defines it, one-line help)
@@ -34,6 +34,14 @@ COMMANDS = {  # command: (module that defines it, one-line help)
 }
 
 # %% ../nbs/09_cli.ipynb #9a60a9b8
+class DefaultsHelp(argparse.HelpFormatter):
+    "argparse help that ends each option's text with its default, unless the text says it already or there is none."
+    def _get_help_string(self, action):
+        h = action.help or ''
+        if ('default' in h or action.default in (None, False, argparse.SUPPRESS)
+            or not action.option_strings): return h
+        return h + ' (default: %(default)s)'
+
 class Subcommands:
     "argparse's subparsers as the modules' `add_cli` sees them: each command's help comes from `COMMANDS` alone."
     def __init__(self, sub): self.sub = sub  # `parser.add_subparsers()` of the `ragnb` parser
@@ -44,7 +52,7 @@ class Subcommands:
         "Add command `name` with its help from `COMMANDS` (also its description unless the module gives one)."
         help = COMMANDS[name][1]
         if kw.pop('help', help) != help: raise ValueError(f"ragnb {name}: help differs from ragnb.cli.COMMANDS")
-        return self.sub.add_parser(name, help=help, **{'description': help, **kw})
+        return self.sub.add_parser(name, help=help, **{'description': help, 'formatter_class': DefaultsHelp, **kw})
 
 # %% ../nbs/09_cli.ipynb #0ac1fad1
 def build_parser(command:str|None=None # The command being run, if any (only its module is imported)

@@ -178,7 +178,10 @@ def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sq
             raise ValueError(f"cannot replay {path}: {why}")
         meta = load_recording(path, CallCache(calls))
         llm = LLM(base_url=meta['cache_endpoint'], api_key='replay', model=meta['model'], cache_path=calls,
-                  cache_endpoint=meta['cache_endpoint'], replay=True, concurrency=concurrency)
+                  cache_endpoint=meta['cache_endpoint'], replay=True, concurrency=concurrency,
+                  # the reply caps the recording was made with (none before they were recorded), so the keys match
+                  max_tokens=meta.get('max_tokens') or 0 if not meta.get('task_caps') else None,
+                  task_caps=bool(meta.get('task_caps')))
         return DemoModel(llm, 'replayed', f"recording {path.name}", recorded=meta)
     if mode == 'scripted':
         from ragnb.scripted import ScriptedServer
@@ -533,7 +536,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         if record:
             llm.cache.checkpoint()
             meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint,
-                        recorded=summary['date'],
+                        recorded=summary['date'], max_tokens=llm.max_tokens, task_caps=llm.task_caps,
                         ragnb=__version__, params=params, stages=st.rows, usage=summary['usage'],
                         runs=[dict(started=round(started, 3), params=params, calls=llm.usage.calls,
                                    threads=getattr(m.server, 'threads', None)

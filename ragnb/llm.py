@@ -16,14 +16,15 @@ from ragnb.lazy import lazy
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'PRICES', 'RETRYABLE', 'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'REQUEST_LIMIT',
-           'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'add_call_options', 'call_options',
-           'check_output', 'text_part', 'image_part', 'cache_key', 'CacheError', 'unkept_writes', 'CallCache', 'Usage',
-           'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'BadReply', 'NotSent',
-           'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds', 'RateLimiter', 'LLM',
-           'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'content_text',
-           'joined_content', 'fast_path', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange',
-           'select_traces', 'check_vectors']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'PRICES', 'RETRYABLE',
+           'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'REQUEST_LIMIT', 'default_cache_dir', 'env_model', 'env_number',
+           'show_progress', 'is_local', 'task_cap', 'default_concurrency', 'by_prefix', 'add_call_options',
+           'call_options', 'check_output', 'text_part', 'image_part', 'cache_key', 'CacheError', 'unkept_writes',
+           'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
+           'BadReply', 'NotSent', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds',
+           'RateLimiter', 'LLM', 'response_format', 'refuses_format', 'schema_error', 'follows_schema',
+           'structured_mode', 'content_text', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests',
+           'prompt_id', 'message_refs', 'Exchange', 'select_traces', 'check_vectors']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -60,20 +61,76 @@ def show_progress() -> bool:
     return sys.stderr.isatty() or 'ipykernel' in sys.modules
 
 # %% ../nbs/00_llm.ipynb #75976c07
+DEADLINES = {  # seconds per attempt: an endpoint elsewhere, and one on this machine (a CPU reading a long prompt)
+    'remote': {'first_token': 120.0, 'idle': 60.0, 'total': 600.0},
+    'local': {'first_token': 600.0, 'idle': 120.0, 'total': 1800.0},
+}
+TASK_CAPS = {'claims': 1024, 'labels': 1024, 'questions': 768, 'ratings': 512, 'page markdown': 4096,
+             'answers': 512}  # tokens per reply, by task (`TASK_MAX_TOKENS` maps ragnb's prompt names to tasks)
+TASK_MAX_TOKENS = {'extract_claims_triplet': 'claims', 'extract_claims_sentence': 'claims', 'check_claims': 'labels',
+                   'repair_json': 'labels', 'factoid_qa': 'questions', 'factoid_qa_next': 'questions',
+                   'multi_hop_qa': 'questions', 'comparative_qa': 'questions', 'reasoning_qa': 'questions',
+                   'conditional_qa': 'questions', 'multimodal_qa': 'questions', 'critique_groundedness': 'ratings',
+                   'critique_relevance': 'ratings', 'critique_standalone': 'ratings', 'critique_single_hop': 'ratings',
+                   'pdf_page': 'page markdown', 'rag_answer': 'answers', 'chunk_entities': 'questions',
+                   'propose_personas': 'questions'}
+
+def is_local(url:str # An endpoint's base URL
+            ) -> bool:
+    "Whether `url` is on this machine (a loopback address), where a CPU model may need minutes to read a prompt."
+    from urllib.parse import urlsplit
+    h = (urlsplit(url).hostname or '').lower()
+    return h in ('localhost', '::1', '0.0.0.0') or h.startswith('127.') or h.endswith('.localhost')
+
+def task_cap(prompt:str|None # A prompt id `name@version`, or None
+            ) -> int|None:
+    "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry; None for another prompt."
+    return TASK_CAPS.get(TASK_MAX_TOKENS.get((prompt or '').split('@')[0]))
+
+def default_concurrency(base_url:str|None=None # The endpoint; default `OPENAI_BASE_URL`
+                       ) -> int:
+    ("Calls in flight a command starts with: 16, or 1 for an endpoint on this machine (a local server answers one call "
+     "at a time; more would only wait in its queue, past their first-token deadline).")
+    return 1 if is_local(base_url or os.environ.get('OPENAI_BASE_URL') or '') else 16
+
+def by_prefix(items:list, # Calls, or anything holding their messages
+              messages:Callable=lambda x: x.messages # The chat messages of an item
+             ) -> list:
+    ("`items` in the order of their messages' text, so calls that start alike go one after another and a server with "
+     "a prompt cache reads their shared start once.")
+    text = lambda x: json.dumps(messages(x), sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
+    return sorted(items, key=text)
+
+# %% ../nbs/00_llm.ipynb #ba159a67
 def add_call_options(p # An argparse (sub)parser
                     ):
-    "Add `--timeout` and `--max-retries` to an argparse (sub)parser of a command that calls a model."
-    p.add_argument('--timeout', type=float, default=None, help='seconds per attempt of a model call, headers and body '
-                   'together (default: RAGNB_TIMEOUT, else 60)')
+    ("Add the deadlines (`--timeout`, `--first-token-timeout`, `--idle-timeout`), `--max-retries`, `--max-tokens` and "
+     "`--no-stream` to an argparse (sub)parser of a command that calls a model.")
+    r, l = DEADLINES['remote'], DEADLINES['local']
+    def d(k): return f"{r[k]:g} s, or {l[k]:g} s for an endpoint on this machine"
+    p.add_argument('--timeout', type=float, default=None, help='total seconds per attempt of a model call, the cap '
+                   f'even on a server that keeps sending (default: RAGNB_TIMEOUT, else {d("total")})')
+    p.add_argument('--first-token-timeout', type=float, default=None, help='seconds to wait for the first token of a '
+                   'streamed reply: the model reading the prompt, and any queue at the server (default: '
+                   f'RAGNB_FIRST_TOKEN_TIMEOUT, else {d("first_token")})')
+    p.add_argument('--idle-timeout', type=float, default=None, help='seconds without a new token before a streamed '
+                   f'reply counts as stuck (default: RAGNB_IDLE_TIMEOUT, else {d("idle")})')
     p.add_argument('--max-retries', type=int, default=None,
                    help='retries of a model call on 429/5xx/timeouts/connection '
                    'errors (default: RAGNB_MAX_RETRIES, else 4)')
+    p.add_argument('--max-tokens', type=int, default=None, help='tokens a reply may have, for every call; 0: no cap '
+                   '(default: RAGNB_MAX_TOKENS, else per task: ' + ', '.join(f'{k} {v}' for k, v in TASK_CAPS.items())
+                   + ')')
+    p.add_argument('--no-stream', dest='stream', action='store_false', default=None,
+                   help='ask for whole replies instead of streamed ones (then only --timeout applies; default: '
+                   'RAGNB_STREAM, else stream, falling back on its own when a server refuses)')
 
-# %% ../nbs/00_llm.ipynb #aa48fe48
+# %% ../nbs/00_llm.ipynb #a8908143
 def call_options(args # Parsed arguments of a parser given `add_call_options`
                 ) -> dict:
     "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line)."
-    return {k: v for k in ('timeout', 'max_retries') if (v := getattr(args, k, None)) is not None}
+    return {k: v for k in ('timeout', 'first_token_timeout', 'idle_timeout', 'max_retries', 'max_tokens', 'stream')
+            if (v := getattr(args, k, None)) is not None}
 
 # %% ../nbs/00_llm.ipynb #f3dae34e
 def check_output(path:str|Path, # Where a command will write its result
@@ -286,6 +343,7 @@ class Usage:
     unpriced:int=0  # Successful calls to models missing from `PRICES`
     saved_tokens:int=0  # Prompt + completion tokens of the replies the cache answered (not spent again)
     saved_cost:float=0.0  # What those replies cost when they were first made
+    cached_tokens:int=0  # Prompt tokens the endpoint read from its own prompt cache (billed at a discount)
 
     def add(self, o:Usage # Another usage, added field by field
            ):
@@ -295,7 +353,9 @@ class Usage:
 
     def __str__(self):
         return (f"{self.calls} calls, {self.cached} cached, {self.failed} failed; "
-                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens; ${self.cost:.4f}"
+                f"{self.prompt_tokens:,} prompt"
+                + (f" ({self.cached_tokens:,} from the endpoint's prompt cache)" if self.cached_tokens else '')
+                + f" + {self.completion_tokens:,} completion tokens; ${self.cost:.4f}"
                 + (f" ({self.unpriced} calls unpriced)" if self.unpriced else '')
                 + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens
                    else ''))
@@ -367,25 +427,29 @@ class Request:
     schema:dict|None=None  # JSON schema of the reply, sent as `response_format` where the endpoint takes one
 
 # %% ../nbs/00_llm.ipynb #1fbab48f
-PRICES = {  # USD per 1M tokens: (input, output)
-    'gpt-4o-mini': (0.15, 0.60), 'gpt-4o': (2.50, 10.00), 'gpt-4.1-nano': (0.10, 0.40), 'gpt-4.1-mini': (0.40, 1.60),
-    'gpt-4.1': (2.00, 8.00), 'o4-mini': (1.10, 4.40), 'gpt-4-turbo': (10.00, 30.00), 'gpt-3.5-turbo': (0.50, 1.50),
+PRICES = {  # USD per 1M tokens: (input, output) or (input, output, cached input)
+    'gpt-4o-mini': (0.15, 0.60, 0.075), 'gpt-4o': (2.50, 10.00, 1.25), 'gpt-4.1-nano': (0.10, 0.40, 0.025),
+    'gpt-4.1-mini': (0.40, 1.60, 0.10), 'gpt-4.1': (2.00, 8.00, 0.50), 'o4-mini': (1.10, 4.40, 0.275),
+    'gpt-4-turbo': (10.00, 30.00), 'gpt-3.5-turbo': (0.50, 1.50),
     'text-embedding-3-small': (0.02, 0.0), 'text-embedding-3-large': (0.13, 0.0), 'scripted-test-model': (0.0, 0.0),
 }
 
 def price_of(model:str # Model name
-            ) -> tuple[float,float]|None:
-    "(input, output) USD per 1M tokens for `model`, by longest matching prefix; None when unknown."
+            ) -> tuple|None:
+    "(input, output[, cached input]) USD per 1M tokens for `model`, by longest matching prefix; None when unknown."
     best = max((k for k in PRICES if model == k or model.startswith(k + '-')), key=len, default=None)
     return PRICES[best] if best else None
 
 def cost_of(model:str, # Model name
             prompt_tokens:int, # Tokens sent
-            completion_tokens:int=0 # Tokens received
+            completion_tokens:int=0, # Tokens received
+            cached_tokens:int=0 # Of the tokens sent, those read from the endpoint's prompt cache
            ) -> float|None:
-    "Cost in USD of one call, or None when the model has no price."
+    "Cost in USD of one call, or None when the model has no price; cached prompt tokens at the cached-input price."
     p = price_of(model)
-    return None if p is None else (prompt_tokens*p[0] + completion_tokens*p[1]) / 1e6
+    if p is None: return None
+    c = min(cached_tokens or 0, prompt_tokens)
+    return ((prompt_tokens - c)*p[0] + c*(p[2] if len(p) > 2 else p[0]) + completion_tokens*p[1]) / 1e6
 
 # %% ../nbs/00_llm.ipynb #9790b644
 class BadReply(Exception):
@@ -597,7 +661,7 @@ class LLM:
                  replay:bool=False,  # Answer only from the cache; a miss is a `replay_miss` failure naming the call
                  concurrency:int=16,  # Calls in flight at once in a batch
                  max_retries:int|None=None,  # Retries on 429/5xx/timeout/connection; default `RAGNB_MAX_RETRIES` or 4
-                 timeout:float|None=None,  # Seconds per attempt, headers and body; default `RAGNB_TIMEOUT` or 60
+                 timeout:float|None=None,  # Total seconds per attempt; default `RAGNB_TIMEOUT`, else `DEADLINES`
                  temperature:float=0.0,
                  backoff:float=0.5,  # First backoff delay in seconds (doubles each retry, with jitter)
                  max_backoff:float=30.0,
@@ -608,13 +672,17 @@ class LLM:
                  azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
                  api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
                  cache_endpoint:str|None=None,  # Name in cache keys instead of `base_url` (a local port changes)
-                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`, else none
+                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`; 0: no cap
+                 task_caps:bool=True,  # Without `max_tokens`: cap each reply at its task's `task_cap`
                  structured:str|None=None,  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`
                  batch:bool|dict=False,  # `batch()` through the Batch API (True, or `ragnb.batch.abatch_api` options)
                  tpm:int|None=None,  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
                  adaptive:bool=True,  # Adapt calls in flight to rate-limit headers and 429s
                  max_concurrency:int|None=None,  # Most calls in flight when headers show room; default 4×`concurrency`
                  fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client for Azure, typed parameters)
+                 stream:bool|None=None,  # Stream replies (aiohttp path); default `RAGNB_STREAM` (0/1), else True
+                 first_token_timeout:float|None=None,  # Seconds to the first token; `RAGNB_FIRST_TOKEN_TIMEOUT`
+                 idle_timeout:float|None=None,  # Seconds between tokens; default `RAGNB_IDLE_TIMEOUT`, else `DEADLINES`
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
@@ -627,12 +695,18 @@ class LLM:
         self._api_key = (api_key or os.environ.get('OPENAI_API_KEY')
                          or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None))
         self.max_retries = env_number('RAGNB_MAX_RETRIES', 4, int) if max_retries is None else max_retries
-        self.timeout = env_number('RAGNB_TIMEOUT', 60.0) if timeout is None else timeout
+        dl = DEADLINES['local' if is_local(self.base_url) else 'remote']
+        self.timeout = env_number('RAGNB_TIMEOUT', dl['total']) if timeout is None else timeout
+        self.first_token_timeout = (env_number('RAGNB_FIRST_TOKEN_TIMEOUT', dl['first_token'])
+                                    if first_token_timeout is None else first_token_timeout)
+        self.idle_timeout = env_number('RAGNB_IDLE_TIMEOUT', dl['idle']) if idle_timeout is None else idle_timeout
+        self.stream = bool(env_number('RAGNB_STREAM', 1, int)) if stream is None else stream
         self.replay, self.concurrency, self.retry_truncated = replay, concurrency, retry_truncated
         self.temperature, self.backoff, self.max_backoff = temperature, backoff, max_backoff
         self.progress = show_progress() if progress is None else progress
         self._client_kw = client_kw
-        self.max_tokens = int(max_tokens or os.environ.get('RAGNB_MAX_TOKENS') or 0) or None
+        mt = env_number('RAGNB_MAX_TOKENS', None, int) if max_tokens is None else max_tokens
+        self.max_tokens, self.task_caps = mt or None, task_caps and mt is None  # 0: no cap at all
         self.structured = structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
         if self.structured not in ('auto', 'off', 'json_schema', 'json_object'):
             raise ValueError(f"structured must be auto, off, json_schema or json_object, not {self.structured!r}")
@@ -803,8 +877,9 @@ def features(self:LLM) -> list[dict]:
 LLM.structured_mode = structured_mode
 
 # %% ../nbs/00_llm.ipynb #1a4e6858
-def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None) -> dict:
-    cap = {'max_tokens':self.max_tokens} if self.max_tokens else {}
+def _params(self:LLM, params:dict, mode:str|None=None, schema:dict|None=None, pid:str|None=None) -> dict:
+    cap = self.max_tokens or (task_cap(pid) if self.task_caps else None)
+    cap = {'max_tokens':cap} if cap and 'max_completion_tokens' not in params else {}
     return {'temperature':self.temperature, **cap, **params,
             **({'response_format':response_format(mode, schema)} if mode else {})}
 
@@ -825,11 +900,13 @@ def _cut(completion_tokens:int, text:str|None) -> str:
 def _describe(self:LLM, e:Exception, kind:str) -> str:
     ("A failure message that names the deadline or the endpoint when that is what went wrong, with the server's error "
      "body.")
+    if isinstance(e, Stalled): return str(e)   # the first token or the next one did not come in time
     if isinstance(e, asyncio.TimeoutError) or kind == 'timeout':  # our deadline, or the transport's
-        return (f"no complete reply within {self.timeout:g} s from {self.base_url} (the deadline per attempt: timeout= "
-                "or RAGNB_TIMEOUT)")
+        return (f"no complete reply within {self.timeout:g} s from {self.base_url} (the total deadline per attempt: "
+                "--timeout, timeout= or RAGNB_TIMEOUT)")
     if kind in ('connection', 'timeout'): return self.redact(f"{type(e).__name__} at {self.base_url}: {e}")
     return self.redact(_error_text(e))
+
 
 # %% ../nbs/00_llm.ipynb #48a97614
 async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model=None, schema=None,
@@ -839,7 +916,8 @@ async def _acall(self:LLM, messages, prompt=None, item_id=None, parse=None, mode
     while True:   # a refused response_format: the same call again the next way, at last with none
         mode = self.structured_mode(model) if schema is not None and 'response_format' not in params else None
         if mode in tried: mode = None
-        res = await self._acall_once(messages, _params(self, params, mode, schema), _prompt_id(prompt), item_id, model)
+        pid = _prompt_id(prompt)
+        res = await self._acall_once(messages, _params(self, params, mode, schema, pid), pid, item_id, model)
         res.structured = mode
         if not (mode and res.failure and refuses_format(res.failure)): break
         self._remember(model, mode, 'refused', res.failure.message); tried.add(mode)
@@ -868,8 +946,8 @@ def _from_cache(self:LLM, res:Result, rec:dict, model:str) -> Result:
     res.cached, res.text, res.model, res.finish_reason = (True, rec['text'], _str(rec.get('model')) or model,
                                                           _str(rec.get('finish_reason')))
     u = rec.get('usage') if isinstance(rec.get('usage'), dict) else {}
-    pt, ct = _count(u.get('prompt_tokens')), _count(u.get('completion_tokens'))
-    res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct) or 0.0)
+    pt, ct, kt = _count(u.get('prompt_tokens')), _count(u.get('completion_tokens')), _count(u.get('cached_tokens'))
+    res.usage = Usage(cached=1, saved_tokens=pt + ct, saved_cost=cost_of(res.model, pt, ct, kt) or 0.0)
     self.usage.add(res.usage)
     if res.finish_reason == 'length': res.failure = Failure(res.id, 'truncated', _cut(ct, res.text), 0)
     return res
@@ -955,11 +1033,12 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
     joined = joined_content(messages) if self._features.get('join_text_parts') else None
     while True:
         attempt += 1
-        try:  # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
-            r = await asyncio.wait_for(self._chat(
-                    model=model, messages=joined or messages, extra_headers=headers, **call), self.timeout)
+        try:  # `_chat` holds each attempt to its deadlines, counted from when the call may start
+            r = await self._chat(model=model, messages=joined or messages, extra_headers=headers, **call)
             text, finish, answered, pt, ct = _reply_fields(r, model, self._secrets())
-            spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost_of(answered, pt, ct) or 0.0))
+            kt = _count(_field(_field(_field(r, 'usage'), 'prompt_tokens_details'), 'cached_tokens'))
+            spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cached_tokens=kt,
+                            cost=cost_of(answered, pt, ct, kt) or 0.0))
             if finish == 'length':
                 if not grown and (bigger := _grown(call, self.retry_truncated)):
                     call, grown = bigger, True; continue
@@ -980,6 +1059,8 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             if (kind in ('server_error', 'bad_request') and not joined and _LIST_WORDS.search(msg)
                     and (joined := joined_content(messages))):   # a server that takes content only as a string
                 self._features['join_text_parts'] = True; errors -= 1; continue
+            if (kind in ('server_error', 'bad_request') and self.stream and (stream_off := _refuses_stream(self, msg))):
+                self._features[stream_off] = True; errors -= 1; continue   # the same call again, without it
             # a refused format is not retried as is
             names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)
             if kind in RETRYABLE and errors <= self.max_retries and not names_format:
@@ -998,7 +1079,8 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
     self.usage.add(spent)
     res.text, res.finish_reason = text, finish
     if self.cache is not None:
-        self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
+        self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct,
+                                                                       **({'cached_tokens':kt} if kt else {})},
                              'finish_reason':res.finish_reason}, 'chat', model, pid)
     return res
 
@@ -1085,25 +1167,107 @@ def _session(self:LLM):
     return s[1]
 
 # %% ../nbs/00_llm.ipynb #618aba1c
+class Stalled(TimeoutError):  # a timeout to `error_kind`; not `openai`'s, which would import it with this module
+    "A streamed reply that did not start, or stopped, within its deadline (a `timeout` failure, retried)."
+    def __init__(self, message:str, # What did not come in time, and the option that sets the deadline
+                 url:str): # The endpoint's URL
+        super().__init__(message); self.message, self.url = message, url
+    def __str__(self): return self.message
+
+def _cached_tokens(u) -> int:
+    "Prompt tokens the endpoint answered from its prompt cache (`usage.prompt_tokens_details.cached_tokens`), else 0."
+    d = getattr(u, 'prompt_tokens_details', None)
+    if isinstance(d, dict): return int(d.get('cached_tokens') or 0)
+    return int(getattr(d, 'cached_tokens', 0) or 0)
+
+def _refuses_stream(self:LLM, msg:str) -> str|None:
+    "The feature to switch off when a server's error refuses streaming: 'no_stream_options', 'no_stream', or None."
+    if 'stream_options' in msg and not self._features.get('no_stream_options'): return 'no_stream_options'
+    if re.search(r'\bstream', msg) and not self._features.get('no_stream'): return 'no_stream'
+    return None
+
+# %% ../nbs/00_llm.ipynb #f74fd452
+async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
+    ("Read a server-sent-event reply into the `ChatCompletion` a whole reply would be, holding it to the first-token "
+     "and between-token deadlines.")
+    parts, seen, finish, usage, meta, chunks, done = [], False, None, None, {}, 0, False
+    deadline, first = t0 + self.first_token_timeout, True
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0: raise asyncio.TimeoutError
+            line = await asyncio.wait_for(resp.content.readline(), left)
+        except asyncio.TimeoutError:
+            if time.monotonic() < deadline: raise openai.APITimeoutError(_httpx.Request('POST', url)) from None  # total
+            raise Stalled(f"no first token within {self.first_token_timeout:g} s from {self.base_url}: the model did "
+                          "not start answering (reading a long prompt on a CPU, or a queue at the server, takes "
+                          "longer: raise --first-token-timeout or RAGNB_FIRST_TOKEN_TIMEOUT)" if first else
+                          f"the reply stalled: no new token for {self.idle_timeout:g} s from {self.base_url} after "
+                          f"{chunks} chunk(s) (raise --idle-timeout or RAGNB_IDLE_TIMEOUT)", url) from None
+        except ValueError as e:   # a line longer than aiohttp's buffer
+            raise _status_error(502, resp.headers, f'unreadable stream: {e}'.encode(), url) from e
+        if not line: break   # the server closed the stream
+        line = line.strip()
+        if not line.startswith(b'data:'): continue   # keep-alive comments, event names, blank lines: not progress
+        data = line[5:].strip()
+        if data == b'[DONE]': done = True; break
+        try: ev = json.loads(data)
+        except ValueError: raise _status_error(502, resp.headers, b'a stream event is not JSON: ' + data[:200], url)
+        if not isinstance(ev, dict): continue
+        if ev.get('error'): raise _status_error(500, resp.headers, data, url)   # an error in the middle of the reply
+        for k in ('id', 'model', 'created', 'system_fingerprint'):
+            if ev.get(k) is not None: meta.setdefault(k, ev[k])
+        if ev.get('usage'): usage = ev['usage']
+        progress = False
+        for c in ev.get('choices') or []:
+            d = c.get('delta') or {}
+            if isinstance(d.get('content'), str):
+                seen = True; parts.append(d['content']); progress = progress or bool(d['content'])
+            if c.get('finish_reason'): finish, progress = c['finish_reason'], True
+        if progress: chunks, first, deadline = chunks + 1, False, time.monotonic() + self.idle_timeout
+    if finish is None and not done:
+        raise openai.APIConnectionError(message=f"the stream from {self.base_url} ended before the reply was complete "
+                                        f"(after {chunks} chunk(s))", request=_httpx.Request('POST', url))
+    if usage is None:   # a server that ignores stream_options: prompt estimated, completion counted in chunks
+        pt = _est_tokens(body['messages']); usage = {'prompt_tokens':pt, 'completion_tokens':chunks,
+                                                     'total_tokens':pt + chunks}
+    d = {'id':meta.get('id') or 'stream', 'object':'chat.completion', 'created':meta.get('created') or int(time.time()),
+         'model':meta.get('model') or body.get('model'), 'usage':usage,
+         'choices':[{'index':0, 'finish_reason':finish or 'stop',
+                     'message':{'role':'assistant', 'content':''.join(parts) if seen else None}}]}
+    try: return _chat_types.ChatCompletion.model_validate(d)
+    except ValueError: return _chat_types.ChatCompletion.construct(**d)
+
+# %% ../nbs/00_llm.ipynb #445bf095
 async def _post_chat(self:LLM, body:dict, headers:dict):
     ("POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the "
-     "failure.")
-    url = f"{self.base_url}/chat/completions"
-    try:
-        async with _session(self).post(url, data=json.dumps(body).encode(), headers=headers) as resp:
-            raw = await resp.read()
+     "failure. A streamed reply (`body['stream']`) is read as it comes, under its deadlines.")
+    url, t0, stream = f"{self.base_url}/chat/completions", time.monotonic(), bool(body.get('stream'))
+    try:  # a streamed reply's headers may wait for its first token (llama-cpp-python): the first-token deadline
+        resp = await asyncio.wait_for(_session(self).post(url, data=json.dumps(body).encode(), headers=headers),
+                                      self.first_token_timeout if stream else None)
+        async with resp:
             status, rh = resp.status, resp.headers
-    except asyncio.TimeoutError as e: raise openai.APITimeoutError(_httpx.Request('POST', url)) from e
+            if stream and status < 400 and 'text/event-stream' in rh.get('Content-Type', ''):
+                return rh, await _read_stream(self, resp, url, body, t0)
+            raw = await resp.read()
+    except asyncio.TimeoutError as e:
+        if stream and time.monotonic() - t0 >= self.first_token_timeout and time.monotonic() - t0 < self.timeout:
+            raise Stalled(f"no first token within {self.first_token_timeout:g} s from {self.base_url}: the server "
+                          "did not start answering (raise --first-token-timeout or RAGNB_FIRST_TOKEN_TIMEOUT)",
+                          url) from e
+        raise openai.APITimeoutError(_httpx.Request('POST', url)) from e
     except aiohttp.ClientError as e:
         raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=_httpx.Request('POST', url)) from e
     if status >= 400: raise _status_error(status, rh, raw, url)
+    if stream and not self._features.get('no_stream'): self._features['no_stream'] = True  # it answered whole
     try: return rh, _chat_types.ChatCompletion.model_validate_json(raw)
     # a lenient server's reply (a field missing): built without validation, as the typed client does
     except ValueError: pass
     try: return rh, _chat_types.ChatCompletion.construct(**json.loads(raw))
     except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
 
-# %% ../nbs/00_llm.ipynb #f74fd452
+# %% ../nbs/00_llm.ipynb #599ac61d
 @patch
 async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=None, **params):
     ("One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed "
@@ -1111,13 +1275,18 @@ async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=N
     est = _est_tokens(messages) + int(params.get('max_tokens') or params.get('max_completion_tokens') or 0)
     lim, used = self.limiter, None
     await lim.acquire(est)
-    try:
+    try:  # the deadlines count from here, when the call may start: not while it waits for a slot
         _stop_if_refused(self)  # checked once a slot is free: calls queued behind a refused one are not sent
         if fast_path(self, params):
-            rh, r = await _post_chat(self, {'model':model, 'messages':messages, **params}, extra_headers or {})
+            body = {'model':model, 'messages':messages, **params}
+            if self.stream and not self._features.get('no_stream'):   # stream: not part of the call's cache key
+                body['stream'] = True
+                if not self._features.get('no_stream_options'): body['stream_options'] = {'include_usage':True}
+            # wait_for: a total deadline per attempt, so a server trickling bytes cannot hold a call forever
+            rh, r = await asyncio.wait_for(_post_chat(self, body, extra_headers or {}), self.timeout)
         else:
-            raw = await self._client().chat.completions.with_raw_response.create(model=model, messages=messages,
-                                                                                 extra_headers=extra_headers, **params)
+            raw = await asyncio.wait_for(self._client().chat.completions.with_raw_response.create(
+                model=model, messages=messages, extra_headers=extra_headers, **params), self.timeout)
             rh, r = raw.headers, raw.parse()
         lim.observe(rh, 200)
         used = r.usage.total_tokens if getattr(r, 'usage', None) else None
@@ -1149,8 +1318,8 @@ def estimate(self:LLM, requests:Iterable) -> dict:
     for r in reqs:
         model = r.model or self.model
         mode = self.structured_mode(model) if r.schema is not None else None
-        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema),
-                        _prompt_id(r.prompt))
+        pid = _prompt_id(r.prompt)
+        key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema, pid), pid)
         if self.cache is not None and key in self.cache: hits += 1; continue
         t = _est_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
     return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks,
@@ -1208,13 +1377,13 @@ def prompt_id(p # A `Prompt`, a prompt id string, or None
 @patch
 def key_of(self:LLM, r:Request) -> str:
     "The cache key `acall` files request `r`'s reply under."
-    return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params),
-                     _prompt_id(r.prompt))
+    pid = _prompt_id(r.prompt)
+    return cache_key(self.cache_endpoint, r.model or self.model, r.messages, _params(self, r.params, pid=pid), pid)
 
 @patch
 def chat_body(self:LLM, r:Request) -> dict:
     "The JSON body `acall` posts for request `r`."
-    return {'model':r.model or self.model, 'messages':r.messages, **_params(self, r.params)}
+    return {'model':r.model or self.model, 'messages':r.messages, **_params(self, r.params, pid=_prompt_id(r.prompt))}
 
 @patch
 def client(self:LLM) -> openai.AsyncOpenAI:

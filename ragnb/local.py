@@ -171,7 +171,8 @@ def server_command(gguf:str|Path, # The model file
     threads = threads or int(os.environ.get('RAGNB_LOCAL_THREADS') or 0) or os.cpu_count() or 1
     return [python or server_python(), '-m', 'llama_cpp.server', '--model', str(gguf), '--model_alias',
             model_name(gguf),
-            '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads)]
+            '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads),
+            '--cache', 'True']   # the prompt cache: a call that starts like an earlier one skips reading that part
 
 # %% ../nbs/09a_local.ipynb #e484d1b5
 class LocalServer:
@@ -246,7 +247,7 @@ def local_llm(server:LocalServer, # A started server
               cache_path:str|Path|None=None, # Call cache; default the user's cache
               **kw) -> LLM:
     "An `LLM` for a local server: cached under `LOCAL_ENDPOINT`, one call at a time, patient timeouts."
-    kw = {'concurrency':1, 'timeout':600.0, **kw}
+    kw = {'concurrency':1, **kw}   # the deadlines of an endpoint on this machine (`DEADLINES['local']`)
     return LLM(base_url=server.base_url, api_key='local', model=server.model, cache_path=cache_path,
                cache_endpoint=LOCAL_ENDPOINT, **kw)
 

@@ -146,6 +146,11 @@ class ScriptedServer:
                  rules:dict|None=None, # Extra or overriding rules, {prompt name: f(messages, rng) -> str}
                  truncate:float=0.0, # Share of replies cut off halfway, with finish_reason "length"
                  trickle:float=0.0, # Seconds between the bytes of every reply body (one byte at a time)
+                 streaming:str='on', # 'on': `stream` requests get server-sent events; 'ignore': a whole reply; 'refuse'
+                 stream_usage:bool=True, # Send the usage as the last event when `stream_options` asks for it
+                 chunk_delay:float=0.0, # Seconds between streamed chunks (a slow but steady model)
+                 drip_every:float=0.5, # Seconds between the keep-alive comments of a 'drip' fault
+                 prompt_cache:bool=False, # Report the start shared with the last prompt as cached prompt tokens
                  model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
                  structured:str='json_schema', # 'json_schema', 'json_object' (422 on json_schema), 'refuse', 'ignore'
                  string_content:bool=False, # Refuse content lists with a 500, as llama-cpp-python's chat templates do
@@ -158,6 +163,11 @@ class ScriptedServer:
         self.port, self.latency, self.faults, self.malformed = port, latency, faults or {}, malformed
         self.hang, self.retry_after, self.rules = hang, retry_after, {**RULES, **(rules or {})}
         self.truncate, self.trickle, self.model = truncate, trickle, model
+        if streaming not in ('on', 'ignore', 'refuse'):
+            raise ValueError(f"streaming must be 'on', 'ignore' or 'refuse', not {streaming!r}")
+        self.streaming, self.stream_usage, self.chunk_delay, self.drip_every = (streaming, stream_usage, chunk_delay,
+                                                                                drip_every)
+        self.prompt_cache, self._last_prompt = prompt_cache, None
         if structured not in STRUCTURED: raise ValueError(f"structured must be one of {STRUCTURED}, not {structured!r}")
         self.structured, self.string_content = structured, string_content
         self.lock, self.requests, self.httpd, self._seen = threading.Lock(), [], None, {}
@@ -175,7 +185,8 @@ class ScriptedServer:
         ("Fault, garble, latency share, reply seed and cut for one request: drawn from the seed, the body and how many "
          "times it came.")
         with self.lock:  # not from arrival order, so concurrent clients see the same faults on every run and machine
-            k = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            same = {k: v for k, v in body.items() if k not in ('stream', 'stream_options')} if body else body
+            k = hashlib.sha256(json.dumps(same, sort_keys=True).encode()).hexdigest()  # streamed or not: same draw
             n = self._seen[k] = self._seen.get(k, 0) + 1
         rng = random.Random(f"{self.seed}:{k}:{n}")
         x, fault = rng.random(), None
@@ -250,6 +261,9 @@ class ScriptedServer:
                 if fault == 'timeout':
                     time.sleep(srv.hang)
                     return self._send(504, {'error':{'message':'upstream timed out', 'type':'server_error'}})
+                if body.get('stream') and srv.streaming == 'refuse':
+                    return self._send(400, {'error':{'message':'stream is not supported by this server',
+                                                     'type':'invalid_request_error', 'param':'stream'}})
                 if self.path.rstrip('/').endswith('/embeddings'): return self._embeddings(body)
                 if not self.path.rstrip('/').endswith('/chat/completions'):
                     return self._send(404, {'error':{'message':f'no route {self.path}',
@@ -287,11 +301,49 @@ class ScriptedServer:
                                     'length')
                 else: finish = 'stop'
                 pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
+                usage = {'prompt_tokens':pt, 'completion_tokens':approx_tokens(text),
+                         'total_tokens':pt + approx_tokens(text)}
+                if srv.prompt_cache:   # as llama.cpp does: the start this prompt shares with the last one is not read
+                    now = json.dumps(msgs)
+                    with srv.lock: last, srv._last_prompt = srv._last_prompt, now
+                    shared = len(os.path.commonprefix([last, now])) if last else 0
+                    usage['prompt_tokens_details'] = {'cached_tokens':min(pt, shared // 4)}
+                if body.get('stream') and srv.streaming == 'on':
+                    return self._stream(srv, body, text, finish, usage, seed, fault)
                 self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),
                                  'model':srv.model or body['model'], 'choices':[{'index':0, 'finish_reason':finish,
                                  'message':{'role':'assistant', 'content':text}}],
-                                 'usage':{'prompt_tokens':pt, 'completion_tokens':approx_tokens(text),
-                                          'total_tokens':pt + approx_tokens(text)}})
+                                 'usage':usage})
+            def _stream(self, srv, body, text, finish, usage, seed, fault):
+                "The reply as server-sent events, a word a chunk; the streaming faults happen here."
+                def out(b:bytes):
+                    if not srv.trickle: self.wfile.write(b); self.wfile.flush(); return
+                    for i in range(len(b)): self.wfile.write(b[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
+                head = {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion.chunk', 'created':int(time.time()),
+                        'model':srv.model or body['model']}
+                ev = lambda d, fr=None: (b'data: ' + json.dumps({**head, 'choices':[{'index':0, 'delta':d,
+                                                                 'finish_reason':fr}]}).encode() + b'\n\n')
+                words = re.findall(r'\s*\S+|\s+', text)
+                try:
+                    self.send_response(200)
+                    self.send_header('Content-Type', 'text/event-stream'); self.send_header('Connection', 'close')
+                    for k, v in (srv.rate_headers() if srv.rate_limits else {}).items(): self.send_header(k, v)
+                    self.end_headers(); self.close_connection = True
+                    out(ev({'role':'assistant', 'content':''}))
+                    if fault == 'drip':   # keep-alives forever, never a token (until the client hangs up)
+                        t0 = time.monotonic()
+                        while time.monotonic() - t0 < 600: out(b': keep-alive\n\n'); time.sleep(srv.drip_every)
+                        return
+                    for i, w in enumerate(words):
+                        if i == len(words) // 2 and fault == 'drop': return   # the connection closes mid-reply
+                        if i == len(words) // 2 and fault == 'stall': time.sleep(srv.hang)
+                        if srv.chunk_delay and i: time.sleep(srv.chunk_delay)
+                        out(ev({'content':w}))
+                    out(ev({}, finish))
+                    if srv.stream_usage and (body.get('stream_options') or {}).get('include_usage'):
+                        out(b'data: ' + json.dumps({**head, 'choices':[], 'usage':usage}).encode() + b'\n\n')
+                    out(b'data: [DONE]\n\n')
+                except (BrokenPipeError, ConnectionResetError): pass
             def _embeddings(self, body):
                 inp = body.get('input')
                 inp = [inp] if isinstance(inp, str) else inp or []
@@ -516,7 +568,7 @@ def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.
     ("An `LLM` for lesson notebooks: replay by default, record with `RAGNB_RECORD=1` (scripted) or `=<base_url>`, "
      "live with `RAGNB_LIVE=1`.")
     global _lesson_server
-    kw = {'progress':False, **kw}
+    kw = {'progress':False, 'task_caps':False, **kw}   # the lessons were recorded without per-task reply caps
     if os.environ.get('RAGNB_LIVE'): return LLM(**kw)
     path = Path(cache_dir)/f'{name}.sqlite'
     common = dict(model=model, embed_model='scripted-embedding', cache_path=path, cache_endpoint=LESSON_ENDPOINT)
