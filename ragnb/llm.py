@@ -1251,6 +1251,7 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
             if stream and status < 400 and 'text/event-stream' in rh.get('Content-Type', ''):
                 return rh, await _read_stream(self, resp, url, body, t0)
             raw = await resp.read()
+    except Stalled: raise   # the stream's own deadline, already named (a `TimeoutError` too)
     except asyncio.TimeoutError as e:
         if stream and time.monotonic() - t0 >= self.first_token_timeout and time.monotonic() - t0 < self.timeout:
             raise Stalled(f"no first token within {self.first_token_timeout:g} s from {self.base_url}: the server "
