@@ -1,18 +1,17 @@
-"""Runs `nbdev_test --path NB --do_print` (its function, as its command line calls it) for one notebook at a time, each in a fresh forked process.
+"""Runs `nbdev_test --path NB --do_print` (its function, as its command line calls it) for one notebook at a time,
+each in a fresh forked process.
 
-Started once per test session by tests/test_notebooks.py. It imports, once, what `nbdev_test` itself imports (nbdev,
-execnb, IPython, matplotlib) and the third-party libraries ragnb's modules import at their top, but nothing of ragnb:
-each notebook then runs in a child forked from here, so it starts from a clean interpreter, imports ragnb afresh and
-leaves nothing behind for the next one, as a `nbdev_test` subprocess would, without paying those imports every time.
+Started once per test session by tests/test_notebooks.py. It imports, once, what `nbdev_test` itself imports before it
+runs a notebook (nbdev, execnb, IPython, matplotlib) and nothing else: each notebook then runs in a child forked from
+here, so it starts with exactly the modules a `nbdev_test` process starts with (a lesson that checks what is loaded
+sees what it would see there), imports ragnb afresh and leaves nothing behind for the next one.
 
 Protocol: one JSON line per notebook on stdin, `[notebook path, log file, environment, timeout in seconds]`; one JSON
 line back on stdout, the child's exit code (negative: killed by that signal)."""
 import json, os, signal, sys, threading
 sys.path.pop(0)  # tests/, which a `nbdev_test` process does not see
 
-# what `nbdev_test` imports before it runs a notebook, then what ragnb's modules import at their top (not ragnb)
-import nbdev.test, execnb.shell  # noqa: E401,F401
-import numpy, pandas, openai, jsonschema, tqdm.auto  # noqa: E401,F401
+import nbdev.test, execnb.shell  # noqa: E401,F401  (what `nbdev_test` imports before it runs a notebook)
 
 def run(nb, log, env, timeout):
     "Fork; the child runs the `nbdev_test` command line on `nb` with `env`, its output in `log`; return its exit code."
