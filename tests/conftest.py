@@ -35,9 +35,10 @@ def llm(server, tmp_path):
 
 # The order tests start in, for pytest-xdist (pyproject's addopts: -n auto --dist worksteal): the notebooks first, the
 # longest first, so that no long notebook starts last and keeps one core busy while the other waits. Only the order
-# changes; every test still runs. The longest, as measured (nbdev_test on a 2-core machine):
-LONG_NOTEBOOKS = ('05_pdf', '07b_systems', '10_workshop', '08_plots', '11_demo', '07_retrieval', '08b_trace',
-                  '04a_diversity', '05b_multimodal')
+# changes; every test still runs. The longest, as measured (pytest --durations on a busy 2-core machine: 05_pdf 255 s,
+# 10_workshop 62, 08_plots 59, 11_demo 45, 07b_systems 36, 07_retrieval 28, 08a_widgets 20, the rest under 17):
+LONG_NOTEBOOKS = ('05_pdf', '10_workshop', '08_plots', '11_demo', '07b_systems', '07_retrieval', '08a_widgets',
+                  '06b_metaeval', '04a_diversity')
 
 def pytest_collection_modifyitems(config, items):
     def rank(item):
