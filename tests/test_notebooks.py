@@ -6,13 +6,26 @@ import pytest
 NBS = Path(__file__).resolve().parents[1]/'nbs'
 NOTEBOOKS = sorted(p.name for p in NBS.glob('*.ipynb') if not p.name.startswith('_'))
 
-@pytest.mark.parametrize('nb', NOTEBOOKS)
-def test_notebook(nb):
-    exe = Path(sys.executable).with_name('nbdev_test')
-    r = subprocess.run([str(exe), '--path', str(NBS/nb), '--do_print'], capture_output=True, text=True, timeout=900,
-                       cwd=NBS.parent, env={k: v for k, v in os.environ.items() if k not in ('OPENAI_API_KEY', 'OPENAI_BASE_URL', 'RAGNB_LIVE', 'RAGNB_RECORD')})
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+HIDDEN = ('OPENAI_API_KEY', 'OPENAI_BASE_URL', 'RAGNB_LIVE', 'RAGNB_RECORD')  # a notebook never sees these
 
+@pytest.fixture(scope='session')
+def nb_runner():
+    "tests/nb_runner.py: imports nbdev and the libraries once, then forks a fresh process per notebook."
+    p = subprocess.Popen([sys.executable, str(Path(__file__).with_name('nb_runner.py'))], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, cwd=NBS.parent,
+                         env={k: v for k, v in os.environ.items() if k not in HIDDEN})
+    yield p
+    p.stdin.close(); p.wait(timeout=60)
+
+@pytest.mark.parametrize('nb', NOTEBOOKS)
+def test_notebook(nb, nb_runner, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in HIDDEN}
+    log = tmp_path/'nbdev_test.log'
+    nb_runner.stdin.write(json.dumps([str(NBS/nb), str(log), env, 900]) + '\n'); nb_runner.stdin.flush()
+    line = nb_runner.stdout.readline()
+    assert line, f'tests/nb_runner.py ended (exit {nb_runner.poll()})'
+    rc, out = json.loads(line), log.read_text(errors='replace')
+    assert rc == 0, out[-4000:]
 
 CACHES = sorted(p.name for p in (NBS/'cache').glob('*.sqlite') if p.stem != 'regions')   # regions: no model calls
 SHOWN_AS = {'qwen2.5-coder-1.5b-instruct-q4_k_m': 'Qwen2.5-Coder-1.5B'}   # a real model, as the lessons name it

@@ -210,7 +210,7 @@ class _Service(BaseHTTPRequestHandler):
 @pytest.fixture
 def service():
     srv = ThreadingHTTPServer(('127.0.0.1', 0), _Service)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
     _Service.fail_first = {}
     yield f'http://127.0.0.1:{srv.server_address[1]}'
     srv.shutdown(); srv.server_close()

@@ -11,5 +11,6 @@ if [ ! -x "$CHROMIUM" ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium
 fi
-RAGNB_BROWSER=1 RAGNB_CHROMIUM="$CHROMIUM" python -m pytest -q -p no:cacheprovider tests/browser
+# -n0: one process, as before pyproject turned pytest-xdist on (one JupyterLab and one chromium at a time)
+RAGNB_BROWSER=1 RAGNB_CHROMIUM="$CHROMIUM" python -m pytest -q -p no:cacheprovider -n0 tests/browser
 echo "tests/browser: screenshots in ${RAGNB_SCREENSHOTS:-tests/browser/screenshots}/"
