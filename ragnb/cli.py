@@ -36,9 +36,15 @@ COMMANDS = {  # command: (module that defines it, one-line help)
 # %% ../nbs/09_cli.ipynb #9a60a9b8
 class DefaultsHelp(argparse.HelpFormatter):
     "argparse help that ends each option's text with its default, unless the text says it already or there is none."
+    def _format_action(self, action):
+        if action.option_strings and not (action.help or '').strip() and action.default is not None \
+                and action.default is not False:
+            action.help = '(default: %(default)s)'   # argparse prints no line for an option without help
+        return super()._format_action(action)
+
     def _get_help_string(self, action):
         h = action.help or ''
-        if ('default' in h or action.default in (None, False, argparse.SUPPRESS)
+        if ('default' in h or action.default is None or action.default is False or action.default == argparse.SUPPRESS
             or not action.option_strings): return h
         return h + ' (default: %(default)s)'
 

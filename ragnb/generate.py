@@ -631,16 +631,16 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--out', required=True, help='dataset file: .jsonl (default) or .parquet')
     p.add_argument('--model', default=None, help='chat model (default: RAGNB_MODEL or gpt-4o-mini)')
     p.add_argument('--audience', default=DEFAULT_AUDIENCE, help='who the questions should be useful to')
-    p.add_argument('--chunk-size', type=int, default=3000)
-    p.add_argument('--chunk-overlap', type=int, default=300)
-    p.add_argument('--max-chunks', type=int, default=None, help='seeded random sample of passages')
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--chunk-size', type=int, default=3000, help='characters per passage')
+    p.add_argument('--chunk-overlap', type=int, default=300, help='characters shared by neighbouring passages')
+    p.add_argument('--max-chunks', type=int, default=None, help='passages to use, a random sample (default: all)')
+    p.add_argument('--seed', type=int, default=0, help='seed of the passage sample')
     p.add_argument('--min-score', type=int, default=3, help='lowest score kept on every criterion')
-    p.add_argument('--concurrency', type=int, default=16)
+    p.add_argument('--concurrency', type=int, default=16, help='model calls in flight at once')
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
                    "rerun resumes)")
-    p.add_argument('--questions-per-chunk', type=int, default=1)
+    p.add_argument('--questions-per-chunk', type=int, default=1, help='questions written per passage')
     p.add_argument('--language', default='English', help='language of questions and answers')
     p.add_argument('--glob', action='append', default=None,
                    help="file pattern (repeatable; default '*.md' and '*.mdx')")
