@@ -272,9 +272,7 @@ Reply again with the JSON object only, exactly in the form asked for above."""))
 # %% ../nbs/01_prompts.ipynb #53315fde
 JUDGE_SYSTEM = "You check whether a reference text supports a claim. You answer with one word."
 
-register(Prompt('judge_claim_binary', '1', system=JUDGE_SYSTEM,
-description='one claim against one reference: is it stated or clearly implied? one word, Yes or No',
-template="""Question (context only): {question}
+_JUDGE_INPUTS = """Question (context only): {question}
 
 Reference:
 <<<
@@ -283,8 +281,13 @@ Reference:
 
 Claim: {claim}
 
-Does the reference state or clearly imply the claim? Use only the reference, not your own knowledge. If the
-reference does not mention it, answer No. Answer with one word: Yes or No."""))
+"""
+_YES_NO = """Does the reference state or clearly imply the claim? Use only the reference, not your own knowledge. If the
+reference does not mention it, answer No. Answer with one word: Yes or No."""
+
+register(Prompt('judge_claim_binary', '1', system=JUDGE_SYSTEM,
+description='one claim against one reference: is it stated or clearly implied? one word, Yes or No',
+template=_JUDGE_INPUTS + _YES_NO))
 
 register(Prompt('judge_claim_binary_example', '1', system=JUDGE_SYSTEM,
 description='judge_claim_binary with a worked example before the reference',
@@ -294,30 +297,11 @@ template="""Example. Reference: "The Eiffel Tower, finished in 1889, is 330 metr
 - Claim: The Eiffel Tower is in Paris. Answer: No (true, but the reference does not say it)
 - Claim: The Eiffel Tower is 200 metres tall. Answer: No (the reference says otherwise)
 
-Question (context only): {question}
-
-Reference:
-<<<
-{reference}
->>>
-
-Claim: {claim}
-
-Does the reference state or clearly imply the claim? Use only the reference, not your own knowledge. If the
-reference does not mention it, answer No. Answer with one word: Yes or No."""))
+""" + _JUDGE_INPUTS + _YES_NO))
 
 register(Prompt('judge_claim_3way', '1', system=JUDGE_SYSTEM,
 description='one claim against one reference, one word: Entailment, Neutral or Contradiction',
-template="""Question (context only): {question}
-
-Reference:
-<<<
-{reference}
->>>
-
-Claim: {claim}
-
-- Entailment: the reference states or clearly implies the claim.
+template=_JUDGE_INPUTS + """- Entailment: the reference states or clearly implies the claim.
 - Contradiction: the reference states something incompatible with the claim.
 - Neutral: the reference neither supports nor contradicts the claim (including when it does not mention it).
 Use only the reference, not your own knowledge. Answer with one word: Entailment, Neutral or Contradiction."""))
