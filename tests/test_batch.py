@@ -146,9 +146,16 @@ def test_rate_limit_headers_prevent_a_429_storm(tmp_path):
     assert storm > 20   # the same run with the headers ignored
 
 def test_token_budget_from_headers(tmp_path):
-    with ScriptedServer(latency=0.01, rate_limits={'tokens': 400, 'window': 0.5}) as srv:
-        rs = make(srv, None, cache=False, concurrency=8).batch([msg(f'question number {i} ' * 5) for i in range(30)])
-        assert all(r.ok for r in rs) and sum(q['fault'] == '429' for q in srv.requests) <= 2
+    def run(adaptive):
+        with ScriptedServer(latency=0.01, rate_limits={'tokens': 400, 'window': 0.5}) as srv:
+            rs = make(srv, None, cache=False, concurrency=8, adaptive=adaptive, max_retries=8).batch(
+                [msg(f'question number {i} ' * 5) for i in range(30)])
+            return sum(r.ok for r in rs), sum(q['fault'] == '429' for q in srv.requests)
+    ok, n429 = run(True)
+    # the calls already in flight when a window's budget runs out may meet a 429 (one in a few runs on a loaded
+    # machine, as the window turns over between a reply's headers and the next send): a few, never a storm
+    assert ok == 30 and n429 <= 3
+    assert run(False)[1] > 3 * max(n429, 1)   # the same run with the headers ignored
 
 def test_speeds_up_to_the_ceiling_when_headers_show_room(tmp_path):
     with ScriptedServer(latency=0.05, rate_limits={'requests': 10_000, 'window': 60}) as srv:
