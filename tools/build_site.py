@@ -11,7 +11,7 @@ renders the same notebooks with nbconvert (a dev requirement) and nbdev's `show_
 - a sidebar lists every page, in the lessons' order, and `cli.html` shows each command's `--help`.
 The site goes to settings.ini's `doc_path` (`_docs`, ignored by git). tests/browser/test_site.py builds and checks it.
 """
-import argparse, ast, configparser, html, json, re, shutil, subprocess, sys
+import argparse, ast, html, re, shutil, subprocess, sys
 from pathlib import Path
 
 import nbformat
@@ -122,7 +122,6 @@ def cli_notebook():
     return nbformat.v4.new_notebook(cells=cells, metadata={})
 
 def build(out:Path):
-    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini')
     if out.exists(): shutil.rmtree(out)
     out.mkdir(parents=True)
     files = sorted(NBS.glob('*.ipynb'), key=lambda p: (p.stem != 'index', p.stem))
@@ -130,8 +129,8 @@ def build(out:Path):
     for p in files:
         if p.name.startswith('_'): continue
         nb = nbformat.read(p, as_version=4)
-        m = next((flags(c.source) and re.search(r'#\|\s*default_exp\s+(\S+)', c.source) for c in nb.cells
-                  if c.cell_type == 'code' and 'default_exp' in flags(c.source)), None)
+        m = next((m for c in nb.cells if c.cell_type == 'code'
+                  and (m := re.search(r'^#\|\s*default_exp\s+(\S+)', c.source, re.M))), None)
         notebooks.append((p.stem, nb, m[1] if m else None))
     notebooks.append(('cli', cli_notebook(), None))
     pages = [(f'{stem}.html', title_of(nb, stem) if stem != 'index' else 'Home') for stem, nb, _ in notebooks]
