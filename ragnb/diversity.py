@@ -4,7 +4,7 @@
 
 # %% ../nbs/04a_diversity.ipynb #1d0e572e
 from __future__ import annotations
-import itertools, math, random, re, time
+import itertools, math, random, re, threading, time
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 import numpy as np
@@ -24,8 +24,9 @@ __all__ = ['QUESTION_TYPES', 'DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'LANGUAGE_C
            'Link', 'noisy_terms', 'link_chunks', 'link_candidates', 'link_passages', 'pick_hops', 'Persona',
            'as_personas', 'parse_personas', 'corpus_digest', 'propose_personas', 'scenarios', 'Spec', 'passages_text',
            'typed_request', 'parse_typed', 'MixedQA', 'hop_record', 'write_questions', 'as_mixed', 'language_code',
-           'prose_words', 'identify_language', 'LanguageCheck', 'text_language', 'check_languages', 'single_hop_check',
-           'select_mixed', 'plan_questions', 'mixed_dataset', 'outcome', 'mix_table', 'plot_mix', 'cost_by_type']
+           'prose_words', 'identify_language', 'LanguageCheck', 'text_language', 'check_languages',
+           'preload_language_check', 'single_hop_check', 'select_mixed', 'plan_questions', 'mixed_dataset', 'outcome',
+           'mix_table', 'plot_mix', 'cost_by_type']
 
 # %% ../nbs/04a_diversity.ipynb #c57267ea
 QUESTION_TYPES = {  # name: (passages it needs, its prompt, what it asks)
@@ -553,15 +554,17 @@ def language_code(
     return l if l in CANDIDATES else LANGUAGE_CODES.get(l.split()[-1] if l else l)
 
 # %% ../nbs/04a_diversity.ipynb #33acf9c6
-_IDENTIFIERS = {}
+_IDENTIFIERS, _LOADING = {}, threading.Lock()
 
 def _identifier(candidates:tuple):
-    "A py3langid identifier restricted to `candidates` (made once per set: loading the model takes about 0.3 s)."
-    if candidates not in _IDENTIFIERS:
-        from py3langid.langid import LanguageIdentifier, MODEL_FILE
-        ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-        ident.set_languages(list(candidates))
-        _IDENTIFIERS[candidates] = ident
+    ("A py3langid identifier restricted to `candidates` (made once per set, under a lock: loading the model takes "
+     "0.3-1 s; `preload_language_check` starts it early)")
+    with _LOADING:
+        if candidates not in _IDENTIFIERS:
+            from py3langid.langid import LanguageIdentifier, MODEL_FILE
+            ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            ident.set_languages(list(candidates))
+            _IDENTIFIERS[candidates] = ident
     return _IDENTIFIERS[candidates]
 
 _NOT_PROSE = re.compile(r'`[^`]*`|https?://\S+|\S*[/\\_=<>{}()\[\]]\S*|\b\w*\d\w*\b')
@@ -627,6 +630,20 @@ def check_languages(
         judged = any(getattr(q, f'{c}_score') is not None for c in CRITERIA)  # else its other reasons say only that
         q.kept, q.drop_reason = False, '; '.join(why + ([q.drop_reason] if q.drop_reason and judged else []))
     return qas
+
+# %% ../nbs/04a_diversity.ipynb #b3f1c9a4
+def preload_language_check(
+    language:str,  # The language `check_languages` will check
+)->threading.Thread|None:
+    "Load the identifier `check_languages` uses for `language` in a background thread; None if it is not checked."
+    code = language_code(language)
+    if code is None: return None
+    import py3langid.langid  # noqa: F401  imported here: a module imported by two threads at once may be half-made
+    def load():
+        try: _identifier(tuple(sorted(set(CANDIDATES + (code,)))))
+        except Exception: pass   # the check itself loads it again and reports the error
+    t = threading.Thread(target=load, name='ragnb-langid', daemon=True); t.start()
+    return t
 
 # %% ../nbs/04a_diversity.ipynb #d8494899
 def single_hop_check(

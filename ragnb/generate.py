@@ -588,6 +588,9 @@ def generate_dataset(
     t0 = time.perf_counter()
     docs = _as_docs(src, glob)
     llm = llm or LLM()
+    if check_language:  # the language model loads beside the splitting and the calls (diversity builds on this module)
+        from ragnb.diversity import preload_language_check
+        preload_language_check(language)
     if question_types is not None:  # ragnb.diversity builds on this module, so it is imported here
         from ragnb.diversity import mixed_dataset
         return mixed_dataset(docs, llm, question_types, audience, n_per_chunk, language, chunk_size, chunk_overlap,

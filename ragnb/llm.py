@@ -1121,7 +1121,6 @@ from importlib.util import find_spec
 # imported at the first call; without aiohttp the typed client serves every call
 aiohttp = lazy('aiohttp') if find_spec('aiohttp') else None
 _httpx = lazy('httpx2' if find_spec('httpx2') else 'httpx')  # the HTTP library of `openai` (httpx2 from openai 3)
-_chat_types = lazy('openai.types.chat')
 
 _STATUS_ERRORS = {400: 'BadRequestError', 401: 'AuthenticationError', 403: 'PermissionDeniedError',  # in `openai`
                   404: 'NotFoundError', 409: 'ConflictError', 422: 'UnprocessableEntityError', 429: 'RateLimitError'}
@@ -1188,7 +1187,7 @@ def _refuses_stream(self:LLM, msg:str) -> str|None:
 
 # %% ../nbs/00_llm.ipynb #f74fd452
 async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
-    ("Read a server-sent-event reply into the `ChatCompletion` a whole reply would be, holding it to the first-token "
+    ("Read a server-sent-event reply into the chat completion (a plain dict) a whole reply would be, holding it to the first-token "
      "and between-token deadlines.")
     parts, seen, finish, usage, meta, chunks, done = [], False, None, None, {}, 0, False
     deadline, first = t0 + self.first_token_timeout, True
@@ -1235,12 +1234,11 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
          'model':meta.get('model') or body.get('model'), 'usage':usage,
          'choices':[{'index':0, 'finish_reason':finish or 'stop',
                      'message':{'role':'assistant', 'content':''.join(parts) if seen else None}}]}
-    try: return _chat_types.ChatCompletion.model_validate(d)
-    except ValueError: return _chat_types.ChatCompletion.construct(**d)
+    return d
 
 # %% ../nbs/00_llm.ipynb #445bf095
 async def _post_chat(self:LLM, body:dict, headers:dict):
-    ("POST one chat completion over aiohttp: (reply headers, `ChatCompletion`), or the `openai` exception for the "
+    ("POST one chat completion over aiohttp: (reply headers, the chat completion as a plain dict), or the `openai` exception for the "
      "failure. A streamed reply (`body['stream']`) is read as it comes, under its deadlines.")
     url, t0, stream = f"{self.base_url}/chat/completions", time.monotonic(), bool(body.get('stream'))
     try:  # a streamed reply's headers may wait for its first token (llama-cpp-python): the first-token deadline
@@ -1262,11 +1260,11 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
         raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=_httpx.Request('POST', url)) from e
     if status >= 400: raise _status_error(status, rh, raw, url)
     if stream and not self._features.get('no_stream'): self._features['no_stream'] = True  # it answered whole
-    try: return rh, _chat_types.ChatCompletion.model_validate_json(raw)
-    # a lenient server's reply (a field missing): built without validation, as the typed client does
-    except ValueError: pass
-    try: return rh, _chat_types.ChatCompletion.construct(**json.loads(raw))
+    # read field by field (`_reply_fields`), as a lenient server's reply (a field missing) is by the typed client
+    try: r = json.loads(raw)
     except ValueError as e: raise _status_error(502, rh, b'reply is not JSON: ' + raw[:200], url) from e
+    if not isinstance(r, dict): raise BadReply(f"the reply is a JSON {type(r).__name__}, not a chat completion object")
+    return rh, r
 
 # %% ../nbs/00_llm.ipynb #599ac61d
 @patch
@@ -1290,7 +1288,7 @@ async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=N
                 model=model, messages=messages, extra_headers=extra_headers, **params), self.timeout)
             rh, r = raw.headers, raw.parse()
         lim.observe(rh, 200)
-        used = r.usage.total_tokens if getattr(r, 'usage', None) else None
+        used = _count(_field(_field(r, 'usage'), 'total_tokens')) or None  # a dict (fast path) or a typed reply
         return r
     except openai.APIStatusError as e:
         lim.observe(e.response.headers, e.status_code, retry_after(e))
