@@ -19,9 +19,9 @@ from ragnb.safe import write_text
 
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'METRIC_GROUPS', 'METRICS', 'EXTRAS', 'LABEL_FIELDS',
-           'TEXT_FIELDS', 'CLAIM_FIELDS', 'ResultError', 'CheckingDataError', 'LabelBatch', 'claim_metrics', 'overall',
-           'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'load_results',
-           'results_frame', 'attach_metrics', 'save_results', 'add_cli']
+           'TEXT_FIELDS', 'CLAIM_FIELDS', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch',
+           'claim_metrics', 'overall', 'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'score_many', 'compare',
+           'RAGResult', 'read_json', 'load_results', 'results_frame', 'attach_metrics', 'save_results', 'add_cli']
 
 # %% ../nbs/06a_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -504,7 +504,17 @@ def from_dict(
     return cls(**kw)
 
 # %% ../nbs/06a_metrics.ipynb #fdbe620a
-from .safe import read_text_bounded
+from .safe import read_text_bounded, MB
+
+# RAGChecker's output for 20,000 results with their passages is about 150 MB: over the 64 MB of other inputs
+RESULTS_LIMIT = 1024*MB
+
+def read_json(
+    path,                      # A JSON file
+    limit:int=RESULTS_LIMIT,   # The most bytes it may hold
+):
+    "The JSON value in `path`, a file of at most `limit` bytes (undecodable bytes replaced)."
+    return json.loads(read_text_bounded(path, limit, str(path)))
 
 @_gc_paused
 def load_results(
@@ -514,7 +524,7 @@ def load_results(
     where = ''
     if isinstance(src, (str, Path)):
         where = f"{src}: "
-        try: src = json.loads(read_text_bounded(src, what=str(src)))
+        try: src = read_json(src)
         except json.JSONDecodeError as e: raise ValueError(f"{where}not valid JSON ({e})") from None
         except RecursionError: raise ValueError(f"{where}JSON nested too deeply to read") from None
     if isinstance(src, pd.DataFrame): src = src.to_dict('records')
@@ -567,7 +577,7 @@ def save_results(
 
 # %% ../nbs/06a_metrics.ipynb #e7626c51
 from .engine import add_engine_args
-from .safe import UnsafeInput, read_text_bounded
+from .safe import UnsafeInput
 
 def _extras_problem(results:list) -> str|None:
     "The first result whose shape or `ragnb` record cannot be read, named by index and field; None when all can."
@@ -582,7 +592,7 @@ def _extras_problem(results:list) -> str|None:
 
 @_gc_paused
 def _cli_metrics(args) -> int:
-    try: d = json.loads(read_text_bounded(args.file, what=str(args.file)))
+    try: d = read_json(args.file)
     except (OSError, json.JSONDecodeError, UnsafeInput) as e:
         print(f"ragnb metrics: cannot read {args.file}: {e}", file=sys.stderr); return 2
     except RecursionError:

@@ -224,3 +224,15 @@ def test_a_broken_result_never_changes_the_others(rs, data):
     s, clean = score(broken), score([r for i, r in enumerate(rs) if i not in bad])
     assert sorted(e.result for e in s.errors) == sorted(str(i) for i in bad)
     assert s.per_result[list(METRICS)].equals(clean.per_result[list(METRICS)])
+
+
+def test_a_results_file_of_20000_results_is_not_refused(tmp_path):
+    "RAGChecker's output for 20,000 results with their passages (150 MB) is read; a file over the limit is refused."
+    from ragnb.metrics import RESULTS_LIMIT, read_json
+    from ragnb.safe import UnsafeInput
+    example = (DATA/'checking_outputs.json').read_bytes()
+    assert RESULTS_LIMIT > 20_000 * len(example) / 2 * 1.2   # the example holds 2 results; 20% to spare
+    p = tmp_path/'results.json'; p.write_bytes(example)
+    assert read_json(p) == json.loads(example)
+    with pytest.raises(UnsafeInput, match=r'results.json: [\d,]+ bytes, over the 1,000-byte limit'):
+        read_json(p, limit=1000)
