@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 import nh3, pymupdf
 from fastcore.basics import patch
-from .display import md_escape
+from .display import md_escape, compact_png
 from .safe import write_text
 
 # %% auto #0
@@ -32,10 +32,10 @@ def png_html(
     path:str|Path,  # a PNG file
     width:int=360   # about this many pixels wide
 )->str:
-    "An <img> tag embedding a PNG file, shrunk by powers of two to about `width` pixels."
+    "An <img> tag embedding a PNG file, shrunk by powers of two to about `width` pixels, as a palette PNG."
     pix = pymupdf.Pixmap(str(path))
     while pix.width > 2*width: pix.shrink(1)
-    b64 = base64.b64encode(pix.tobytes("png")).decode()
+    b64 = base64.b64encode(compact_png(pix.tobytes("png"))).decode()
     return f'<img src="data:image/png;base64,{b64}" style="max-width:{width}px">'
 
 # %% ../nbs/03b_pages.ipynb #928a86ab

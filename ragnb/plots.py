@@ -15,13 +15,14 @@ from matplotlib.patches import Patch, Rectangle
 from .checker import claim_text
 from .prompts import CRITERIA
 from .safe import atomic_path
+from .display import compact_png
 
 # %% auto #0
 __all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'METRIC_GROUPS', 'LOWER_IS_BETTER',
            'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'DisplayFigure',
-           'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map',
-           'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores',
-           'plot_hit_rate', 'plot_page_regions']
+           'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels',
+           'plot_entailment_map', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares',
+           'plot_critique_scores', 'plot_hit_rate', 'plot_page_regions']
 
 # %% ../nbs/08_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -41,18 +42,39 @@ def save_figure(
 
 # %% ../nbs/08_plots.ipynb #8421e883
 class DisplayFigure(Figure):
-    "A matplotlib figure that shows itself as a PNG in a notebook whatever the backend (Agg, inline, none)."
+    "A matplotlib figure that shows itself as a (palette) PNG in a notebook whatever the backend (Agg, inline, none)."
     def _repr_png_(self):
         import io
         buf = io.BytesIO()
         self.savefig(buf, format='png', bbox_inches='tight')
-        return buf.getvalue()
+        return compact_png(buf.getvalue())
 
 def _new_figure(w:float, h:float, **kw) -> DisplayFigure:
     "A pyplot figure that is closed at once, so it displays once and never piles up; it still draws itself."
     fig = plt.figure(figsize=(w, h), FigureClass=DisplayFigure, **kw)
     plt.close(fig)
     return fig
+
+# %% ../nbs/08_plots.ipynb #f2c8d6e4
+def compact_figures(
+    colours:int=256,  # Most colours of each figure's palette
+)->bool:
+    "Show every matplotlib figure of this notebook as a palette PNG (`compact_png`); False outside IPython."
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import print_figure
+    except ImportError: return False
+    ip = get_ipython()
+    if ip is None: return False
+    import base64
+    try: import matplotlib_inline.backend_inline  # noqa: F401  the inline backend registers its printer now, not later
+    except ImportError: pass
+    def png(fig):
+        raw = print_figure(fig, 'png', bbox_inches='tight')  # None for an empty figure: nothing shown, as inline does
+        return None if raw is None else base64.b64encode(compact_png(raw, colours)).decode()
+    # the inline backend's own printer, registered above (once per kernel), gives way to this one
+    ip.display_formatter.formatters['image/png'].for_type(Figure, png)
+    return True
 
 # %% ../nbs/08_plots.ipynb #3e4a531c
 MIN_FONT_PX = 10  # the smallest text a figure may carry, in pixels at the figure's own resolution
@@ -448,10 +470,12 @@ def plot_page_regions(
     page_size:tuple|None=None,  # The page's (width, height) in points; default: the image is at zoom 1
     title:str='',  # A title above the page (none by default)
 ) -> Figure:
-    "The page image with each region's box and label drawn on it, coloured by `kind` with a legend."
+    ("The page image with each region's box and label drawn on it, coloured by `kind` with a legend; drawn at the "
+     "image's own resolution (4 to 7 inches wide), so a page is not scaled up.")
     img = _as_image(image); h, w = img.shape[:2]
     sx, sy = (w/page_size[0], h/page_size[1]) if page_size else (1, 1)
-    fig = _new_figure(7, 7*h/w); ax = fig.add_axes((0, 0, 1, 1) if not title else (0, 0, 1, .95))
+    fw = min(7, max(4, w / plt.rcParams['figure.dpi']))
+    fig = _new_figure(fw, fw*h/w); ax = fig.add_axes((0, 0, 1, 1) if not title else (0, 0, 1, .95))
     ax.imshow(img); ax.axis('off')
     styles = _region_styles(regions)
     for i, r in enumerate(regions):

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import ipywidgets as W
 from .pages import sanitize_html
+from .display import compact_png
 from .safe import atomic_path
 from .evidence import locate
 from .plots import plot_entailment_map, relevant_chunks, chunk_labels, model_label, REGION_STYLES
@@ -134,13 +135,13 @@ def img_tag(src,  # A path, PNG bytes or a matplotlib figure
             alt:str='',  # the image's alternative text
             exact:bool=False,  # Show at exactly `width` pixels, scaling a smaller image up
            ) -> str:
-    "An <img> embedding a PNG from a path, bytes or a matplotlib figure, as a data URL."
+    "An <img> embedding a PNG from a path, bytes or a matplotlib figure, as a data URL (a palette PNG: `compact_png`)."
     if hasattr(src, 'savefig'):
         buf = io.BytesIO(); src.savefig(buf, format='png', dpi=100, bbox_inches='tight'); src = buf.getvalue()
     elif not isinstance(src, (bytes, bytearray)):
         if not Path(src).is_file(): return f'<i>image not found: {html.escape(str(src))}</i>'
         src = Path(src).read_bytes()
-    b64 = base64.b64encode(src).decode()
+    b64 = base64.b64encode(compact_png(bytes(src))).decode()
     size = 'max-width:100%' if width is None else f'width:{width}px;max-width:none' if exact else f'max-width:{width}px'
     return f'<img src="data:image/png;base64,{b64}" alt="{html.escape(alt)}" style="{size};border:1px solid #ccc">'
 

@@ -1,5 +1,6 @@
 "The repository keeps itself in order: the hand-written README stays, module docstrings are whole sentences."
 import ast, subprocess, sys
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,3 +20,13 @@ def test_module_docstrings_are_whole_sentences():
     for f in sorted((ROOT/'ragnb').glob('*.py')):
         doc = ast.get_docstring(ast.parse(f.read_text(encoding='utf-8')))
         if doc is not None: assert doc.rstrip().endswith(('.', '?', '!')), (f.name, doc[-60:])
+
+
+NOTEBOOKS = sorted(p.name for p in (ROOT/'nbs').glob('*.ipynb'))
+
+@pytest.mark.parametrize('nb', NOTEBOOKS)
+def test_every_notebook_is_under_500_kb(nb):
+    # a lesson's figures and page images are palette PNGs (`compact_figures`, `compact_png`), so it stays small when
+    # re-run; a notebook over this is one to clone, diff and review slowly
+    size = (ROOT/'nbs'/nb).stat().st_size
+    assert size < 500_000, f"{nb}: {size:,} bytes, over 500 KB: compact its images (see nbs/08_plots.ipynb)"

@@ -37,7 +37,8 @@ def main():
     if a.replay: os.environ.pop('RAGNB_RECORD', None)
     else: os.environ['RAGNB_RECORD'] = a.base_url
     before, t0 = calls(db), time.time()
-    try: NotebookClient(run, timeout=None, allow_errors=a.allow_errors, resources={'metadata': {'path': str(path.parent)}}).execute()
+    try: NotebookClient(run, timeout=None, allow_errors=a.allow_errors, store_widget_state=False,  # snapshots suffice
+                        resources={'metadata': {'path': str(path.parent)}}).execute()
     finally:
         print(f"{path.name}: {calls(db) - before} calls recorded in {time.time() - t0:.0f} s ({calls(db)} in {db.name})", file=sys.stderr)
     for i, (c, r) in enumerate(zip(nb.cells, run.cells)):
