@@ -1187,8 +1187,8 @@ def _refuses_stream(self:LLM, msg:str) -> str|None:
 
 # %% ../nbs/00_llm.ipynb #f74fd452
 async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
-    ("Read a server-sent-event reply into the chat completion (a plain dict) a whole reply would be, holding it to the first-token "
-     "and between-token deadlines.")
+    ("Read a server-sent-event reply into the chat completion (a dict) a whole reply would be, holding it to the "
+     "first-token and between-token deadlines.")
     parts, seen, finish, usage, meta, chunks, done = [], False, None, None, {}, 0, False
     deadline, first = t0 + self.first_token_timeout, True
     while True:
@@ -1238,8 +1238,8 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
 
 # %% ../nbs/00_llm.ipynb #445bf095
 async def _post_chat(self:LLM, body:dict, headers:dict):
-    ("POST one chat completion over aiohttp: (reply headers, the chat completion as a plain dict), or the `openai` exception for the "
-     "failure. A streamed reply (`body['stream']`) is read as it comes, under its deadlines.")
+    ("POST one chat completion over aiohttp: (reply headers, the chat completion as a dict), or the `openai` "
+     "exception for the failure. A streamed reply (`body['stream']`) is read as it comes, under its deadlines.")
     url, t0, stream = f"{self.base_url}/chat/completions", time.monotonic(), bool(body.get('stream'))
     try:  # a streamed reply's headers may wait for its first token (llama-cpp-python): the first-token deadline
         resp = await asyncio.wait_for(_session(self).post(url, data=json.dumps(body).encode(), headers=headers),
