@@ -37,8 +37,8 @@ def compact_png(
     except ImportError: return png
     try: img = Image.open(io.BytesIO(png)); img.load()
     except Exception: return png   # not an image PIL reads: shown as it came
-    if img.mode in ('P', 'L', '1') or (img.mode in ('RGBA', 'LA') and img.getchannel('A').getextrema()[0] < 255):
-        return png   # already a palette or grey image, or transparent (a palette would lose the alpha)
+    if img.mode not in ('RGB', 'RGBA') or (img.mode == 'RGBA' and img.getchannel('A').getextrema()[0] < 255):
+        return png   # a palette, grey or 16-bit image as it is; a transparent one too (a palette would lose the alpha)
     out = io.BytesIO()
     img.convert('RGB').quantize(colours, method=Image.Quantize.MEDIANCUT).save(out, format='PNG', optimize=True)
     return out.getvalue() if out.tell() < len(png) else png
