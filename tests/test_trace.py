@@ -42,9 +42,9 @@ def _stored_text(path:Path) -> str:
 
 def test_every_item_traced_with_its_attempts_and_errors(tmp_path):
     kinds = {'429': 'rate_limit', '500': 'server_error', 'timeout': 'timeout'}
-    with ScriptedServer(faults={'429': 0.2, '500': 0.2, 'timeout': 0.05}, seed=4, hang=1.0) as srv:
+    with ScriptedServer(faults={'429': 0.2, '500': 0.2, 'timeout': 0.05}, seed=4, hang=2.5) as srv:
         llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-                  timeout=0.3, max_retries=2, backoff=0.01, progress=False)
+                  timeout=1.2, max_retries=2, backoff=0.01, progress=False)
         want_int = lambda t: int(t)  # the scripted default reply is prose: every successful call is a parse failure
         reqs = [Request(msg(f'question number {i}'), id=f'q{i}', parse=want_int if i % 5 == 0 else None) for i in range(60)]
         rs = llm.batch(reqs)
