@@ -207,11 +207,13 @@ def parse_document(
 
 # %% ../nbs/05b_multimodal.ipynb #34f6fba7
 from .engine import add_engine_args
+from .batch import BatchAPI
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
     office = Path(args.file).suffix.lower() in ('.docx', '.pptx')
     try:
-        llm = None if args.offline or office else LLM(vision_model=args.model, batch=args.batch, **call_options(args))
+        batch = BatchAPI() if args.batch else None
+        llm = None if args.offline or office else LLM(vision_model=args.model, batch=batch, **call_options(args))
         res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=args.pages,
                              max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
                              max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
