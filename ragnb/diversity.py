@@ -12,7 +12,7 @@ import numpy as np
 from ragnb.lazy import lazy
 pd, plt = lazy('pandas'), lazy('matplotlib.pyplot')  # imported on first use: `ragnb generate` starts at once
 from ragnb.llm import LLM, Request, Usage, ParseError, LLMError, add_call_options, call_options, check_output
-from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
+from ragnb.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.documents import Document, Chunk, load_documents, split_documents
 from ragnb.evidence import ground
 from ragnb.generate import (QA, Dataset, generate_questions, critique, select, sample_chunks, parse_rating, clean_field,
@@ -434,11 +434,8 @@ def parse_typed(
     n:int,     # Passages, so evidence sentences expected
 )->dict:
     "`question`, `answer` and `evidence` (one per passage) of a typed reply; `ParseError` names what is missing."
-    i = text.find('Output:::')
-    body = text[i+9:] if i >= 0 and _TYPED_RE.search(text[i+9:]) else text
-    marks, out, ev = list(_TYPED_RE.finditer(body)), {}, {}
-    for m, nxt in zip(marks, marks[1:] + [None]):
-        val = re.split(r'(?m)^\s*Output:::\s*$', body[m.end(): nxt.start() if nxt else len(body)])[0]
+    out, ev = {}, {}
+    for m, val in labelled_fields(text, _TYPED_RE):
         label = m.group(1).lower()
         if label.startswith('evidence'):
             k = int(m.group(2)) if m.group(2) else (1 if n == 1 else len(ev) + 1)

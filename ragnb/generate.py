@@ -14,7 +14,7 @@ import numpy as np
 from rapidfuzz import fuzz, process, utils
 from ragnb.evidence import ground
 from ragnb.llm import LLM, Request, Result, Usage, ParseError
-from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
+from ragnb.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.documents import Document, Chunk, load_documents, split_documents, split_many
 from ragnb.display import md_escape
 from ragnb.safe import atomic_path, atomic_write
@@ -73,18 +73,14 @@ def parse_factoid(
     ("The `question`, `answer` and `evidence` of a factoid reply (the text protocol or `QA_SCHEMA`'s JSON); raise "
      "`ParseError` if one is missing.")
     if (j := _json_object(text)) is not None: return _qa_from_json(j, text)
-    i = text.find('Output:::')
-    body = text[i+9:] if i >= 0 and _QA_RE.search(text[i+9:]) else text
-    marks = list(_QA_RE.finditer(body))
-    # all on one line
-    if len({m.group(1).lower().split()[-1] for m in marks}) < 3: marks = list(_QA_INLINE.finditer(body)) or marks
+    fields = labelled_fields(text, _QA_RE)
+    if len({m.group(1).lower().split()[-1] for m, _ in fields}) < 3:  # all on one line
+        fields = labelled_fields(text, _QA_INLINE, body_label=_QA_RE) or fields
     out = {}
-    for m, nxt in zip(marks, marks[1:] + [None]):
+    for m, val in fields:
         label = m.group(1).lower()
         key = 'question' if 'question' in label else label
         if key in out: continue
-        val = body[m.end(): nxt.start() if nxt else len(body)]
-        val = re.split(r'(?m)^\s*Output:::\s*$', val)[0]
         out[key] = _clean_field(val, oneline=key != 'evidence')
     missing = [k for k in ('question', 'answer', 'evidence') if not out.get(k)]
     names = {'question':'Factoid question:', 'answer':'Answer:', 'evidence':'Evidence:'}
