@@ -13,7 +13,7 @@ from ragnb.lazy import lazy
 pd, plt = lazy('pandas'), lazy('matplotlib.pyplot')  # imported on first use: `ragnb generate` starts at once
 from ragnb.llm import LLM, Request, Usage, ParseError, LLMError, add_call_options, call_options, check_output
 from ragnb.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
-from ragnb.documents import Document, Chunk, load_documents, split_documents
+from ragnb.documents import Document, Chunk, load_documents, split_documents, DEFAULT_GLOB
 from ragnb.evidence import ground
 from ragnb.generate import (QA, Dataset, generate_questions, critique, select, sample_chunks, parse_rating, clean_field,
                             failure_record, language_code, text_language, check_languages, generate_dataset,
@@ -773,7 +773,7 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--questions-per-chunk', type=int, default=1, help='questions written per passage')
     p.add_argument('--language', default='English', help='language of questions and answers')
     p.add_argument('--glob', action='append', default=None,
-                   help="file pattern (repeatable; default '*.md' and '*.mdx')")
+                   help=f"file pattern (repeatable; default {' and '.join(map(repr, DEFAULT_GLOB))}: the text formats)")
     p.add_argument('--branch', default=None, help='branch of git sources')
     p.add_argument('--encoding', default='utf-8', help='text encoding of the files, e.g. latin-1 (default: utf-8)')
     p.add_argument('--structured', action='store_true',
