@@ -3,6 +3,7 @@
 # %% ../nbs/00b_batch.ipynb #3f2953db
 from __future__ import annotations
 import asyncio, hashlib, json, os, time
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Callable, Iterable
 from ragnb.lazy import lazy
@@ -13,7 +14,7 @@ from ragnb.safe import write_text
 
 # %% auto #0
 __all__ = ['TERMINAL', 'BATCH_DISCOUNT', 'custom_id', 'key_of_line', 'batch_lines', 'BatchJobs', 'submit', 'wait', 'collect',
-           'abatch_api']
+           'abatch_api', 'BatchAPI']
 
 # %% ../nbs/00b_batch.ipynb #f3000176
 TERMINAL = {'completed', 'failed', 'expired', 'cancelled'}
@@ -237,3 +238,18 @@ def _as_batch_calls(llm:LLM, results:list[Result], filled:dict) -> list[Result]:
         llm.usage.add(res.usage)
         res.cached, res.attempts = False, 1
     return results
+
+# %% ../nbs/00b_batch.ipynb #8358ac1a
+@dataclass
+class BatchAPI:
+    "Batch runner for `LLM(batch=...)`: the LLM's batches go through the provider's Batch API with these options."
+    poll:float|None=None  # Seconds between status checks; default `RAGNB_BATCH_POLL` or 30
+    window:str='24h'  # Completion window of new batches
+    on_expired:str='resubmit'  # An expired batch's unfinished requests: 'resubmit' or 'online'
+    max_rounds:int=3  # Most batches in a row for the same requests (resubmitted after expiry)
+    max_requests:int=50_000  # Lines per batch
+
+    async def __call__(self, llm:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls'
+                      ) -> list[Result]:
+        "`abatch_api` with these options: what `LLM.abatch` calls in batch mode."
+        return await abatch_api(llm, requests, parse, desc, **asdict(self))

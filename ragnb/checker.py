@@ -590,6 +590,7 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
     return CheckRun(results, s, usage_table(results))
 
 # %% ../nbs/06_checker.ipynb #73d9bf37
+from .batch import BatchAPI
 def _cli_check(args) -> int:
     out = check_output(args.out)   # before any call: a missing folder fails now, not after the run
     resume = out.exists() and not args.restart
@@ -603,7 +604,8 @@ def _cli_check(args) -> int:
     check_unique_ids(results, f"{src}: ")
     check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
-    llm = LLM(concurrency=args.concurrency or default_concurrency(), batch=args.batch, **call_options(args))
+    llm = LLM(concurrency=args.concurrency or default_concurrency(), batch=BatchAPI() if args.batch else None,
+              **call_options(args))
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out,
                      judge_profile=args.judge_profile, prefix_order=args.prefix_order)
     with pd.option_context('display.width', 200): print(run.usage.to_string())

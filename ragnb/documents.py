@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch, hashlib, os, re, stat, subprocess, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 from html import escape
 from ragnb.lazy import lazy
 text_splitters = lazy('langchain_text_splitters')  # imported when a splitter is made: importing ragnb stays quick
@@ -14,9 +15,10 @@ from ragnb.llm import default_cache_dir
 from ragnb.display import md_escape, fenced
 
 # %% auto #0
-__all__ = ['DEFAULT_GLOB', 'SEPARATORS', 'DATA_URI', 'Document', 'LoadIssue', 'LoadError', 'front_matter_end', 'read_text',
-           'Documents', 'load_folder', 'clone', 'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk',
-           'data_free_spans', 'split_document', 'split_documents', 'split_many']
+__all__ = ['DOCUMENT_FORMATS', 'DEFAULT_GLOB', 'SEPARATORS', 'DATA_URI', 'Document', 'LoadIssue', 'LoadError', 'front_matter_end',
+           'read_text', 'Documents', 'DocumentFormat', 'register_format', 'format_names', 'load_folder', 'clone',
+           'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk', 'data_free_spans', 'split_document',
+           'split_documents', 'split_many']
 
 # %% ../nbs/03_documents.ipynb #39b44a47
 def _preview(text:str, n:int=600)->str:
@@ -114,7 +116,35 @@ class Documents(list):
         return '\n'.join(out)
 
 # %% ../nbs/03_documents.ipynb #8be9f466
-DEFAULT_GLOB = ('*.md', '*.mdx')
+@dataclass(frozen=True)
+class DocumentFormat:
+    "A file format ragnb reads, by suffix: as text (`load_documents`), or parsed into pages (`parse_document`)."
+    suffix:str                # Lower-case suffix with its dot, e.g. '.md' or '.pdf'
+    name:str                  # For help texts, e.g. 'Markdown' or 'PDF'
+    parse:Callable|None=None  # None: read as text; else parse(path, out_dir, **options) -> `ParsedDoc`
+    model:bool=False          # Parsing asks a vision model (unless offline)
+
+DOCUMENT_FORMATS = {}  # suffix -> DocumentFormat: every format ragnb reads (`register_format` adds a row)
+
+def register_format(fmt:DocumentFormat # The format's row
+                   ) -> DocumentFormat:
+    "Add a row to `DOCUMENT_FORMATS` (the module that reads the format calls this once)."
+    if not fmt.suffix.startswith('.') or fmt.suffix != fmt.suffix.lower():
+        raise ValueError(f"format {fmt.name}: the suffix must be lower case with its dot, not {fmt.suffix!r}")
+    DOCUMENT_FORMATS[fmt.suffix] = fmt
+    return fmt
+
+def format_names(parsed:bool # The parsed formats (`ragnb parse`), else the text ones
+                ) -> str:
+    "The registered formats of one kind in alphabetical order, for a help text, e.g. 'DOCX, PDF or PPTX'."
+    ns = sorted(f.name for f in DOCUMENT_FORMATS.values() if (f.parse is not None) == parsed)
+    return ' or '.join([', '.join(ns[:-1]), ns[-1]] if len(ns) > 1 else ns)
+
+for _f in (DocumentFormat('.md', 'Markdown'), DocumentFormat('.mdx', 'MDX')): register_format(_f)
+
+# %% ../nbs/03_documents.ipynb #a1119dda
+DEFAULT_GLOB = tuple(f'*{s}' for s, f in DOCUMENT_FORMATS.items() if f.parse is None)  # text formats, from the table
+
 _SKIP_DIRS = {'.git', '.hg', '.svn', '__pycache__', '.ipynb_checkpoints', 'node_modules'}
 
 def _patterns(glob)->tuple: return (glob,) if isinstance(glob, str) else tuple(glob)
@@ -130,6 +160,8 @@ def _check_inside(path:Path, root:Path):
     target = path.resolve()
     if not target.exists(): raise LoadError(f'broken symlink to {os.readlink(path)}')
     if not target.is_relative_to(root.resolve()): raise LoadError(f'symlink leads outside the root (to {target})')
+
+
 
 # %% ../nbs/03_documents.ipynb #b01e3a75
 def load_folder(

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_generate.ipynb #cddd6dc4
 from __future__ import annotations
-import html, json, random, re, sys, time
+import html, json, random, re, threading, time
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 import nh3
@@ -13,16 +13,18 @@ pd = lazy('pandas')  # imported on first use, so `ragnb generate --help` starts 
 import numpy as np
 from rapidfuzz import fuzz, process, utils
 from ragnb.evidence import ground
-from ragnb.llm import LLM, Request, Result, Usage, ParseError, add_call_options, call_options, check_output
-from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE, CRITERIA
+from ragnb.llm import LLM, Request, Result, Usage, ParseError
+from ragnb.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.documents import Document, Chunk, load_documents, split_documents, split_many
 from ragnb.display import md_escape
 from ragnb.safe import atomic_path, atomic_write
 
 # %% auto #0
-__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'parse_factoid', 'Critique', 'parse_rating',
-           'QA', 'clean_field', 'failure_record', 'generate_questions', 'critique', 'critic_consistency',
-           'critic_agreement', 'select', 'Dataset', 'sample_chunks', 'generate_dataset', 'all_calls_failed', 'add_cli']
+__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'LANGUAGE_CODES', 'CANDIDATES',
+           'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field', 'failure_record', 'generate_questions',
+           'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'language_code', 'prose_words',
+           'identify_language', 'LanguageCheck', 'text_language', 'check_languages', 'preload_language_check',
+           'sample_chunks', 'generate_dataset', 'all_calls_failed']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -71,18 +73,14 @@ def parse_factoid(
     ("The `question`, `answer` and `evidence` of a factoid reply (the text protocol or `QA_SCHEMA`'s JSON); raise "
      "`ParseError` if one is missing.")
     if (j := _json_object(text)) is not None: return _qa_from_json(j, text)
-    i = text.find('Output:::')
-    body = text[i+9:] if i >= 0 and _QA_RE.search(text[i+9:]) else text
-    marks = list(_QA_RE.finditer(body))
-    # all on one line
-    if len({m.group(1).lower().split()[-1] for m in marks}) < 3: marks = list(_QA_INLINE.finditer(body)) or marks
+    fields = labelled_fields(text, _QA_RE)
+    if len({m.group(1).lower().split()[-1] for m, _ in fields}) < 3:  # all on one line
+        fields = labelled_fields(text, _QA_INLINE, body_label=_QA_RE) or fields
     out = {}
-    for m, nxt in zip(marks, marks[1:] + [None]):
+    for m, val in fields:
         label = m.group(1).lower()
         key = 'question' if 'question' in label else label
         if key in out: continue
-        val = body[m.end(): nxt.start() if nxt else len(body)]
-        val = re.split(r'(?m)^\s*Output:::\s*$', val)[0]
         out[key] = _clean_field(val, oneline=key != 'evidence')
     missing = [k for k in ('question', 'answer', 'evidence') if not out.get(k)]
     names = {'question':'Factoid question:', 'answer':'Answer:', 'evidence':'Evidence:'}
@@ -538,6 +536,118 @@ class Dataset:
         k = self.kept.df
         return {'results': [{'query_id': i, 'query': q, 'gt_answer': a} for i, q, a in zip(k.id, k.question, k.answer)]}
 
+# %% ../nbs/04_generate.ipynb #4c1da746
+LANGUAGE_CODES = {  # language names (English and native) -> ISO 639-1, for the languages py3langid knows
+    'english': 'en', 'french': 'fr', 'français': 'fr', 'francais': 'fr', 'german': 'de', 'deutsch': 'de',
+    'spanish': 'es', 'español': 'es', 'espanol': 'es', 'italian': 'it', 'italiano': 'it', 'portuguese': 'pt',
+    'português': 'pt', 'dutch': 'nl', 'nederlands': 'nl', 'russian': 'ru', 'polish': 'pl', 'polski': 'pl',
+    'swedish': 'sv', 'svenska': 'sv', 'danish': 'da', 'norwegian': 'no', 'finnish': 'fi', 'czech': 'cs',
+    'turkish': 'tr', 'greek': 'el', 'ukrainian': 'uk', 'romanian': 'ro',
+    'hungarian': 'hu', 'chinese': 'zh', 'japanese': 'ja', 'korean': 'ko', 'arabic': 'ar', 'hebrew': 'he', 'hindi': 'hi',
+    'indonesian': 'id', 'vietnamese': 'vi', 'thai': 'th', 'catalan': 'ca', 'català': 'ca',
+}
+CANDIDATES = ('en', 'fr', 'de', 'es', 'it', 'pt', 'nl', 'ru', 'pl', 'sv', 'da', 'no', 'fi', 'cs', 'tr', 'el', 'uk',
+              'ro', 'hu', 'zh', 'ja', 'ko', 'ar', 'he', 'hi', 'id', 'vi', 'th', 'ca')  # what a text is told apart from
+
+def language_code(
+    language:str,  # A name ('French', 'Deutsch') or an ISO 639-1 code ('fr')
+)->str|None:
+    "The ISO 639-1 code of `language`, or None when py3langid cannot check it."
+    l = language.strip().lower()
+    return l if l in CANDIDATES else LANGUAGE_CODES.get(l.split()[-1] if l else l)
+
+# %% ../nbs/04_generate.ipynb #95e80472
+_IDENTIFIERS, _LOADING = {}, threading.Lock()
+
+def _identifier(candidates:tuple):
+    ("A py3langid identifier restricted to `candidates` (made once per set, under a lock: loading the model takes "
+     "0.3-1 s; `preload_language_check` starts it early)")
+    with _LOADING:
+        if candidates not in _IDENTIFIERS:
+            from py3langid.langid import LanguageIdentifier, MODEL_FILE
+            ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            ident.set_languages(list(candidates))
+            _IDENTIFIERS[candidates] = ident
+    return _IDENTIFIERS[candidates]
+
+_NOT_PROSE = re.compile(r'`[^`]*`|https?://\S+|\S*[/\\_=<>{}()\[\]]\S*|\b\w*\d\w*\b')
+
+def prose_words(
+    text:str,  # A question or an answer
+)->list[str]:
+    "The words a language can be told from: code spans, URLs, paths, identifiers and numbers removed."
+    return re.findall(r'[^\W\d_]{2,}', _NOT_PROSE.sub(' ', text or ''))
+
+def identify_language(
+    text:str,                        # The text
+    candidates:tuple=CANDIDATES,     # ISO codes it may be in
+)->tuple[str, float]:
+    "The most likely language of `text` among `candidates` (py3langid), with its probability."
+    lang, p = _identifier(tuple(sorted(set(candidates)))).classify(' '.join(prose_words(text)))
+    return lang, round(float(p), 3)
+
+# %% ../nbs/04_generate.ipynb #d0d22277
+@dataclass
+class LanguageCheck:
+    "Whether a text is in the language asked for."
+    expected:str            # ISO code asked for
+    found:str|None          # ISO code identified (None: too few words, or too unsure, to tell)
+    probability:float|None  # py3langid's probability of `found`
+    words:int               # Prose words the decision rests on
+    @property
+    def ok(self)->bool: return self.found is None or self.found == self.expected
+    def __repr__(self):
+        return f"LanguageCheck({self.expected}: {self.found or 'not judged'}, p={self.probability}, {self.words} words)"
+
+def text_language(
+    text:str,          # A question or an answer
+    language:str,      # The language asked for (name or ISO code)
+    min_words:int=5,   # Fewer prose words than this: too short to tell, so not judged
+    min_probability:float=0.5,  # A less likely identification is not judged either
+)->LanguageCheck:
+    "The language of `text` among the common ones and the one asked for; short or unclear texts are not judged."
+    code = language_code(language)
+    if code is None:
+        raise ValueError(f"cannot check language {language!r}: py3langid knows ISO codes {', '.join(CANDIDATES)} "
+                         "(and their names)")
+    n = len(prose_words(text))
+    if n < min_words: return LanguageCheck(code, None, None, n)
+    lang, p = identify_language(text, CANDIDATES + (code,))
+    return LanguageCheck(code, lang if p >= min_probability else None, p, n)
+
+# %% ../nbs/04_generate.ipynb #30810df1
+def check_languages(
+    qas:list[QA],      # Questions after `select` (or any time after generation)
+    language:str,      # The language asked for
+    min_words:int=5,   # Shorter texts are not judged
+)->list[QA]:
+    "Drop every question whose question or answer is in another language, with the reason; record what was found."
+    if language_code(language) is None: return qas  # a language py3langid does not know is not checked
+    for q in qas:
+        if not q.question: continue
+        cq, ca = text_language(q.question, language, min_words), text_language(q.answer or '', language, min_words)
+        if hasattr(q, 'question_language'): q.question_language, q.answer_language = cq.found, ca.found
+        why = [f"language: {w} in {c.found} (p={c.probability}), not {c.expected}"
+               for w, c in (('question', cq), ('answer', ca)) if not c.ok]
+        if not why: continue
+        judged = any(getattr(q, f'{c}_score') is not None for c in CRITERIA)  # else its other reasons say only that
+        q.kept, q.drop_reason = False, '; '.join(why + ([q.drop_reason] if q.drop_reason and judged else []))
+    return qas
+
+# %% ../nbs/04_generate.ipynb #b3f1c9a4
+def preload_language_check(
+    language:str,  # The language `check_languages` will check
+)->threading.Thread|None:
+    "Load the identifier `check_languages` uses for `language` in a background thread; None if it is not checked."
+    code = language_code(language)
+    if code is None: return None
+    import py3langid.langid  # noqa: F401  imported here: a module imported by two threads at once may be half-made
+    def load():
+        try: _identifier(tuple(sorted(set(CANDIDATES + (code,)))))
+        except Exception: pass   # the check itself loads it again and reports the error
+    t = threading.Thread(target=load, name='ragnb-langid', daemon=True); t.start()
+    return t
+
 # %% ../nbs/04_generate.ipynb #7ff5824c
 def sample_chunks(
     chunks:list[Chunk],     # All passages
@@ -572,10 +682,6 @@ def generate_dataset(
     dedupe:float|None=90,              # Near-duplicate similarity threshold
     require_evidence:bool=True,        # Drop questions whose evidence is not in the passage (False: keep them)
     glob=None,                         # File patterns when loading paths
-    question_types:str|dict|None=None, # e.g. 'factoid:2,multi_hop:1' (`ragnb.diversity`); None: the seed's factoids
-    personas:list|None=None,           # Personas asking the non-factoid questions (None: proposed from the corpus)
-    styles:list|None=None,             # Query styles of the non-factoid questions (None: all of `diversity.STYLES`)
-    lengths:list|None=None,            # Query lengths of the non-factoid questions (None: short, medium and long)
     check_language:bool=True,          # Drop questions or answers that are not in `language`
     structured:bool=False,             # Questions and ratings as JSON where the endpoint takes a schema (claims always)
     critic_samples:int=1,              # Self-consistency: ratings per criterion (see `critique`)
@@ -584,18 +690,12 @@ def generate_dataset(
     engine:str='local',                # Where documents are split: 'local' or 'ray' (model calls stay here)
     workers:int|None=1,                # Local processes, or CPUs of a local Ray
 )->Dataset:
-    "Load, split, generate, ground, critique and filter: the whole synthetic-QA flow."
+    ("Load, split, generate, ground, critique and filter: the factoid flow (`ragnb.diversity.mixed_dataset` mixes "
+     "in other question types).")
     t0 = time.perf_counter()
     docs = _as_docs(src, glob)
     llm = llm or LLM()
-    if check_language:  # the language model loads beside the splitting and the calls (diversity builds on this module)
-        from ragnb.diversity import preload_language_check
-        preload_language_check(language)
-    if question_types is not None:  # ragnb.diversity builds on this module, so it is imported here
-        from ragnb.diversity import mixed_dataset
-        return mixed_dataset(docs, llm, question_types, audience, n_per_chunk, language, chunk_size, chunk_overlap,
-                             max_chunks, seed, min_score, thresholds, dedupe, require_evidence, personas, styles,
-                             lengths, check_language)
+    if check_language: preload_language_check(language)  # the language model loads beside the splitting and calls
     chunks = sample_chunks(split_many(docs, chunk_size, chunk_overlap, engine, workers), max_chunks, seed)
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0,
@@ -604,9 +704,7 @@ def generate_dataset(
     critique(qas, llm, audience, stats=stats, structured=structured, samples=critic_samples,
              second_critic=second_critic)
     select(qas, min_score, thresholds, dedupe, require_evidence, require_consistent)
-    if check_language:
-        from ragnb.diversity import check_languages
-        check_languages(qas, language)
+    if check_language: check_languages(qas, language)
     u = llm.usage
     stats.update(cached=u.cached - u0.cached, prompt_tokens=u.prompt_tokens - u0.prompt_tokens,
                  completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6),
@@ -623,85 +721,3 @@ def all_calls_failed(
     if not n or bad < n: return None
     msgs = [f['message'] for fs in ds.df.failures for f in fs]
     return f"all {n} calls failed: " + (max(set(msgs), key=msgs.count) if msgs else 'no reason recorded')
-
-# %% ../nbs/04_generate.ipynb #b27605e9
-from .engine import add_engine_args
-def add_cli(sub # `Subcommands` of the `ragnb` parser
-           ):
-    "Add `ragnb generate` to the command line."
-    p = sub.add_parser('generate')
-    p.add_argument('src', nargs='+', help='git clone URLs, local repositories, folders or files')
-    p.add_argument('--out', required=True, help='dataset file: .jsonl (default) or .parquet')
-    p.add_argument('--model', default=None, help='chat model (default: RAGNB_MODEL or gpt-4o-mini)')
-    p.add_argument('--audience', default=DEFAULT_AUDIENCE, help='who the questions should be useful to')
-    p.add_argument('--chunk-size', type=int, default=3000, help='characters per passage')
-    p.add_argument('--chunk-overlap', type=int, default=300, help='characters shared by neighbouring passages')
-    p.add_argument('--max-chunks', type=int, default=None, help='passages to use, a random sample (default: all)')
-    p.add_argument('--seed', type=int, default=0, help='seed of the passage sample')
-    p.add_argument('--min-score', type=int, default=3, help='lowest score kept on every criterion')
-    p.add_argument('--concurrency', type=int, default=16, help='model calls in flight at once')
-    p.add_argument('--batch', action='store_true',
-                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
-                   "rerun resumes)")
-    p.add_argument('--questions-per-chunk', type=int, default=1, help='questions written per passage')
-    p.add_argument('--language', default='English', help='language of questions and answers')
-    p.add_argument('--glob', action='append', default=None,
-                   help="file pattern (repeatable; default '*.md' and '*.mdx')")
-    p.add_argument('--branch', default=None, help='branch of git sources')
-    p.add_argument('--encoding', default='utf-8', help='text encoding of the files, e.g. latin-1 (default: utf-8)')
-    p.add_argument('--structured', action='store_true',
-                   help='questions and ratings as JSON where the endpoint takes a JSON schema')
-    p.add_argument('--critic-samples', type=int, default=1,
-                   help='self-consistency: ratings per criterion (extra ones sampled)')
-    p.add_argument('--second-critic-model', default=None,
-                   help='self-consistency: a second critic model on the same endpoint')
-    p.add_argument('--require-consistent', action='store_true',
-                   help='drop questions whose critique votes disagree about keeping them')
-    p.add_argument('--keep-unfound-evidence', action='store_true',
-                   help='keep questions whose evidence is not in the passage (models that paraphrase; default: drop)')
-    p.add_argument('--keep-all', action='store_true',
-                   help='also write dropped and failed rows (with kept and drop_reason)')
-    p.add_argument('--question-types', default=None, help="mix of question types with optional weights, e.g. "
-                   "'factoid:2,multi_hop:1,comparative,reasoning,conditional' (default: factoids only)")
-    p.add_argument('--personas', default=None, help="personas asking the questions, 'name: need' separated by ';', "
-                   "or a file with one per line (default: proposed from the corpus)")
-    p.add_argument('--styles', default=None,
-                   help='comma-separated query styles: web_search,misspelled,perfect_grammar,poor_grammar')
-    p.add_argument('--lengths', default=None, help='comma-separated query lengths: short,medium,long')
-    p.add_argument('--no-language-check', action='store_true', help='keep questions and answers in another language')
-    add_call_options(p)
-    add_engine_args(p)
-    p.set_defaults(func=_cli_generate)
-
-# %% ../nbs/04_generate.ipynb #0e4437d2
-def _cli_generate(args)->int:
-    check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
-    docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding,
-                          **({'glob': tuple(args.glob)} if args.glob else {}))
-    for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
-    if not docs: print("no documents loaded", file=sys.stderr); return 1
-    llm = LLM(model=args.model, concurrency=args.concurrency, batch=args.batch, **call_options(args))
-    critic2 = (LLM(model=args.second_critic_model, concurrency=args.concurrency, progress=False, **call_options(args))
-               if args.second_critic_model else None)
-    split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
-    personas = args.personas
-    if personas:
-        p = Path(personas)
-        personas = p.read_text(encoding='utf-8').splitlines() if p.is_file() else personas.split(';')
-    ds = generate_dataset(docs, llm, args.audience, args.questions_per_chunk, args.language, args.chunk_size,
-                          args.chunk_overlap, args.max_chunks, args.seed, args.min_score,
-                          question_types=args.question_types, personas=personas, styles=split(args.styles),
-                          lengths=split(args.lengths), check_language=not args.no_language_check,
-                          structured=args.structured, critic_samples=args.critic_samples, second_critic=critic2,
-                          require_evidence=not args.keep_unfound_evidence, require_consistent=args.require_consistent,
-                          engine=args.engine, workers=args.workers)
-    if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
-    for f in ds.failed.df.failures.explode().dropna().head(5):
-        print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)
-    path = (ds if args.keep_all else ds.kept).save(args.out)
-    print(f"documents: {len(docs)}" + (f" ({len(docs.issues)} skipped)" if docs.issues else ''))
-    print(ds.report())
-    if args.critic_samples > 1 or critic2 is not None:
-        with pd.option_context('display.width', 200): print(critic_consistency(ds, args.min_score).to_string())
-    print(f"wrote {path}")
-    return 0 if ds.counts()['questions'] else 2

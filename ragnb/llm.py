@@ -675,7 +675,7 @@ class LLM:
                  max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`; 0: no cap
                  task_caps:bool=True,  # Without `max_tokens`: cap each reply at its task's `task_cap`
                  structured:str|None=None,  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`
-                 batch:bool|dict=False,  # `batch()` through the Batch API (True, or `ragnb.batch.abatch_api` options)
+                 batch:Callable|None=None,  # Batch runner of `batch()`, e.g. `ragnb.batch.BatchAPI()` (the Batch API)
                  tpm:int|None=None,  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
                  adaptive:bool=True,  # Adapt calls in flight to rate-limit headers and 429s
                  max_concurrency:int|None=None,  # Most calls in flight when headers show room; default 4×`concurrency`
@@ -717,7 +717,10 @@ class LLM:
             self.cache = CallCache(p if p.suffix else p/'calls.sqlite')
         self.usage = Usage()
         self._clients = {}
-        self.batch_mode, self.fast, self._sessions = batch, fast, {}
+        if batch is True or isinstance(batch, dict):  # the runner lives above the client (ragnb.batch imports this)
+            raise TypeError("LLM(batch=...) takes a batch runner: LLM(batch=ragnb.batch.BatchAPI(**options))")
+        if batch and not callable(batch): raise TypeError(f"LLM(batch=...) takes a batch runner, not {batch!r}")
+        self.batch_runner, self.fast, self._sessions = batch or None, fast, {}
         self.limiter = RateLimiter(concurrency, max_concurrency, tpm, adaptive)
 
     def __repr__(self):
@@ -906,6 +909,7 @@ def _describe(self:LLM, e:Exception, kind:str) -> str:
                 "--timeout, timeout= or RAGNB_TIMEOUT)")
     if kind in ('connection', 'timeout'): return self.redact(f"{type(e).__name__} at {self.base_url}: {e}")
     return self.redact(_error_text(e))
+
 
 
 # %% ../nbs/00_llm.ipynb #48a97614
@@ -1329,13 +1333,15 @@ def estimate(self:LLM, requests:Iterable) -> dict:
 # %% ../nbs/00_llm.ipynb #2791f92b
 @patch
 async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls',
-                 show_estimate:int=100, mode:str|None=None) -> list[Result]:
-    "Run `requests` concurrently; one `Result` per request, in order. Prints an estimate above `show_estimate` calls."
-    if (mode or ('batch' if self.batch_mode else 'online')) == 'batch':  # the provider's Batch API (ragnb.batch)
-        from .batch import abatch_api
-        return await abatch_api(self, requests, parse, desc,
-                                **(self.batch_mode if isinstance(self.batch_mode, dict) else {}))
-    if mode not in (None, 'online'): raise ValueError(f"mode must be 'online' or 'batch', not {mode!r}")
+                 show_estimate:int=100, mode:str|Callable|None=None) -> list[Result]:
+    ("Run `requests` concurrently; one `Result` per request, in order. Prints an estimate above `show_estimate` calls. "
+     "`mode`: 'online', 'batch' (the LLM's batch runner), or a batch runner; default: the runner if any, else online.")
+    run = mode if callable(mode) else None if mode == 'online' else self.batch_runner
+    if mode not in (None, 'online', 'batch') and not callable(mode):
+        raise ValueError(f"mode must be 'online', 'batch' or a batch runner, not {mode!r}")
+    if mode == 'batch' and run is None:
+        raise ValueError("mode='batch' needs a batch runner: LLM(batch=ragnb.batch.BatchAPI()) or mode=BatchAPI()")
+    if run is not None: return await run(self, requests, parse, desc)  # e.g. the provider's Batch API (ragnb.batch)
     reqs = [_as_request(r, i) for i, r in enumerate(requests)]
     if show_estimate and len(reqs) >= show_estimate:
         e = self.estimate(reqs)
@@ -1356,8 +1362,8 @@ async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str
 # %% ../nbs/00_llm.ipynb #fcb47bda
 @patch
 def batch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str='LLM calls', show_estimate:int=100,
-          mode:str|None=None) -> list[Result]:
-    "Sync `abatch`: works in scripts and in Jupyter cells. `mode='batch'` goes through the provider's Batch API."
+          mode:str|Callable|None=None) -> list[Result]:
+    "Sync `abatch`: works in scripts and in Jupyter cells. `mode='batch'` goes through the LLM's batch runner."
     return run_sync(self._closing(self.abatch(requests, parse, desc, show_estimate, mode)))
 
 

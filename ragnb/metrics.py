@@ -8,7 +8,7 @@ import html, json, re, sys
 from itertools import chain
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 from fastcore.basics import patch
@@ -18,22 +18,17 @@ from ragnb.display import md_escape
 from ragnb.safe import write_text
 
 # %% auto #0
-__all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'METRIC_GROUPS', 'METRICS', 'EXTRAS', 'LABEL_FIELDS',
-           'TEXT_FIELDS', 'CLAIM_FIELDS', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch',
-           'claim_metrics', 'overall', 'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'score_many', 'compare',
-           'RAGResult', 'read_json', 'load_results', 'results_frame', 'attach_metrics', 'save_results', 'add_cli']
+__all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'EXTRAS', 'LABEL_FIELDS', 'METRIC_SPECS', 'METRICS',
+           'METRIC_GROUPS', 'SIDES', 'TEXT_FIELDS', 'CLAIM_FIELDS', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError',
+           'LabelBatch', 'ClaimFlags', 'MetricSpec', 'register_metric', 'unregister_metric', 'claim_metrics', 'overall',
+           'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json',
+           'load_results', 'results_frame', 'attach_metrics', 'save_results', 'add_cli']
 
 # %% ../nbs/06a_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
 ENTAILMENT, NEUTRAL, CONTRADICTION = 1, 0, -1
 LABEL_CODE = {'Entailment': ENTAILMENT, 'Neutral': NEUTRAL, 'Contradiction': CONTRADICTION}
 
-METRIC_GROUPS = {
-    'overall_metrics': ('precision', 'recall', 'f1'),
-    'retriever_metrics': ('claim_recall', 'context_precision'),
-    'generator_metrics': ('context_utilization', 'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant',
-                          'hallucination', 'self_knowledge', 'faithfulness')}
-METRICS = tuple(m for ms in METRIC_GROUPS.values() for m in ms)
 EXTRAS = ('contradiction_rate', 'zero_from_empty')  # ragnb's additions, not RAGChecker metrics
 LABEL_FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer')
 
@@ -213,34 +208,119 @@ def _chunk_flags(b:LabelBatch, res_r, res_g):
     return recalled, n_relevant, faithful, rel_f, irr_f
 
 # %% ../nbs/06a_metrics.ipynb #a753e62a
+@dataclass
+class ClaimFlags:
+    "What a metric is computed from, for many results at once: per response claim (`_r`), per gt claim (`_g`)."
+    n:int                  # Results
+    res_r:np.ndarray       # Each response claim's result
+    res_g:np.ndarray       # Each ground-truth claim's result
+    a2r:np.ndarray         # Response claim entailed by the ground-truth answer
+    r2a:np.ndarray         # Ground-truth claim entailed by the response
+    recalled:np.ndarray    # Ground-truth claim entailed by some chunk
+    n_relevant:np.ndarray  # Relevant chunks per result (they entail some ground-truth claim)
+    n_chunks:np.ndarray    # Chunks per result
+    faithful:np.ndarray    # Response claim entailed by some chunk
+    rel_f:np.ndarray       # Response claim entailed by a relevant chunk
+    irr_f:np.ndarray       # Response claim entailed only by irrelevant chunks
+    def mean_r(self, x): return _mean_by(x, self.res_r, self.n)  # per result: mean over its response claims
+    def mean_g(self, x): return _mean_by(x, self.res_g, self.n)  # per result: mean over its ground-truth claims
+    def sum_g(self, x): return np.bincount(self.res_g, weights=x, minlength=self.n)
+
+@dataclass(frozen=True)
+class MetricSpec:
+    "One metric: the row of `METRIC_SPECS` that its computation, the figures, the comparison and the viewer read."
+    name:str                    # Key in every table, e.g. 'precision'
+    group:str                   # RAGChecker's group: 'overall_metrics', 'retriever_metrics' or 'generator_metrics'
+    abbrev:str                  # Column name in the comparison table (the paper's Table 3)
+    describe:str                # What it counts, in words (the metrics viewer)
+    compute:Callable            # (ClaimFlags, the metrics computed before it) -> one value per result, 0 to 1
+    needs:tuple=('response',)   # Claim lists ('response', 'gt', 'chunks') that must be non-empty, else `empty`
+    empty:float=0.0             # The value when a needed list is empty (RAGChecker: 0)
+    counts:tuple|None=None      # Claims it counts: (side, numerator flags, denominator flags), see `metric_sets`
+    lower_is_better:bool=False  # Noise and hallucination: marked with an arrow in figures
+
+METRIC_SPECS = {}  # name -> MetricSpec: the one table of metrics (`register_metric` adds a row)
+METRICS, METRIC_GROUPS = [], {}  # views of it, in group order; the same objects everywhere, kept in step
+SIDES = ('response', 'gt', 'chunks')
+
+def _sync_views():
+    METRIC_GROUPS.clear()
+    for s in METRIC_SPECS.values(): METRIC_GROUPS.setdefault(s.group, []).append(s.name)
+    METRICS[:] = [m for ms in METRIC_GROUPS.values() for m in ms]
+
+def register_metric(spec:MetricSpec # The metric's row
+                   ) -> MetricSpec:
+    "Add a metric to `METRIC_SPECS`: from then on it is scored, drawn, compared and shown in the viewer."
+    if spec.name in METRIC_SPECS or spec.name in EXTRAS: raise ValueError(f"metric {spec.name!r} exists already")
+    if bad := [x for x in spec.needs if x not in SIDES]: raise ValueError(f"metric {spec.name!r}: needs {bad}, "
+                                                                        f"not one of {SIDES}")
+    if spec.counts is not None and spec.counts[0] not in SIDES:
+        raise ValueError(f"metric {spec.name!r}: counts {spec.counts[0]!r} claims, not one of {SIDES}")
+    METRIC_SPECS[spec.name] = spec; _sync_views()
+    return spec
+
+def unregister_metric(name:str # A registered metric
+                     ):
+    "Remove a metric from `METRIC_SPECS` (a lesson's or a test's toy metric)."
+    if name not in METRIC_SPECS: raise KeyError(f"no metric {name!r}: registered are {', '.join(METRIC_SPECS)}")
+    del METRIC_SPECS[name]; _sync_views()
+
+# %% ../nbs/06a_metrics.ipynb #cfa799f9
+def _ratio(a, b): return np.divide(a, b, out=np.zeros(len(b)), where=b > 0)
+
+def _f1(c:ClaimFlags, m:dict):
+    p, r = m['precision'], m['recall']
+    return np.divide(2 * p * r, p + r, out=np.zeros(c.n), where=(p > 0) & (r > 0))
+
+_R, _G, _C = SIDES
+for _s in [
+    MetricSpec('precision', 'overall_metrics', 'Prec.', 'response claims entailed by the ground-truth answer',
+               lambda c, m: c.mean_r(c.a2r), (_R,), counts=(_R, ('correct',), ())),
+    MetricSpec('recall', 'overall_metrics', 'Rec.', 'ground-truth claims entailed by the response',
+               lambda c, m: c.mean_g(c.r2a), (_G,), counts=(_G, ('covered',), ())),
+    MetricSpec('f1', 'overall_metrics', 'F1', 'harmonic mean of precision and recall', _f1, (_R, _G)),
+    MetricSpec('claim_recall', 'retriever_metrics', 'CR', 'ground-truth claims entailed by some chunk',
+               lambda c, m: c.mean_g(c.recalled), (_G, _C), counts=(_G, ('retrieved',), ())),
+    MetricSpec('context_precision', 'retriever_metrics', 'CP', 'chunks that entail some ground-truth claim (relevant)',
+               lambda c, m: _ratio(c.n_relevant, c.n_chunks), (_G, _C), counts=(_C, ('relevant',), ())),
+    MetricSpec('context_utilization', 'generator_metrics', 'CU',
+               'of the ground-truth claims found in the chunks, those the response covers',
+               lambda c, m: _ratio(c.sum_g(c.recalled & c.r2a), c.sum_g(c.recalled)), (_G, _C),
+               counts=(_G, ('retrieved', 'covered'), ('retrieved',))),
+    MetricSpec('noise_sensitivity_in_relevant', 'generator_metrics', 'NS(I)',
+               'wrong response claims entailed by a relevant chunk', lambda c, m: c.mean_r(c.rel_f & ~c.a2r),
+               (_R, _G, _C), counts=(_R, ('relevant noise',), ()), lower_is_better=True),
+    MetricSpec('noise_sensitivity_in_irrelevant', 'generator_metrics', 'NS(II)',
+               'wrong response claims entailed only by irrelevant chunks', lambda c, m: c.mean_r(c.irr_f & ~c.a2r),
+               (_R, _G, _C), counts=(_R, ('irrelevant noise',), ()), lower_is_better=True),
+    MetricSpec('hallucination', 'generator_metrics', 'Hallu.', 'wrong response claims entailed by no chunk',
+               lambda c, m: c.mean_r(~c.faithful & ~c.a2r), (_R, _C), counts=(_R, ('hallucination',), ()),
+               lower_is_better=True),
+    MetricSpec('self_knowledge', 'generator_metrics', 'SK', 'correct response claims entailed by no chunk',
+               lambda c, m: c.mean_r(~c.faithful & c.a2r), (_R, _C), counts=(_R, ('correct', 'unfaithful'), ())),
+    MetricSpec('faithfulness', 'generator_metrics', 'Faith.', 'response claims entailed by some chunk',
+               lambda c, m: c.mean_r(c.faithful), (_R, _C), counts=(_R, ('faithful',), ())),
+]: register_metric(_s)
+
+# %% ../nbs/06a_metrics.ipynb #27552efc
 def claim_metrics(
     b:LabelBatch,  # the label matrices of many results
 ) -> dict:
-    "The 11 RAGChecker metrics (and ragnb's extras) for every result in `b`, as arrays."
+    "Every metric of `METRIC_SPECS` (RAGChecker's 11) and ragnb's extras for every result in `b`, as arrays."
     n = len(b)
     res_r, res_g = np.repeat(np.arange(n), b.n_resp), np.repeat(np.arange(n), b.n_gt)
     a2r, r2a = b.a2r == ENTAILMENT, b.r2a == ENTAILMENT
     recalled, n_relevant, faithful, rel_f, irr_f = _chunk_flags(b, res_r, res_g)
-    has_r, has_g, has_c = b.n_resp > 0, b.n_gt > 0, b.n_chunks > 0
-    retr, gen, noise = has_g & has_c, has_r & has_c, has_r & has_c & has_g
-    m = {}
-    m['precision'], m['recall'] = p, r = _mean_by(a2r, res_r, n), _mean_by(r2a, res_g, n)
-    m['f1'] = np.divide(2 * p * r, p + r, out=np.zeros(n), where=(p > 0) & (r > 0))
-    m['claim_recall'] = np.where(retr, _mean_by(recalled, res_g, n), 0.)
-    m['context_precision'] = np.divide(n_relevant, b.n_chunks, out=np.zeros(n), where=retr)
-    used, nrec = (np.bincount(res_g, weights=w, minlength=n) for w in (recalled & r2a, recalled))
-    m['context_utilization'] = np.divide(used, nrec, out=np.zeros(n), where=retr & (nrec > 0))
-    m['noise_sensitivity_in_relevant'] = np.where(noise, _mean_by(rel_f & ~a2r, res_r, n), 0.)
-    m['noise_sensitivity_in_irrelevant'] = np.where(noise, _mean_by(irr_f & ~a2r, res_r, n), 0.)
-    m['hallucination'] = np.where(gen, _mean_by(~faithful & ~a2r, res_r, n), 0.)
-    m['self_knowledge'] = np.where(gen, _mean_by(~faithful & a2r, res_r, n), 0.)
-    m['faithfulness'] = np.where(gen, _mean_by(faithful, res_r, n), 0.)
+    c = ClaimFlags(n, res_r, res_g, a2r, r2a, recalled, n_relevant, b.n_chunks, faithful, rel_f, irr_f)
+    has = {'response': b.n_resp > 0, 'gt': b.n_gt > 0, 'chunks': b.n_chunks > 0}
+    m, forced = {}, []
+    for k in METRICS:
+        s = METRIC_SPECS[k]
+        ok = np.logical_and.reduce([has[x] for x in s.needs]) if s.needs else np.ones(n, bool)
+        m[k] = np.where(ok, s.compute(c, m), s.empty); forced.append(~ok)
     m['contradiction_rate'] = _mean_by(b.a2r == CONTRADICTION, res_r, n)
-    forced = dict(precision=~has_r, recall=~has_g, f1=~has_r | ~has_g, claim_recall=~retr, context_precision=~retr,
-                  context_utilization=~retr, noise_sensitivity_in_relevant=~noise,
-                  noise_sensitivity_in_irrelevant=~noise, hallucination=~gen, self_knowledge=~gen, faithfulness=~gen)
-    # results x METRICS: a zero forced by an empty list
-    m['zero_from_empty'] = np.stack([forced[k] for k in METRICS], axis=1)
+    # results x METRICS: a value forced by an empty list
+    m['zero_from_empty'] = np.stack(forced, axis=1) if forced else np.zeros((n, 0), bool)
     return m
 
 # %% ../nbs/06a_metrics.ipynb #57b0e629
@@ -350,7 +430,7 @@ def score(
     check_unique_ids(results.ids if isinstance(results, LabelBatch) else results)
     b = results if isinstance(results, LabelBatch) else LabelBatch.from_results(results, strict=strict)
     m = claim_metrics(b)
-    df = pd.DataFrame({k: m[k] for k in METRICS + ('contradiction_rate',)}, index=pd.Index(b.ids, name='query_id'))
+    df = pd.DataFrame({k: m[k] for k in [*METRICS, 'contradiction_rate']}, index=pd.Index(b.ids, name='query_id'))
     z, names, flags = m['zero_from_empty'], np.array(METRICS, dtype=object), [()] * len(df)
     for i in np.flatnonzero(z.any(1)): flags[i] = tuple(names[z[i]])
     df['zero_from_empty'] = flags   # ragnb extra: the metrics that are 0 only because a list was empty
@@ -374,13 +454,8 @@ def _excluded(results:list, ids:list, z:np.ndarray) -> list:
         if fl: miss[str(_get(r, 'query_id', pos))] = fl
     out = []
     for i, rid in enumerate(ids):
-        fl = miss.get(rid, set())
-        hit = set()
-        if 'response_claims' in fl:
-            hit |= {'precision', 'f1', 'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant',
-                                            'hallucination', 'self_knowledge', 'faithfulness'}
-        if 'gt_answer_claims' in fl: hit |= {'recall', 'f1', 'claim_recall', 'context_precision', 'context_utilization',
-                                             'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant'}
+        sides = {{'response_claims': 'response', 'gt_answer_claims': 'gt'}.get(f) for f in miss.get(rid, set())}
+        hit = {k for k, s in METRIC_SPECS.items() if sides & set(s.needs)}  # the metrics that need the missing list
         out.append(tuple(k for k, forced in zip(METRICS, z[i]) if forced and k in hit))
     return out
 

@@ -13,9 +13,10 @@ pd = lazy('pandas')  # imported on first use, so `ragnb parse --help` starts soo
 from ragnb.llm import LLM, Request, ParseError, Usage, text_part, image_part, add_call_options, call_options
 from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE
 from ragnb.pages import Segment, ParsedDoc, sanitize_html
-from ragnb.pdf import parse_pdf
+from ragnb.pdf import parse_pdf  # imported, ragnb.pdf and ragnb.office add their rows to the format table
 from ragnb.office import parse_office, MAX_IMAGE_BYTES, MAX_PART_BYTES
 from ragnb.pages import DocumentError, page_list
+from ragnb.documents import DOCUMENT_FORMATS, DocumentFormat, format_names
 import sys
 from ragnb.generate import QA, Dataset, parse_factoid, critique, select
 from ragnb.evidence import locate
@@ -197,21 +198,29 @@ def parse_document(
     max_image_pixels:int=MAX_IMAGE_PIXELS,  # a picture declaring more pixels is not decoded (PDF: left blank)
     max_xml_elements:int=MAX_XML_ELEMENTS,  # DOCX/PPTX: more XML elements in all its parts make it unreadable
 )->ParsedDoc:
-    "Parse `path` into a `ParsedDoc`: PDFs page by page, Word and PowerPoint files natively."
-    if Path(path).suffix.lower() in ('.docx', '.pptx'):
-        return parse_office(path, out_dir, max_image_bytes, max_part_bytes, max_image_pixels, max_xml_elements)
-    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
-                     max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels)
+    ("Parse `path` into a `ParsedDoc` with the parser its suffix has in `ragnb.documents.DOCUMENT_FORMATS`: PDFs page "
+     "by page, Word and PowerPoint files natively; a file of another suffix is read as a PDF.")
+    return _format_of(path).parse(
+        path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
+        max_image_bytes=max_image_bytes, max_part_bytes=max_part_bytes, max_side=max_side, max_pixels=max_pixels,
+        max_image_pixels=max_image_pixels, max_xml_elements=max_xml_elements)
+
+def _format_of(path) -> DocumentFormat:
+    "The parsed format of `path` in the format table (a PDF for a suffix it does not parse)."
+    f = DOCUMENT_FORMATS.get(Path(path).suffix.lower())
+    return f if f is not None and f.parse is not None else DOCUMENT_FORMATS['.pdf']
 
 
 
 # %% ../nbs/05b_multimodal.ipynb #34f6fba7
 from .engine import add_engine_args
+from .batch import BatchAPI
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
-    office = Path(args.file).suffix.lower() in ('.docx', '.pptx')
     try:
-        llm = None if args.offline or office else LLM(vision_model=args.model, batch=args.batch, **call_options(args))
+        batch = BatchAPI() if args.batch else None
+        model = _format_of(args.file).model and not args.offline  # a DOCX or PPTX is read without a model
+        llm = LLM(vision_model=args.model, batch=batch, **call_options(args)) if model else None
         res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=args.pages,
                              max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
                              max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
@@ -237,7 +246,7 @@ def add_cli(
 ):
     "Add the `parse` subcommand to the `ragnb` command."
     p = sub.add_parser('parse')
-    p.add_argument('file', help='PDF, DOCX or PPTX file')
+    p.add_argument('file', help=f'{format_names(parsed=True)} file')
     p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
     p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
     p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')

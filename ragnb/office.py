@@ -14,6 +14,7 @@ from pptx.shapes.picture import Picture
 from pptx.enum.shapes import PP_PLACEHOLDER
 from .pages import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id, grid_html, expand
 from .safe import write_bytes
+from .documents import DocumentFormat, register_format
 
 # %% auto #0
 __all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'TITLES', 'open_docx', 'open_pptx',
@@ -371,3 +372,11 @@ def parse_office(
                     [segments_page([s for s in segs if s.page == p], p) for p in pages], out_dir=str(out))
     res.save(out)
     return res
+
+def _parse_as_document(path, out_dir, max_image_bytes=MAX_IMAGE_BYTES, max_part_bytes=MAX_PART_BYTES,
+                       max_image_pixels=MAX_IMAGE_PIXELS, max_xml_elements=MAX_XML_ELEMENTS, **_) -> ParsedDoc:
+    "`parse_office` with the options of `parse_document` that a DOCX or PPTX takes."
+    return parse_office(path, out_dir, max_image_bytes, max_part_bytes, max_image_pixels, max_xml_elements)
+
+for _f in (DocumentFormat('.docx', 'DOCX', _parse_as_document), DocumentFormat('.pptx', 'PPTX', _parse_as_document)):
+    register_format(_f)  # rows of the format table

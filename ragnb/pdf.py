@@ -13,6 +13,7 @@ from ragnb.lazy import lazy
 sparse = lazy('scipy.sparse')  # imported where regions are merged, so `ragnb regions --help` starts at once
 csgraph = lazy('scipy.sparse.csgraph')
 from ragnb.safe import atomic_path
+from ragnb.documents import DocumentFormat, register_format
 from ragnb.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE, BARE_TABLE,
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
@@ -939,6 +940,14 @@ def parse_pdf(
         pp.warnings += big[pp.page] + _size_warnings(doc[pp.page-1], page_zoom, max_side, max_pixels, layout)
     res.save(out)
     return res
+
+def _parse_as_document(path, out_dir, llm=None, offline=False, pages=None, engine='local', workers=1,
+                       max_side=MAX_SIDE, max_pixels=MAX_PIXELS, max_image_pixels=MAX_IMAGE_PIXELS, **_) -> ParsedDoc:
+    "`parse_pdf` with the options of `parse_document` that a PDF takes."
+    return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
+                     max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels)
+
+register_format(DocumentFormat('.pdf', 'PDF', _parse_as_document, model=True))  # a row of the format table
 
 # %% ../nbs/05_pdf.ipynb #7ab933f9
 REGIONS_JSON = """\

@@ -18,11 +18,11 @@ from .safe import atomic_path
 from .display import compact_png
 
 # %% auto #0
-__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'METRIC_GROUPS', 'LOWER_IS_BETTER',
-           'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'DisplayFigure',
-           'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels',
-           'plot_entailment_map', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares',
-           'plot_critique_scores', 'plot_hit_rate', 'plot_page_regions']
+__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS',
+           'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'DisplayFigure', 'compact_figures', 'min_text_px',
+           'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups',
+           'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores',
+           'plot_hit_rate', 'plot_page_regions']
 
 # %% ../nbs/08_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -244,8 +244,9 @@ def plot_entailment_map(
 # %% ../nbs/08_plots.ipynb #fb8cac8a
 from . import metrics as _metrics
 # RAGChecker's grouping
-METRIC_GROUPS = {g.removesuffix('_metrics'): list(ms) for g, ms in _metrics.METRIC_GROUPS.items()}
-LOWER_IS_BETTER = {'noise_sensitivity_in_relevant', 'noise_sensitivity_in_irrelevant', 'hallucination'}
+def metric_groups() -> dict:
+    "RAGChecker's grouping, read from `ragnb.metrics.METRIC_SPECS` at each call: 'overall' -> its metrics, ..."
+    return {g.removesuffix('_metrics'): list(ms) for g, ms in _metrics.METRIC_GROUPS.items()}
 GROUP_COLOURS = {'overall':OKABE_ITO[0], 'retriever':OKABE_ITO[2], 'generator':OKABE_ITO[1]}
 
 def flat_metrics(
@@ -256,7 +257,7 @@ def flat_metrics(
     for k, v in metrics.items():
         if isinstance(v, dict): flat.update(v)
         else: flat[k] = v
-    names = [m for g in METRIC_GROUPS.values() for m in g]
+    names = list(_metrics.METRICS)
     missing = [m for m in names if m not in flat]
     if missing: raise KeyError(f"metrics lack {missing}")
     vals = {m: float('nan') if flat[m] is None else float(flat[m]) for m in names}  # None: left out (no claims)
@@ -264,7 +265,7 @@ def flat_metrics(
     return vals if grouped else {m: v*100 for m, v in vals.items()}
 
 def _metric_label(m:str) -> str:
-    return m.replace('_', ' ') + (' (\u2193 better)' if m in LOWER_IS_BETTER else '')
+    return m.replace('_', ' ') + (' (\u2193 better)' if _metrics.METRIC_SPECS[m].lower_is_better else '')
 
 # %% ../nbs/08_plots.ipynb #dac6a245
 def plot_metrics(
@@ -278,11 +279,11 @@ def plot_metrics(
     if hasattr(metrics, 'per_result') and hasattr(metrics, 'overall'):  # `ragnb.metrics.Scores`: run and its results
         metrics, per_result = metrics.overall, metrics.per_result if per_result is None else per_result
     vals = flat_metrics(metrics)
-    names = [m for g in METRIC_GROUPS.values() for m in g]
-    group = {m: g for g, ms in METRIC_GROUPS.items() for m in ms}
+    names = list(_metrics.METRICS)
+    group = {m: g for g, ms in metric_groups().items() for m in ms}
     fig = _new_figure(7, 4.6); ax = fig.add_subplot()
     y = np.arange(len(names))
-    ax.barh(y, [vals[m] for m in names], color=[GROUP_COLOURS[group[m]] for m in names], height=.7)
+    ax.barh(y, [vals[m] for m in names], color=[GROUP_COLOURS.get(group[m], OKABE_ITO[5]) for m in names], height=.7)
     for yi, m in zip(y, names): ax.text(vals[m]+1, yi, f'{vals[m]:.1f}', va='center', fontsize=8)
     if per_result is not None:
         recs = per_result.to_dict('records') if isinstance(per_result, pd.DataFrame) else per_result

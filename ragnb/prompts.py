@@ -5,11 +5,11 @@
 # %% ../nbs/01_prompts.ipynb #0e4e72cb
 from __future__ import annotations
 from dataclasses import dataclass, field
-import string
+import re, string
 
 # %% auto #0
 __all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'Prompt', 'register',
-           'get_prompt']
+           'get_prompt', 'labelled_fields']
 
 # %% ../nbs/01_prompts.ipynb #00569695
 @dataclass(frozen=True)
@@ -396,3 +396,18 @@ Question: {question}
 Passage: {context}
 
 Answer:::"""))
+
+# %% ../nbs/01_prompts.ipynb #5ba32554
+def labelled_fields(
+    text:str,                          # A model's reply
+    label:re.Pattern,                  # A field's label: its match ends where the value starts
+    marker:str|None='Output:::',       # The fields follow it; None: read the whole reply
+    body_label:re.Pattern|None=None,   # The label whose presence after `marker` drops the text before (default `label`)
+) -> list[tuple[re.Match, str]]:
+    "A reply's labelled fields in order: each label's match and its raw value, to the next label or a `marker` line."
+    if marker is not None and (i := text.find(marker)) >= 0 and (body_label or label).search(text[i + len(marker):]):
+        text = text[i + len(marker):]
+    marks = list(label.finditer(text))
+    stop = re.compile(rf'(?m)^\s*{re.escape(marker)}\s*$') if marker else None
+    vals = [text[m.end(): nxt.start() if nxt else len(text)] for m, nxt in zip(marks, marks[1:] + [None])]
+    return [(m, stop.split(v)[0] if stop else v) for m, v in zip(marks, vals)]

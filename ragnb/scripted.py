@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 from .llm import LLM, env_number
+from .prompts import labelled_fields
 
 # %% auto #0
 __all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'admit', 'rate_headers', 'batch_api', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way']
@@ -69,18 +70,17 @@ def first_json(text:str # A rule's reply text
         except json.JSONDecodeError: continue
     return None
 
-_LABEL_LINE = re.compile(r'^[\W_]*([A-Za-z][A-Za-z ]{0,40}?)[*_ ]*[:：][*_ ]*(.*)$')
+_LABEL_LINE = re.compile(r'(?m)^(?:[^\w\n]|_)*([A-Za-z][A-Za-z ]{0,40}?)[*_ ]*[:：][*_ ]*')  # `Label:` opening a line
 
 # %% ../nbs/02_scripted.ipynb #d8876af7
 def _labelled(text:str, schema:dict) -> dict:
     ("A text protocol's `Label: value` lines as the fields of an object `schema` (label `Total rating` fills "
      "`total_rating`).")
-    found, cur = {}, None
-    for line in text.splitlines():
-        m = _LABEL_LINE.match(line.strip())
-        if m:
-            cur = re.sub(r'\W+', '_', m.group(1).strip().lower()); found.setdefault(cur, []).append(m.group(2))
-        elif cur: found[cur].append(line)
+    found = {}
+    for m, val in labelled_fields(text, _LABEL_LINE, marker=None):
+        lines = val.split('\n'); lines[0] = lines[0].rstrip()
+        if len(lines) > 1 and not lines[-1]: lines.pop()  # the newline before the next label
+        found.setdefault(re.sub(r'\W+', '_', m.group(1).strip().lower()), []).extend(lines)
     out = {}
     for name, spec in (schema.get('properties') or {}).items():
         key = next((k for k in found if k == name or k.endswith('_' + name) or name.endswith('_' + k)), None)

@@ -17,16 +17,16 @@ from ragnb.lazy import lazy
 pd = lazy('pandas')  # imported on first use, and the figures' module where they are drawn: `--help` starts at once
 
 from ragnb.llm import Failure, RETRYABLE, backoff_delay, error_kind
-from ragnb.metrics import METRICS, METRIC_GROUPS, RAGResult, Scores, load_results, score
+from ragnb.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, RAGResult, Scores, load_results, score
 from ragnb.generate import QA, Dataset
 from ragnb.safe import write_text
 
 # %% auto #0
-__all__ = ['ANSWER_KEYS', 'CONTEXT_KEYS', 'ABBREV', 'read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop',
-           'System', 'as_system', 'failure_kind', 'SystemRun', 'arun_system', 'run_system', 'require',
-           'LangChainSystem', 'bootstrap_mean', 'load_checked', 'Comparison', 'compare', 'plot_comparison',
-           'claim_moves', 'moves_html', 'ComparisonViewer', 'LlamaIndexSystem', 'HaystackSystem', 'json_path',
-           'HTTPSystem', 'from_ragas', 'to_ragas_dataset', 'load_system', 'evaluate_system', 'add_cli']
+__all__ = ['ANSWER_KEYS', 'CONTEXT_KEYS', 'read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop', 'System',
+           'as_system', 'failure_kind', 'SystemRun', 'arun_system', 'run_system', 'require', 'LangChainSystem',
+           'bootstrap_mean', 'load_checked', 'Comparison', 'compare', 'plot_comparison', 'claim_moves', 'moves_html',
+           'ComparisonViewer', 'LlamaIndexSystem', 'HaystackSystem', 'json_path', 'HTTPSystem', 'from_ragas',
+           'to_ragas_dataset', 'load_system', 'evaluate_system', 'add_cli']
 
 # %% ../nbs/07b_systems.ipynb #f2ca3da7
 from .retrieval import read_dataset
@@ -391,11 +391,8 @@ _WRAPPERS.append(lambda o: LangChainSystem(o) if type(o).__module__.startswith('
 # %% ../nbs/07b_systems.ipynb #a47a51dd
 from .checker import CheckRun, claim_text, run_checks, usage_table, add_judge_profile
 
-# the column names of the paper's Table 3
-ABBREV = {'precision': 'Prec.', 'recall': 'Rec.', 'f1': 'F1', 'claim_recall': 'CR', 'context_precision': 'CP',
-          'context_utilization': 'CU', 'noise_sensitivity_in_relevant': 'NS(I)',
-          'noise_sensitivity_in_irrelevant': 'NS(II)', 'hallucination': 'Hallu.', 'self_knowledge': 'SK',
-          'faithfulness': 'Faith.'}
+def _abbrev(m:str) -> str: return METRIC_SPECS[m].abbrev  # the paper's Table 3 column name, from the metric table
+def _lower_better() -> str: return ', '.join(s.abbrev for s in METRIC_SPECS.values() if s.lower_is_better)
 
 # %% ../nbs/07b_systems.ipynb #a1614539
 def bootstrap_mean(x:np.ndarray, # Values, one row per question (a column per metric)
@@ -464,7 +461,7 @@ class Comparison:
     def table(self) -> pd.DataFrame:
         "The paper's Table 3: one row per system, the 11 metrics (percent) grouped overall / retriever / generator."
         t = self.means.pivot(index='system', columns='metric', values='mean').loc[self.names, list(METRICS)]
-        t.columns = pd.MultiIndex.from_tuples([(g.removesuffix('_metrics'), ABBREV[m])
+        t.columns = pd.MultiIndex.from_tuples([(g.removesuffix('_metrics'), _abbrev(m))
                                                for g, ms in METRIC_GROUPS.items() for m in ms])
         return t.round(1).rename_axis(None)
 
@@ -475,7 +472,7 @@ def delta_table(self:Comparison) -> pd.DataFrame:
     d = self.deltas.assign(cell=[f"{x:+.1f} [{lo:+.1f}, {hi:+.1f}]" + ('*' if lo > 0 or hi < 0 else '')
                                  for x, lo, hi in zip(self.deltas['diff'], self.deltas.low, self.deltas.high)])
     t = d.pivot(index='system', columns='metric', values='cell').loc[self.names[1:], list(METRICS)]
-    t.columns = [ABBREV[m] for m in METRICS]
+    t.columns = [_abbrev(m) for m in METRICS]
     n = d.groupby('system').n.first().loc[self.names[1:]]
     return t.assign(n=n).rename_axis(f"vs {self.baseline}")
 
@@ -487,7 +484,7 @@ def __str__(self:Comparison) -> str:
         return (f"RAGChecker metrics (percent), {len(self.names)} systems\n{self.table().to_string()}\n\n"
                 f"paired differences from {self.baseline} (percentage points, {ci}% bootstrap intervals over "
                 f"questions, {self.n_resamples} resamples; * = interval excludes 0; "
-                "lower is better for NS(I), NS(II), Hallu.)\n"
+                f"lower is better for {_lower_better()})\n"
                 f"{self.delta_table().to_string()}")
 
 @patch
@@ -497,7 +494,7 @@ def _repr_html_(self:Comparison) -> str:
     return (f"<p><b>RAGChecker metrics</b> (percent) of {len(self.names)} systems</p>" + self.table().to_html()
             + f"<p><b>Paired differences from {html.escape(self.baseline)}</b> (percentage points, {ci}% percentile "
               f"bootstrap intervals over questions, {self.n_resamples} resamples; * = interval excludes 0; "
-              "lower is better for NS(I), NS(II), Hallu.)</p>"
+              f"lower is better for {html.escape(_lower_better())})</p>"
             + self.delta_table().to_html())
 
 # %% ../nbs/07b_systems.ipynb #0d9bbad4
@@ -570,15 +567,15 @@ def plot_comparison(cmp:Comparison, # From `compare`
     "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
-    from ragnb.plots import LOWER_IS_BETTER, OKABE_ITO, GROUP_COLOURS
+    from ragnb.plots import OKABE_ITO, GROUP_COLOURS
     fig = plt.figure(figsize=(10, 5.2)); plt.close(fig)  # returned, displayed once
     left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
     colours, k = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}, len(cmp.names)
     _draw_intervals(cmp, left, right, colours)
     group, y = {m: g.removesuffix('_metrics') for g, ms in METRIC_GROUPS.items() for m in ms}, np.arange(len(METRICS))
-    left.set_yticks(y, [m.replace('_', ' ') + (' (\u2193)' if m in LOWER_IS_BETTER else '') for m in METRICS],
-                    fontsize=8.5)
-    for t, m in zip(left.get_yticklabels(), METRICS): t.set_color(GROUP_COLOURS[group[m]])
+    arrow = lambda m: ' (\u2193)' if METRIC_SPECS[m].lower_is_better else ''
+    left.set_yticks(y, [m.replace('_', ' ') + arrow(m) for m in METRICS], fontsize=8.5)
+    for t, m in zip(left.get_yticklabels(), METRICS): t.set_color(GROUP_COLOURS.get(group[m], OKABE_ITO[5]))
     left.set_ylim(len(METRICS) - .5, -.5); left.set_xlim(-2, 102); left.set_xlabel('percent (mean, interval)')
     right.set_xlabel(f'difference from {cmp.baseline} (percentage points; filled: the interval excludes 0)', fontsize=9)
     ci = int(round(cmp.confidence * 100))

@@ -17,11 +17,12 @@ from .safe import atomic_path
 from .evidence import locate
 from .plots import plot_entailment_map, relevant_chunks, chunk_labels, model_label, REGION_STYLES
 from .checker import claim_text
+from .metrics import METRIC_SPECS
 from .prompts import CRITERIA
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['ITEM_STYLE', 'safe_table', 'PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'HOP_COLOURS', 'REVIEW_COLUMNS', 'LABEL_BG', 'DESCRIBE',
+__all__ = ['ITEM_STYLE', 'safe_table', 'PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'HOP_COLOURS', 'REVIEW_COLUMNS', 'ROLES', 'LABEL_BG',
            'Stepper', 'StepView', 'img_tag', 'PageView', 'page_html', 'ParsingViewer', 'evidence_span', 'highlight',
            'highlight_spans', 'evidence_window', 'passage_html', 'ReviewState', 'review_html', 'models_note',
            'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
@@ -532,6 +533,7 @@ def _decide(self:ReviewViewer, d, q=None, a=None):
 
 # %% ../nbs/08a_widgets.ipynb #bca7f2fd
 def _ent(x): return x == 'Entailment'
+ROLES = ('correct', 'relevant noise', 'irrelevant noise', 'hallucination')  # a response claim's role
 
 def response_claim_roles(
     result:dict,  # one checked RAGChecker result (claims and the four label sets)
@@ -565,40 +567,22 @@ def gt_claim_roles(
 def metric_sets(
     result:dict,  # one checked RAGChecker result (claims and the four label sets)
 ) -> dict:
-    "For each metric, the ids it counts (numerator) out of the ids it is taken over (denominator)."
+    ("For each metric of `ragnb.metrics.METRIC_SPECS`, the ids it counts (numerator) out of the ids it is taken over "
+     "(denominator), read from its `counts`: a side and the flags (below) both sets must have.")
     r, g = response_claim_roles(result), gt_claim_roles(result)
-    rel = relevant_chunks(result)
-    chunks = chunk_labels(result)  # c1, c2, ... as in the map and the claim tables
-    R, G = list(r.id), list(g.id)
-    ids = lambda df, m: list(df.id[m])
-    covered = g.vs_response.map(_ent)
-    return {
-        'precision': (ids(r, r.role == 'correct'), R),
-        'recall': (ids(g, covered), G),
-        'f1': ([], []),
-        'claim_recall': (ids(g, g.retrieved), G),
-        'context_precision': ([c for c, x in zip(chunks, rel) if x], chunks),
-        'context_utilization': (ids(g, g.retrieved & covered), ids(g, g.retrieved)),
-        'noise_sensitivity_in_relevant': (ids(r, r.role == 'relevant noise'), R),
-        'noise_sensitivity_in_irrelevant': (ids(r, r.role == 'irrelevant noise'), R),
-        'hallucination': (ids(r, r.role == 'hallucination'), R),
-        'self_knowledge': (ids(r, (r.role == 'correct') & ~r.faithful), R),
-        'faithfulness': (ids(r, r.faithful), R),
-    }
+    flags = {'response': {**{k: r.role == k for k in ROLES}, 'faithful': r.faithful, 'unfaithful': ~r.faithful},
+             'gt': {'covered': g.vs_response.map(_ent), 'retrieved': g.retrieved},
+             'chunks': {'relevant': pd.Series(relevant_chunks(result), dtype=bool)}}
+    ids = {'response': r.id, 'gt': g.id, 'chunks': pd.Series(chunk_labels(result), dtype=object)}  # c1.. as in the map
+    def pick(side, names):
+        keep = pd.Series(True, index=ids[side].index)
+        for n in names: keep &= flags[side][n].to_numpy(dtype=bool)
+        return list(ids[side][keep])
+    return {m: ([], []) if s.counts is None else (pick(s.counts[0], s.counts[1]), pick(s.counts[0], s.counts[2]))
+            for m, s in METRIC_SPECS.items()}
 
 # %% ../nbs/08a_widgets.ipynb #4cdeff43
 LABEL_BG = {'Entailment': '#cfe3f3', 'Neutral': '#eeeeee', 'Contradiction': '#f6d2bd'}
-DESCRIBE = {
-    'precision': 'response claims entailed by the ground-truth answer',
-    'recall': 'ground-truth claims entailed by the response',
-    'f1': 'harmonic mean of precision and recall', 'claim_recall': 'ground-truth claims entailed by some chunk',
-    'context_precision': 'chunks that entail some ground-truth claim (relevant)',
-    'context_utilization': 'of the ground-truth claims found in the chunks, those the response covers',
-    'noise_sensitivity_in_relevant': 'wrong response claims entailed by a relevant chunk',
-    'noise_sensitivity_in_irrelevant': 'wrong response claims entailed only by irrelevant chunks',
-    'hallucination': 'wrong response claims entailed by no chunk',
-    'self_knowledge': 'correct response claims entailed by no chunk',
-    'faithfulness': 'response claims entailed by some chunk'}
 
 # %% ../nbs/08a_widgets.ipynb #4776a51f
 def _claims_table(df:pd.DataFrame, label_col:str, names:list, extra:str|None=None) -> str:
@@ -624,7 +608,8 @@ def result_html(
     sets, names = metric_sets(result), chunk_labels(result)
     rows = ''.join(
         f'<tr><td style="text-align:left">{m.replace("_", " ")}</td><td><b>{metrics[m]*100:.1f}</b></td>'
-        f'<td>{"" if m == "f1" else f"{len(num)} of {len(den)}"}</td><td style="text-align:left">{DESCRIBE[m]}'
+        f'<td>{"" if METRIC_SPECS[m].counts is None else f"{len(num)} of {len(den)}"}</td>'
+        f'<td style="text-align:left">{METRIC_SPECS[m].describe}'
         f'{": " + html.escape(", ".join(num)) if num else ""}</td></tr>'
         for m, (num, den) in sets.items())
     fig = plot_entailment_map(result, key=True, show_key=False, model=model)  # the claim tables below spell out the ids

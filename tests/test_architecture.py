@@ -13,9 +13,12 @@ FLOORS = {'display': 1, 'safe': 1, 'lazy': 1, 'llm': 1, 'batch': 1, 'engine': 1,
           'scripted': 5, 'cli': 5, 'demo': 5, 'local': 5}
 ENTRY = {'scripted', 'cli', 'demo'}  # may import the scripted model
 
-def imports(mod, top_only):
-    "ragnb modules imported by `mod` (at module level only, or anywhere), with the names taken from each."
-    tree = ast.parse((PKG/f'{mod}.py').read_text())
+LOADERS = {'lazy', 'import_module', '__import__', 'find_spec'}  # calls that import a module named by a string
+
+def imports(mod, top_only, src=None):
+    ("ragnb modules imported by `mod` (at module level only, or anywhere: in function bodies too, and modules named "
+     "by a string to `lazy`/`importlib.import_module`), with the names taken from each.")
+    tree = ast.parse(src if src is not None else (PKG/f'{mod}.py').read_text())
     nodes = tree.body if top_only else list(ast.walk(tree))
     out = []
     for n in nodes:
@@ -26,13 +29,18 @@ def imports(mod, top_only):
                 for a in n.names: out.append((target or a.name, a.name))
         elif isinstance(n, ast.Import):
             out += [(a.name.split('.')[1], None) for a in n.names if a.name.startswith('ragnb.')]
+        elif isinstance(n, ast.Call) and getattr(n.func, 'id', getattr(n.func, 'attr', None)) in LOADERS and n.args:
+            a = n.args[0]
+            if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith('ragnb.'):
+                out.append((a.value.split('.')[1], None))
     return [(t, name) for t, name in out if t in MODULES and t != mod]
 
 def test_every_module_has_a_floor():
     assert not [m for m in MODULES if m not in FLOORS], 'add the new module to FLOORS (and to DEVELOPING.md)'
 
 def test_no_import_cycles():
-    graph = {m: {t for t, _ in imports(m, top_only=True)} for m in MODULES}
+    "No loop between ragnb modules, counting the imports inside functions: orchestration lives above what it joins."
+    graph = {m: {t for t, _ in imports(m, top_only=False)} for m in MODULES}
     state = {}
     def visit(m, path):
         if state.get(m) == 'done': return
@@ -41,6 +49,12 @@ def test_no_import_cycles():
         for t in sorted(graph[m]): visit(t, path + [m])
         state[m] = 'done'
     for m in MODULES: visit(m, [])
+
+def test_imports_in_function_bodies_and_strings_count():
+    src = ("import os\nfrom ragnb.llm import LLM\ndef f():\n    from ragnb.batch import BatchAPI\n"
+           "    from .generate import QA\n    import ragnb.diversity\n    return lazy('ragnb.checker')\n")
+    assert {t for t, _ in imports('x', top_only=True, src=src)} == {'llm'}
+    assert {t for t, _ in imports('x', top_only=False, src=src)} == {'llm', 'batch', 'generate', 'diversity', 'checker'}
 
 @pytest.mark.parametrize('mod', MODULES)
 def test_floors_and_private_names(mod):

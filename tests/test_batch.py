@@ -3,7 +3,7 @@ import asyncio, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
 from ragnb.llm import LLM, Request, RateLimiter, CallCache, run_sync
-from ragnb.batch import BatchJobs, submit
+from ragnb.batch import BatchAPI, BatchJobs, submit
 from ragnb.scripted import ScriptedServer
 from ragnb.samples import sample_path
 
@@ -24,26 +24,35 @@ def online_calls(srv):
 def test_batch_mode_fills_the_same_cache_as_online(tmp_path, monkeypatch):
     monkeypatch.setenv('RAGNB_BATCH_POLL', '0.02')
     with ScriptedServer() as srv:
-        rb = make(srv, tmp_path/'b'/'c.sqlite', batch={'poll': 0.02}).batch(REQS)
+        rb = make(srv, tmp_path/'b'/'c.sqlite', batch=BatchAPI(poll=0.02)).batch(REQS)
         assert online_calls(srv) == [] and len(srv.batches) == 1
         ro = make(srv, tmp_path/'o'/'c.sqlite').batch(REQS)
-        rm = make(srv, tmp_path/'m'/'c.sqlite').batch(REQS, mode='batch')   # the per-call switch
+        rm = make(srv, tmp_path/'m'/'c.sqlite').batch(REQS, mode=BatchAPI(poll=0.02))   # the per-call switch
     assert [(r.id, r.text, r.ok) for r in rb] == [(r.id, r.text, r.ok) for r in ro] == [(r.id, r.text, r.ok) for r in rm]
     assert records(tmp_path/'b'/'c.sqlite') == records(tmp_path/'o'/'c.sqlite')
     assert all(not r.cached and r.usage.calls == 1 for r in rb)
+
+def test_the_client_takes_a_batch_runner_and_imports_none():
+    "`ragnb.batch` builds on the client, not the other way round: the client runs whatever runner it is given."
+    with pytest.raises(TypeError, match=r'BatchAPI\(\*\*options\)'): LLM(api_key='x', batch=True)
+    with pytest.raises(TypeError, match=r'BatchAPI\(\*\*options\)'): LLM(api_key='x', batch={'poll': 1})
+    with pytest.raises(ValueError, match='needs a batch runner'): LLM(api_key='x', cache=False).batch(REQS, mode='batch')
+    seen = []
+    async def runner(llm, requests, parse, desc): seen.append((len(list(requests)), desc)); return []
+    assert LLM(api_key='x', cache=False, batch=runner).batch(REQS, desc='greetings') == [] and seen == [(12, 'greetings')]
 
 def test_batch_discount_and_no_second_batch(tmp_path, monkeypatch):
     from ragnb.llm import PRICES
     monkeypatch.setitem(PRICES, 'scripted-test-model', (1.0, 2.0))
     with ScriptedServer() as srv:
-        b, o = make(srv, tmp_path/'b.sqlite', batch={'poll': 0.02}), make(srv, tmp_path/'o.sqlite')
+        b, o = make(srv, tmp_path/'b.sqlite', batch=BatchAPI(poll=0.02)), make(srv, tmp_path/'o.sqlite')
         b.batch(REQS); o.batch(REQS)
         assert b.usage.cost == pytest.approx(o.usage.cost / 2) and b.usage.cost > 0
         assert all(r.cached for r in b.batch(REQS)) and len(srv.batches) == 1
 
 def test_partly_failed_batch_goes_through_the_online_retry_path(tmp_path):
     with ScriptedServer(batch_faults={'500': 0.4}) as srv:
-        rs = make(srv, tmp_path/'c.sqlite', batch={'poll': 0.02}).batch(REQS)
+        rs = make(srv, tmp_path/'c.sqlite', batch=BatchAPI(poll=0.02)).batch(REQS)
         (b,) = srv.batches.values()
         failed = b['request_counts']['failed']
         assert 0 < failed < len(REQS)
@@ -52,13 +61,13 @@ def test_partly_failed_batch_goes_through_the_online_retry_path(tmp_path):
 
 def test_batch_failures_that_fail_online_too_are_recorded(tmp_path):
     with ScriptedServer(batch_faults={'400': 1.0}, faults={'400': 1.0}) as srv:
-        rs = make(srv, tmp_path/'c.sqlite', batch={'poll': 0.02}).batch(REQS[:3])
+        rs = make(srv, tmp_path/'c.sqlite', batch=BatchAPI(poll=0.02)).batch(REQS[:3])
     assert [r.failure.kind for r in rs] == ['bad_request'] * 3
 
 @pytest.mark.parametrize('on_expired, batches, online', [('resubmit', 2, 0), ('online', 1, 8)])
 def test_expired_batch(tmp_path, on_expired, batches, online):
     with ScriptedServer(expire_after=4) as srv:
-        rs = make(srv, tmp_path/'c.sqlite', batch={'poll': 0.02, 'on_expired': on_expired}).batch(REQS)
+        rs = make(srv, tmp_path/'c.sqlite', batch=BatchAPI(poll=0.02, on_expired=on_expired)).batch(REQS)
         assert [b['status'] for b in srv.batches.values()] == ['expired'] + ['completed'] * (batches - 1)
         assert len(online_calls(srv)) == online
     assert all(r.ok for r in rs)
@@ -66,7 +75,7 @@ def test_expired_batch(tmp_path, on_expired, batches, online):
 def test_a_lost_batch_is_resubmitted(tmp_path):
     "A job whose batch the endpoint no longer knows (a restarted server): its requests are sent again."
     with ScriptedServer() as srv:
-        l = make(srv, tmp_path/'c.sqlite', batch={'poll': 0.02})
+        l = make(srv, tmp_path/'c.sqlite', batch=BatchAPI(poll=0.02))
         (job,) = run_sync(submit(l, {l.key_of(r): r for r in REQS}, BatchJobs(tmp_path/'batches')))
         srv.batches.clear()
         rs = l.batch(REQS)
@@ -74,7 +83,7 @@ def test_a_lost_batch_is_resubmitted(tmp_path):
 
 def test_batch_needs_a_cache(tmp_path):
     with ScriptedServer() as srv:
-        with pytest.raises(ValueError, match='call cache'): make(srv, None, cache=False, batch=True).batch(REQS)
+        with pytest.raises(ValueError, match='call cache'): make(srv, None, cache=False, batch=BatchAPI()).batch(REQS)
         with pytest.raises(ValueError, match='mode'): make(srv, tmp_path/'c.sqlite').batch(REQS, mode='fast')
 
 DOC_EN = """# Rate limits
@@ -124,9 +133,9 @@ def test_check_and_parse_in_batch_mode_equal_online(tmp_path):
     data = sample_path('ragchecker', 'examples', 'checking_inputs.json')
     eu = sample_path('documents', 'camelot', 'tests', 'files', 'tabula', 'icdar2013-dataset', 'competition-dataset-eu', 'eu-004.pdf')
     with ScriptedServer() as srv:
-        runs = {m: run_checks(load_results(data), make(srv, tmp_path/m/'c.sqlite', batch=m == 'b' and {'poll': 0.02}))
+        runs = {m: run_checks(load_results(data), make(srv, tmp_path/m/'c.sqlite', batch=m == 'b' and BatchAPI(poll=0.02)))
                 for m in 'bo'}
-        pages = {m: parse_pdf(eu, tmp_path/m/'parsed', make(srv, tmp_path/m/'c.sqlite', batch=m == 'b' and {'poll': 0.02}),
+        pages = {m: parse_pdf(eu, tmp_path/m/'parsed', make(srv, tmp_path/m/'c.sqlite', batch=m == 'b' and BatchAPI(poll=0.02)),
                               pages=[2, 3], page_zoom=0.5, crop_zoom=0.5) for m in 'bo'}
         assert len(srv.batches) >= 3   # extraction, checking, pages
     assert runs['b'].scores.overall == runs['o'].scores.overall
@@ -214,8 +223,8 @@ def test_call_cache_from_several_processes(tmp_path):
 def test_cached_and_replay_runs_make_no_batch(tmp_path):
     with ScriptedServer() as srv:
         make(srv, tmp_path/'c.sqlite').batch(REQS)           # an online run fills the cache
-        rs = make(srv, tmp_path/'c.sqlite', batch={'poll': 0.02}).batch(REQS)
-        rp = make(srv, tmp_path/'c.sqlite', batch=True, replay=True).batch(REQS + [Request(msg('never asked'), id='new')])
+        rs = make(srv, tmp_path/'c.sqlite', batch=BatchAPI(poll=0.02)).batch(REQS)
+        rp = make(srv, tmp_path/'c.sqlite', batch=BatchAPI(), replay=True).batch(REQS + [Request(msg('never asked'), id='new')])
         assert srv.batches == {} and srv.files == {}
     assert all(r.cached for r in rs) and not (tmp_path/'batches').exists()
     assert rp[-1].failure.kind == 'replay_miss' and all(r.ok for r in rp[:-1])

@@ -5,11 +5,10 @@ from ragnb.llm import LLM, ParseError
 from ragnb.scripted import ScriptedServer, scripted_typed
 from ragnb.samples import sample_path
 from ragnb.documents import Document, Chunk, load_folder, split_documents
-from ragnb.generate import generate_dataset, Dataset, add_cli, sample_chunks
+from ragnb.generate import generate_dataset, Dataset, sample_chunks, text_language, check_languages
 from ragnb.diversity import (QUESTION_TYPES, parse_question_types, allocate, parse_typed, parse_entities, parse_personas,
-                             as_personas, link_chunks, noisy_terms, offline_terms, text_language, check_languages,
-                             mixed_dataset, cost_by_type, mix_table, outcome, scenarios, STYLES, LENGTHS, MixedQA,
-                             link_passages)
+                             as_personas, link_chunks, noisy_terms, offline_terms, mixed_dataset, cost_by_type, mix_table,
+                             outcome, scenarios, STYLES, LENGTHS, MixedQA, link_passages, add_cli)
 from ragnb.retrieval import evaluate, BM25Retriever, by_question_type
 from ragnb.widgets import highlight_spans, review_html
 
@@ -221,11 +220,11 @@ def test_embeddings_from_another_model(tmp_path, cookbook):
     assert 'embedding_failure' not in st1 and st1['embedding_calls'] == 1 == len(embeds)
     assert [l.chunks for l in alone] and any(l.similarity != 0 for l in linked)
 
-def test_generate_dataset_and_cli_take_question_types(tmp_path, cookbook, monkeypatch):
+def test_mixed_dataset_and_cli_take_question_types(tmp_path, cookbook, monkeypatch):
     with ScriptedServer() as srv:
         llm = _llm(srv, tmp_path/'c.sqlite')
-        ds = generate_dataset(cookbook, llm, max_chunks=10, question_types='factoid:1,conditional:1', styles=['misspelled'],
-                              lengths=['short'], personas=['Student: learns'])
+        ds = mixed_dataset(cookbook, llm, 'factoid:1,conditional:1', max_chunks=10, styles=['misspelled'],
+                           lengths=['short'], personas=['Student: learns'])
         assert set(ds.df.question_type) == {'factoid', 'conditional'}
         assert set(ds.df[ds.df.question_type == 'conditional']['style']) == {'misspelled'}
         plain = generate_dataset(cookbook, llm, max_chunks=4)
@@ -243,7 +242,7 @@ def test_generate_dataset_and_cli_take_question_types(tmp_path, cookbook, monkey
     assert {r['persona'] for r in rows if r['question_type'] == 'comparative'} <= {'Student: learns', 'QA lead: checks'}
     assert all(isinstance(r['hops'], list) and r['hops'] for r in rows)
     with pytest.raises(ValueError, match='unknown question type'):
-        generate_dataset(cookbook[:2], LLM(base_url='http://127.0.0.1:9', api_key='x'), question_types='trivia')
+        mixed_dataset(cookbook[:2], LLM(base_url='http://127.0.0.1:9', api_key='x'), 'trivia')
 
 def test_hops_survive_parquet_and_show_highlighted(mixed, tmp_path):
     ds, _ = mixed

@@ -8,7 +8,8 @@ from ragnb.prompts import get_prompt
 from ragnb.documents import Document, load_folder, split_document, split_documents
 from ragnb.evidence import locate, ground, normalise
 from ragnb.generate import (parse_factoid, parse_rating, generate_questions, critique, select, generate_dataset,
-                            Dataset, QA, SEED_EXAMPLE, CRITERIA, add_cli)
+                            Dataset, QA, SEED_EXAMPLE, CRITERIA)
+from ragnb.diversity import add_cli  # `ragnb generate` lives above both dataset builders
 from ragnb.scripted import scripted_factoid
 from ragnb.samples import sample_path
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ragnb.metrics import (METRICS, METRIC_GROUPS, LabelBatch, CheckingDataError, claim_metrics, score, compare,
-                           add_cli)
+from ragnb.metrics import (METRICS, METRIC_GROUPS, METRIC_SPECS, MetricSpec, LabelBatch, CheckingDataError,
+                           claim_metrics, score, compare, add_cli, register_metric, unregister_metric)
 from ragnb.samples import sample_path
 
 DATA = sample_path('ragchecker', 'examples')
@@ -95,7 +95,7 @@ def test_empty_lists_give_ragchecker_zeros_and_are_flagged():
                 retrieved_context=[])
     pr = score([none]).per_result
     assert (pr.loc['q', list(METRICS)] == 0).all()
-    assert pr.loc['q', 'zero_from_empty'] == METRICS
+    assert pr.loc['q', 'zero_from_empty'] == tuple(METRICS)
     # chunks present but entailing nothing: a genuine zero, not flagged
     real = dict(query_id='r', answer2response=['Neutral'], response2answer=['Neutral'],
                 retrieved2response=[['Neutral']], retrieved2answer=[['Neutral']], retrieved_context=[{'text': 'x'}])
@@ -236,3 +236,33 @@ def test_a_results_file_of_20000_results_is_not_refused(tmp_path):
     assert read_json(p) == json.loads(example)
     with pytest.raises(UnsafeInput, match=r'results.json: [\d,]+ bytes, over the 1,000-byte limit'):
         read_json(p, limit=1000)
+
+
+def test_a_metric_registered_in_one_place_shows_everywhere(outputs):
+    "One `register_metric` row: scored, in the overall table, the comparison, the figure and the metrics viewer."
+    from ragnb.systems import compare as compare_systems
+    from ragnb.widgets import metric_sets, result_html
+    from ragnb.plots import plot_metrics
+    register_metric(MetricSpec('toy_unsupported', 'generator_metrics', 'Toy', 'toy: response claims no chunk entails',
+                               lambda c, m: c.mean_r(~c.faithful), ('response', 'chunks'),
+                               counts=('response', ('unfaithful',), ()), lower_is_better=True))
+    try:
+        s = score(outputs['results'])
+        pr = s.per_result
+        assert np.allclose(pr.toy_unsupported, 1 - pr.faithfulness)                    # the metrics table
+        assert 'toy_unsupported' in s.overall['generator_metrics'] and len(METRICS) == 12
+        cmp = compare_systems(outputs['results'], outputs['results'], names=['a', 'b'], n_resamples=20)
+        assert 'Toy' in cmp.table().columns.get_level_values(1) and 'Toy' in cmp.delta_table().columns
+        assert 'lower is better for NS(I), NS(II), Hallu., Toy' in str(cmp)              # the comparison
+        r = outputs['results'][0]
+        num, den = metric_sets(r)['toy_unsupported']
+        assert len(num) == round(pr.toy_unsupported.iloc[0] * len(den))                  # the claims it counts
+        assert 'toy: response claims no chunk entails' in result_html(r, pr.iloc[0].to_dict())  # the viewer
+        assert 'toy unsupported' in ' '.join(t.get_text() for t in plot_metrics(s).axes[0].get_yticklabels())
+        empty = dict(query_id='e', answer2response=['Entailment'], response2answer=[], retrieved2response=[[]],
+                     retrieved2answer=[], retrieved_context=[], response_claims=[['x']], gt_answer_claims=[])
+        assert 'toy_unsupported' in score([empty]).per_result.loc['e', 'zero_from_empty']
+        with pytest.raises(ValueError, match='exists already'): register_metric(METRIC_SPECS['toy_unsupported'])
+    finally: unregister_metric('toy_unsupported')
+    assert len(METRICS) == 11 and 'toy_unsupported' not in score(outputs['results']).per_result
+    with pytest.raises(KeyError, match='no metric'): unregister_metric('toy_unsupported')

@@ -92,3 +92,20 @@ def test_bad_office_files_name_the_file(tmp_path):
     err = io.StringIO()
     with redirect_stdout(io.StringIO()), redirect_stderr(err): assert a.func(a) == 2
     assert str(other) in err.getvalue()
+
+
+def test_a_format_registered_once_is_parsed_and_listed(tmp_path):
+    "One row of ragnb.documents.DOCUMENT_FORMATS: parse_document dispatches on it and `ragnb parse --help` lists it."
+    from ragnb.documents import DOCUMENT_FORMATS, DEFAULT_GLOB, DocumentFormat, register_format
+    from ragnb.multimodal import parse_document
+    assert DEFAULT_GLOB == ('*.md', '*.mdx') and {s for s, f in DOCUMENT_FORMATS.items() if f.parse} == {
+        '.pdf', '.docx', '.pptx'}
+    got = []
+    def parse_toy(path, out_dir, **options): got.append((path, sorted(options)[:2])); return 'parsed'
+    register_format(DocumentFormat('.toy', 'TOY', parse_toy))
+    try:
+        assert parse_document(tmp_path/'a.TOY', tmp_path/'out') == 'parsed' and got[0][0] == tmp_path/'a.TOY'
+        parser = argparse.ArgumentParser(); sub = parser.add_subparsers(); add_cli(sub)
+        assert 'DOCX, PDF, PPTX or TOY file' in ' '.join(sub.choices['parse'].format_help().split())
+    finally: del DOCUMENT_FORMATS['.toy']
+    with pytest.raises(ValueError, match='lower case with its dot'): register_format(DocumentFormat('TOY', 'TOY'))
