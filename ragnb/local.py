@@ -171,8 +171,9 @@ def server_command(gguf:str|Path, # The model file
     threads = threads or int(os.environ.get('RAGNB_LOCAL_THREADS') or 0) or os.cpu_count() or 1
     return [python or server_python(), '-m', 'llama_cpp.server', '--model', str(gguf), '--model_alias',
             model_name(gguf),
-            '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads),
-            '--cache', 'True']   # the prompt cache: a call that starts like an earlier one skips reading that part
+            '--host', '127.0.0.1', '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', str(threads)]
+    # No `--cache True`: the server reuses the evaluated prefix of its last prompt without it (ragnb sends calls that
+    # start alike one after another), and its RAM prompt cache grew past 11 GB in a 190-call recording until killed.
 
 # %% ../nbs/09a_local.ipynb #e484d1b5
 class LocalServer:

@@ -68,7 +68,7 @@ def test_server_command():
     assert cmd[:3] == ['/p/python', '-m', 'llama_cpp.server']
     opts = dict(zip(cmd[3::2], cmd[4::2]))
     assert opts == {'--model': '/m/Qwen-x.gguf', '--model_alias': 'Qwen-x', '--host': '127.0.0.1', '--port': '8123',
-                    '--n_ctx': '4096', '--n_threads': '3', '--cache': 'True'}
+                    '--n_ctx': '4096', '--n_threads': '3'}   # no RAM prompt cache: it grew past 11 GB
     assert server_command('/m/a.gguf', 1)[0] == sys.executable
 
 def test_pip_command_and_missing_parts():
