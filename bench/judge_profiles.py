@@ -18,6 +18,15 @@ Configurations (one claim per call unless said otherwise):
 - `example`: `binary` with a worked example in the prompt (and `example_lp` from its probabilities)
 - `binary_sent`, `example_sent`: the same with a triplet claim written as a sentence (`s p o.`)
 - `vote3`: `example` sampled 3 times at temperature 0.7, majority vote
+
+Measured with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama-cpp-python, one thread, 2 December 2026; the table is computed
+again in nbs/06_checker.ipynb, "Judge profiles, measured"): on 60 report checks `binary` agrees with RAGChecker on
+95.0% entailed-or-not (kappa 0.87) and 91.7% 3-way, the default profile on the same checks 70.0% (kappa 0.02);
+`binary_lp` (threshold 0.416, tuned on tune) 90.0% (kappa 0.77), so the `small` profile reads the word. `vote3` and
+the `_sent` variants were not measured. The `small` profile over all 217 checks (`ragnb audit`, 06_checker/06c_audit):
+82.5% 3-way, 86.2% entailed-or-not, kappa 0.59 (3-way) 0.65 (binary), metrics 7.5 points from the reference on
+average (default profile: 9.2%, 73.3%, -0.02, 0.15, 48.9 points); 108.5 calls, 18,604 prompt + 199 completion tokens
+per result (default: 5.5 calls, 3,078 + 1,583 tokens); 6-10 s a call on one loaded CPU thread.
 """
 import argparse, hashlib, json, math, sys, time, urllib.request
 from collections import Counter
