@@ -166,7 +166,7 @@ def meta_evaluate(
     return pd.DataFrame(rows).set_index(['aspect', 'scorer', 'correlation'])
 
 # %% ../nbs/06b_metaeval.ipynb #04c24483
-import ast, gzip, random
+import ast, gzip, random, warnings
 from dataclasses import dataclass, field
 from ragnb.metrics import RAGResult, load_results, save_results, score
 from ragnb.prompts import get_prompt
@@ -307,7 +307,7 @@ def table2(
     t:pd.DataFrame,                        # rows of `meta_evaluate` (several systems may be concatenated)
     kinds:tuple=('pearson', 'spearman')    # correlations to show (Table 2 has Pearson and Spearman)
 )->pd.DataFrame:
-    "`meta_evaluate` rows in RAGChecker's Table 2 layout: a row per scorer, (aspect, correlation) columns of 'v [lo, hi]'."
+    "`meta_evaluate` rows in RAGChecker's Table 2 layout: a row per scorer, (aspect, correlation) cells 'v [lo, hi]'."
     d = t.reset_index()
     if d.empty: return pd.DataFrame(columns=pd.MultiIndex.from_tuples([(a, k) for a in ASPECT_NAMES.values()
                                                                       for k in kinds]))
@@ -437,8 +437,10 @@ def _meta_table(sel, results, scorer, est, spent, n_boot, seed) -> MetaEvalRun:
     has = keep and all('ragchecker' in p['model1'] and 'ragchecker' in p['model2'] for p in keep)
     stored = load_pair_scores(keep, 'ragchecker') if has else pd.DataFrame()
     if len(keep) < 2: has = keep = False   # a correlation needs two pairs at least
-    if has: rows.append(meta_evaluate(h, stored, system='RAGChecker (stored)', n_boot=n_boot, seed=seed))
-    if keep: rows.append(meta_evaluate(h, jp, system=scorer, n_boot=n_boot, seed=seed))
+    with warnings.catch_warnings():   # a few pairs give constant inputs: their correlations show as NaN
+        warnings.simplefilter('ignore', RuntimeWarning); warnings.simplefilter('ignore', stats.ConstantInputWarning)
+        if has: rows.append(meta_evaluate(h, stored, system='RAGChecker (stored)', n_boot=n_boot, seed=seed))
+        if keep: rows.append(meta_evaluate(h, jp, system=scorer, n_boot=n_boot, seed=seed))
     t = pd.concat(rows) if rows else pd.DataFrame(columns=['aspect', 'scorer', 'correlation', 'value', 'low', 'high']
                                                    ).set_index(['aspect', 'scorer', 'correlation'])
     t = t[~t.index.duplicated()]
