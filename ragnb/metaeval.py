@@ -12,17 +12,26 @@ from ragnb.lazy import lazy
 pd, stats = lazy('pandas'), lazy('scipy.stats')  # imported on first use, so `ragnb meta-eval --help` starts at once
 
 # %% auto #0
-__all__ = ['ASPECTS', 'load_human', 'load_pair_scores', 'pairs_from_scores', 'preference', 'correlations', 'bootstrap_ci',
-           'annotator_agreement', 'meta_evaluate', 'add_cli']
+__all__ = ['ASPECTS', 'JUDGE_METRICS', 'CHARS_PER_CLAIM', 'ASPECT_NAMES', 'load_human', 'load_pair_scores', 'pairs_from_scores',
+           'preference', 'correlations', 'bootstrap_ci', 'annotator_agreement', 'meta_evaluate', 'meta_pairs_path',
+           'load_meta_pairs', 'human_labels', 'pair_results', 'run_estimate', 'judge_pair_scores', 'table2',
+           'MetaEvalRun', 'run_meta_eval', 'add_cli']
 
 # %% ../nbs/06b_metaeval.ipynb #2094cf79
+def _read(src)->tuple:
+    "The rows of a JSON file (a list) and its name for errors; a list of rows is passed through as 'rows'."
+    if not isinstance(src, (str, Path)): return list(src), 'rows'
+    try: return json.loads(Path(src).read_text()), src
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"{src}: not a JSON file: {e}") from None
+
+# %% ../nbs/06b_metaeval.ipynb #7cffc28b
 ASPECTS = ('correctness_label', 'completeness_label', 'overall_label')
 
 def load_human(
-    path   # RAGChecker's human_labeled_data.json
+    path   # RAGChecker's human_labeled_data.json (or its rows, as a list)
 )->pd.DataFrame:
     "Human preference labels: one row per (pair, annotator), with the three aspects (-2..2)."
-    rows = json.loads(Path(path).read_text())
+    rows, path = _read(path)
     seen = {}
     out = []
     for i, r in enumerate(rows):
@@ -34,13 +43,13 @@ def load_human(
                     **{k: float(r[k]) for k in ASPECTS}})
     return pd.DataFrame(out)
 
-# %% ../nbs/06b_metaeval.ipynb #7cffc28b
+# %% ../nbs/06b_metaeval.ipynb #f887f023
 def load_pair_scores(
-    path,                  # RAGChecker's baseline_*.json (per-pair scores of two responses)
+    path,                  # RAGChecker's baseline_*.json (per-pair scores of two responses), or its rows
     system:str|None=None   # key holding the metrics (default: the one dict-valued key)
 )->pd.DataFrame:
     "Per pair, each metric's score for response 1 and response 2 (columns `metric/1`, `metric/2`) under key `system`."
-    rows = json.loads(Path(path).read_text())
+    rows, path = _read(path)
     skip = {'model_name', 'response', 'critiques'}
     if system is None:   # the one dict-valued key besides the texts, e.g. 'ragchecker'
         keys = [k for k, v in rows[0]['model1'].items() if k not in skip and isinstance(v, dict)]
@@ -156,8 +165,292 @@ def meta_evaluate(
         rows += [dict(aspect=aspect, scorer='annotator vs annotator', correlation=k, **fmt(c[k], ci[k])) for k in c]
     return pd.DataFrame(rows).set_index(['aspect', 'scorer', 'correlation'])
 
+# %% ../nbs/06b_metaeval.ipynb #04c24483
+import ast, gzip, random, warnings
+from dataclasses import dataclass, field
+from ragnb.metrics import RAGResult, load_results, save_results, score
+from ragnb.prompts import get_prompt
+
+# %% ../nbs/06b_metaeval.ipynb #71bc771b
+def meta_pairs_path()->Path:
+    "The meta-evaluation pairs shipped with ragnb: `ragnb/data/ragchecker/meta_pairs.jsonl.gz`."
+    import ragnb
+    return Path(ragnb.__file__).parent/'data'/'ragchecker'/'meta_pairs.jsonl.gz'
+
+# %% ../nbs/06b_metaeval.ipynb #c623dc99
+def _side(v, where:str)->dict:
+    "A response of a pair: a dict, or RAGChecker's python-repr string of one (read as data, never evaluated)."
+    if isinstance(v, str):
+        try: v = ast.literal_eval(v)
+        except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
+            raise ValueError(f"{where} is neither a dict nor a python-repr of one ({type(e).__name__})") from None
+    if not isinstance(v, dict) or not isinstance(v.get('response'), str):
+        raise ValueError(f"{where}: field 'response' is missing")
+    return v
+
+def _lines(path:Path)->list:
+    "The rows of a JSON list or a JSONL file, gzipped or not; a `ValueError` names the file and the line."
+    try: text = (gzip.decompress(path.read_bytes()) if path.suffix == '.gz' else path.read_bytes()).decode('utf-8')
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        if isinstance(e, FileNotFoundError): raise
+        raise ValueError(f"{path}: not readable as {'gzip ' if path.suffix == '.gz' else ''}UTF-8 text: {e}") from None
+    if '.jsonl' not in path.name:
+        try: return json.loads(text)
+        except json.JSONDecodeError as e: raise ValueError(f"{path}: not a JSON file: {e}") from None
+    rows = []
+    for n, l in enumerate(text.splitlines(), 1):
+        try: rows += [json.loads(l)] if l.strip() else []
+        except json.JSONDecodeError as e: raise ValueError(f"{path}: line {n} is not JSON: {e}") from None
+    return rows
+
+# %% ../nbs/06b_metaeval.ipynb #ce49d4ef
+def load_meta_pairs(
+    path=None   # the shipped pairs (default), a .jsonl(.gz) of their shape, or RAGChecker's human_labeled_data.json
+)->list:
+    "Pairs with texts and labels: instance_id, dataset, query, gt_answer, model1/model2 (dicts) and `human` (labels)."
+    path = Path(path) if path else meta_pairs_path()
+    rows, out = _lines(path), {}
+    if not isinstance(rows, list): raise ValueError(f"{path}: expected a list of rows")
+    for i, r in enumerate(rows):
+        at = f"{path}: row {i} (instance {r.get('instance_id') if isinstance(r, dict) else None!r})"
+        if not isinstance(r, dict): raise ValueError(f"{at}: not an object")
+        for f in ('instance_id', 'query', 'gt_answer', 'model1', 'model2'):
+            if r.get(f) is None: raise ValueError(f"{at}: field {f!r} is missing")
+        labels = r['human'] if 'human' in r else [r]   # the shipped shape, or one annotator's row of RAGChecker's
+        for lab in labels:
+            for k in ASPECTS:
+                if not isinstance(lab, dict) or lab.get(k) is None: raise ValueError(f"{at}: field {k!r} is missing")
+        p = out.setdefault(r['instance_id'], {**{k: r.get(k) for k in ('instance_id', 'dataset', 'query_id', 'query',
+                                                                         'gt_answer')},
+                                              **{m: _side(r[m], f"{at}, field {m!r}") for m in ('model1', 'model2')},
+                                              'human': []})
+        p['human'] += [{k: lab[k] for k in ASPECTS} for lab in labels]
+    return list(out.values())
+
+# %% ../nbs/06b_metaeval.ipynb #022b2933
+def human_labels(
+    pairs:list   # from `load_meta_pairs`
+)->pd.DataFrame:
+    "The pairs' human labels as `load_human` returns them: one row per (pair, annotator)."
+    return load_human([{'instance_id': p['instance_id'], 'dataset': p['dataset'], **h} for p in pairs
+                       for h in p['human']])
+
+# %% ../nbs/06b_metaeval.ipynb #8b7603b8
+JUDGE_METRICS = {'correctness_label': 'precision', 'completeness_label': 'recall', 'overall_label': 'f1'}
+
+def pair_results(
+    pairs:list   # from `load_meta_pairs`
+)->list:
+    "Two RAGChecker results per pair, query ids `<instance>/1` and `<instance>/2`, without retrieved context."
+    return [RAGResult(query_id=f"{p['instance_id']}/{s}", query=p['query'], gt_answer=p['gt_answer'],
+                      response=p[f'model{s}']['response'], retrieved_context=[]) for p in pairs for s in (1, 2)]
+
+# %% ../nbs/06b_metaeval.ipynb #26fa73ed
+def _extract_shared(results:list, llm, claim_format:str, prefix_order:bool):
+    "Extract claims where missing, the ground-truth answer's once per pair (results come as /1, /2 of each pair)."
+    from ragnb.checker import extract_claims
+    firsts, seconds = results[0::2], results[1::2]
+    share = [(a, b) for a, b in zip(firsts, seconds) if b.gt_answer_claims is None]
+    for a, b in share: b.gt_answer_claims = a.gt_answer_claims if a.gt_answer_claims is not None else []
+    try: extract_claims(results, llm, claim_format, prefix_order=prefix_order)
+    finally:
+        for a, b in share:
+            b.gt_answer_claims = a.gt_answer_claims
+            b.ragnb['warnings'] = ([w for w in b.ragnb.get('warnings', []) if w['field'] != 'gt_answer_claims']
+                                   + [w for w in a.ragnb.get('warnings', []) if w['field'] == 'gt_answer_claims'])
+            if not b.ragnb['warnings']: del b.ragnb['warnings']
+
+# %% ../nbs/06b_metaeval.ipynb #3f70add6
+CHARS_PER_CLAIM = 45
+
+def run_estimate(
+    results:list,              # from `pair_results` (partly done ones count only what is missing)
+    profile:str='small',       # judge profile, resolved: 'small' or 'default'
+    claim_format:str='triplet' # 'triplet' or 'sentence'
+)->dict:
+    "Calls and tokens a meta-evaluation run will spend: extraction, then checks of about one claim per 45 characters."
+    from ragnb.audit import estimate
+    from ragnb.checker import CheckTask, check_tasks
+    p = get_prompt(f'extract_claims_{claim_format}')
+    texts = {(r.query, t) for r in results[0::2] for t in (r.gt_answer,) if r.gt_answer_claims is None}
+    texts |= {(r.query, r.response) for r in results if r.response_claims is None}
+    texts = {(q, t) for q, t in texts if t.strip()}
+    guess = lambda c, t: c if c is not None else ['x' * CHARS_PER_CLAIM] * max(1, len(t) // CHARS_PER_CLAIM)
+    tasks = [t for r in results for t, _, _ in check_tasks(RAGResult(
+        r.query_id, r.query, r.gt_answer, r.response, [], guess(r.response_claims, r.response),
+        guess(r.gt_answer_claims, r.gt_answer), r.answer2response, r.response2answer))]
+    ext = [sum(len(m['content']) for m in p.messages(question=q, text=t)) // 4 + 8 for q, t in texts]
+    chk = estimate(tasks, profile)
+    return dict(calls=len(ext) + chk['calls'], prompt_tokens=sum(ext) + chk['prompt_tokens'],
+                completion_tokens=sum(len(t) // CHARS_PER_CLAIM * 12 for _, t in texts) + chk['completion_tokens'],
+                extract_calls=len(ext), check_calls=chk['calls'])
+
+# %% ../nbs/06b_metaeval.ipynb #947d7544
+def judge_pair_scores(
+    results:list   # checked results from `pair_results`
+)->tuple:
+    "The pairs both of whose results are fully checked, in `load_pair_scores`' shape; and the ids of those left out."
+    s = score(results).per_result
+    out, left = [], []
+    for a, b in zip(results[0::2], results[1::2]):
+        iid = a.query_id.rsplit('/', 1)[0]
+        if a.query_id not in s.index or b.query_id not in s.index: left.append(iid); continue
+        out.append({'instance_id': iid, **{f'{k}/{n}': s.at[r.query_id, m] for k, m in JUDGE_METRICS.items()
+                                           for n, r in (('1', a), ('2', b))}})
+    cols = [f'{k}/{n}' for n in '12' for k in JUDGE_METRICS]
+    return pd.DataFrame(out, columns=['instance_id'] + cols).set_index('instance_id'), left
+
+# %% ../nbs/06b_metaeval.ipynb #8440f9c2
+ASPECT_NAMES = {'correctness_label': 'Correctness', 'completeness_label': 'Completeness', 'overall_label': 'Overall'}
+
+def table2(
+    t:pd.DataFrame,                        # rows of `meta_evaluate` (several systems may be concatenated)
+    kinds:tuple=('pearson', 'spearman')    # correlations to show (Table 2 has Pearson and Spearman)
+)->pd.DataFrame:
+    "`meta_evaluate` rows in RAGChecker's Table 2 layout: a row per scorer, (aspect, correlation) cells 'v [lo, hi]'."
+    d = t.reset_index()
+    if d.empty: return pd.DataFrame(columns=pd.MultiIndex.from_tuples([(a, k) for a in ASPECT_NAMES.values()
+                                                                      for k in kinds]))
+    d = d[d.correlation.isin(kinds)].assign(scorer=lambda d: d.scorer.str.rsplit(': ', n=1).str[0],
+                                            aspect=lambda d: d.aspect.map(ASPECT_NAMES))
+    d['cell'] = [f"{v:.1f} [{lo:.1f}, {hi:.1f}]" for v, lo, hi in zip(d.value, d.low, d.high)]
+    w = d.drop_duplicates(['aspect', 'scorer', 'correlation']).pivot(index='scorer', columns=['aspect', 'correlation'],
+                                                                     values='cell')
+    order = [s for s in dict.fromkeys(d.scorer) if s != 'annotator vs annotator'] + ['annotator vs annotator']
+    return w.reindex(index=[s for s in order if s in w.index],
+                     columns=[(a, k) for a in ASPECT_NAMES.values() for k in kinds]).rename_axis(index=None)
+
+# %% ../nbs/06b_metaeval.ipynb #0e0f9382
+@dataclass
+class MetaEvalRun:
+    "A judge's meta-evaluation: the table beside RAGChecker's stored row, per-pair scores, failures and spend."
+    table: pd.DataFrame      # `meta_evaluate` rows: the judge, RAGChecker's stored scores, annotator vs annotator
+    pairs: pd.DataFrame      # the judge's per-pair scores (`load_pair_scores`' shape)
+    stored: pd.DataFrame     # RAGChecker's stored scores of the same pairs (empty when the input has none)
+    results: list            # the checked `RAGResult`s, two per pair
+    failures: pd.DataFrame   # one row per failure: result, stage, field, reason
+    left_out: list           # pairs left out of the table (a result not fully checked)
+    estimated: dict = field(default_factory=dict)
+    spent: dict = field(default_factory=dict)     # this run: calls, cached, failed, prompt and completion tokens
+    scorer: str = 'judge'
+
+    @property
+    def table2(self) -> pd.DataFrame:
+        "The table in RAGChecker's Table 2 layout (`table2`)."
+        return table2(self.table)
+
+    @property
+    def width(self) -> float:
+        "Mean width (points) of the judge's Pearson and Spearman 95% intervals."
+        t = self.table.reset_index()
+        t = t[t.scorer.str.startswith(self.scorer + ': ') & t.correlation.isin(('pearson', 'spearman'))]
+        return round(float((t.high - t.low).mean()), 1)
+
+    def width_line(self) -> str:
+        "One line: how wide the judge's intervals are at this number of pairs."
+        n = len(self.pairs)
+        if n < 2: return f"{n} pair(s) fully checked: a correlation needs two at least, so there is no interval"
+        return (f"at N={n} pairs the judge's 95% intervals are {self.width} points wide on average (the interval "
+                "narrows about as 1/sqrt(N))")
+
+    def _repr_html_(self):
+        import html as h
+        return (f"<b>{h.escape(self.scorer)}</b> on {len(self.pairs)} pairs, {len(self.failures)} failure(s); "
+                f"{h.escape(self.width_line())}" + self.table2.to_html())
+
+# %% ../nbs/06b_metaeval.ipynb #e32f58a4
+def _selection(pairs:list, sample:int|None, seed:int)->list:
+    "`sample` pairs drawn with `seed` (in file order), or all."
+    if sample is None or sample >= len(pairs): return pairs
+    if sample < 1: raise ValueError(f"sample must be at least 1, not {sample}")
+    keep = set(random.Random(seed).sample(range(len(pairs)), sample))
+    return [p for i, p in enumerate(pairs) if i in keep]
+
+def _resume(sel:list, out, restart:bool)->tuple:
+    "The results to start from: `out`'s when it exists (and holds these pairs), else new ones; and whether resumed."
+    fresh = pair_results(sel)
+    if not out or restart or not Path(out).exists(): return fresh, False
+    try: got = load_results(out)
+    except ValueError as e: raise ValueError(f"cannot resume from {out} ({e}); pass --restart to start again") from None
+    if [r.query_id for r in got] != [r.query_id for r in fresh]:
+        raise ValueError(f"{out} holds other pairs than this run's (another --sample, --seed or --human?); pass "
+                         "--restart to start again, or another --out")
+    return got, True
+
+# %% ../nbs/06b_metaeval.ipynb #dfdf3327
+def _usage(llm)->dict:
+    u = llm.usage
+    return dict(calls=u.calls, cached=u.cached, failed=u.failed, prompt_tokens=u.prompt_tokens,
+                completion_tokens=u.completion_tokens)
+
+def _failures(results:list)->pd.DataFrame:
+    rows = [dict(result=r.query_id, **f) for r in results for f in r.ragnb.get('failures', [])]
+    return pd.DataFrame(rows, columns=['result', 'stage', 'field', 'reason'])
+
+def _say(quiet:bool, msg:str):
+    if not quiet: print(f"ragnb meta-eval: {msg}", file=sys.stderr)
+
+# %% ../nbs/06b_metaeval.ipynb #c1a7e1bd
+def run_meta_eval(
+    llm=None,                    # the judge (`ragnb.llm.LLM`); default `LLM()` from the environment
+    sample:int|None=None,        # check only this many pairs, drawn with `seed`; default all 280
+    seed:int=0,                  # seed of the sample and of the bootstrap
+    judge_profile:str='default', # 'default', 'small' (one Yes/No call per claim) or 'auto'
+    human=None,                  # pairs with texts and labels (`load_meta_pairs`'s inputs); default: the shipped ones
+    out=None,                    # RAGChecker JSON of the checked results, written as it goes and resumed from
+    restart:bool=False,          # ignore an existing `out`
+    claim_format:str='triplet',  # 'triplet' (RAGChecker's) or 'sentence'
+    n_boot:int=1000,             # bootstrap resamples of the intervals
+    quiet:bool=False             # print neither the estimate nor the spend
+)->MetaEvalRun:
+    "Check the pairs with `llm`; the Table 2 correlations with human preferences, beside RAGChecker's stored row."
+    from ragnb.llm import LLM
+    from ragnb.checker import check_claims, check_texts, profile_checker, judge_profile as resolve
+    sel = _selection(load_meta_pairs(human), sample, seed)
+    results, resumed = _resume(sel, out, restart)
+    check_texts(results, f"{human or meta_pairs_path()}: ")
+    llm = llm or LLM()
+    name = resolve(judge_profile, llm.model)
+    for r in results: r.ragnb.pop('failures', None)   # this run's failures replace the last run's
+    est = run_estimate(results, name, claim_format)
+    _say(quiet, f"{len(sel)} pair(s){' (resuming from ' + str(out) + ')' if resumed else ''}, judge {llm.model} "
+         f"({name} profile): about {est['calls']} call(s) ({est['extract_calls']} extractions, ~{est['check_calls']} "
+         f"checks), ~{est['prompt_tokens']:,} prompt + ~{est['completion_tokens']:,} completion tokens "
+         "(cached calls are free)")
+    before = _usage(llm)
+    _extract_shared(results, llm, claim_format, prefix_order=True)
+    if out: save_results(results, out)
+    check_claims(results, profile_checker(llm, name))
+    if out: save_results(results, out)
+    spent = {k: v - before[k] for k, v in _usage(llm).items()}
+    _say(quiet, f"spent {spent['calls']} call(s) ({spent['cached']} cached, {spent['failed']} failed), "
+         f"{spent['prompt_tokens']:,} prompt + {spent['completion_tokens']:,} completion tokens")
+    return _meta_table(sel, results, f"{llm.model} ({name})", est, spent, n_boot, seed)
+
+# %% ../nbs/06b_metaeval.ipynb #1e47a013
+def _meta_table(sel, results, scorer, est, spent, n_boot, seed) -> MetaEvalRun:
+    "The run's tables: the judge's and RAGChecker's rows on the pairs the judge scored."
+    jp, left = judge_pair_scores(results)
+    keep = [p for p in sel if str(p['instance_id']) in set(jp.index)]
+    jp.index = [p['instance_id'] for p in keep]; jp.index.name = 'instance_id'
+    h, rows = human_labels(keep), []
+    has = keep and all('ragchecker' in p['model1'] and 'ragchecker' in p['model2'] for p in keep)
+    stored = load_pair_scores(keep, 'ragchecker') if has else pd.DataFrame()
+    if len(keep) < 2: has = keep = False   # a correlation needs two pairs at least
+    with warnings.catch_warnings():   # a few pairs give constant inputs: their correlations show as NaN
+        warnings.simplefilter('ignore', RuntimeWarning); warnings.simplefilter('ignore', stats.ConstantInputWarning)
+        if has: rows.append(meta_evaluate(h, stored, system='RAGChecker (stored)', n_boot=n_boot, seed=seed))
+        if keep: rows.append(meta_evaluate(h, jp, system=scorer, n_boot=n_boot, seed=seed))
+    t = pd.concat(rows) if rows else pd.DataFrame(columns=['aspect', 'scorer', 'correlation', 'value', 'low', 'high']
+                                                   ).set_index(['aspect', 'scorer', 'correlation'])
+    t = t[~t.index.duplicated()]
+    return MetaEvalRun(t, jp, stored, results, _failures(results), left, est, spent, scorer)
+
 # %% ../nbs/06b_metaeval.ipynb #7f13363c
 def _cli_meta_eval(args) -> int:
+    if args.run: return _cli_run(args)
+    if not (args.human and args.scores):
+        raise ValueError("give --human and --scores (stored scores), or --run to check the pairs with your judge")
     human, pairs = load_human(args.human), load_pair_scores(args.scores, args.system)
     t = meta_evaluate(human, pairs, metrics=args.metric or None, system=args.system or Path(args.scores).stem,
                       n_boot=args.boot, seed=args.seed)
@@ -165,16 +458,52 @@ def _cli_meta_eval(args) -> int:
         print(t.to_string())
     return 0
 
+# %% ../nbs/06b_metaeval.ipynb #f562a469
+def _cli_run(args) -> int:
+    from ragnb.llm import LLM, call_options, check_output, default_concurrency
+    out = check_output(args.out) if args.out else None   # before any call: a missing folder fails now
+    llm = LLM(concurrency=args.concurrency or default_concurrency(), **call_options(args))
+    run = run_meta_eval(llm, args.sample, args.seed, args.judge_profile, args.human, out, args.restart,
+                        args.claim_format, args.boot)
+    with pd.option_context('display.width', 250, 'display.max_columns', 20):
+        print(f"Table 2 (correlation x100 with human preferences, 95% bootstrap interval), {len(run.pairs)} pairs:")
+        print(run.table2.to_string())
+    print(run.width_line())
+    for f in run.failures.itertuples():
+        print(f"ragnb meta-eval: result {f.result!r}, field {f.field!r}: {f.reason}", file=sys.stderr)
+    if run.left_out:
+        print(f"ragnb meta-eval: {len(run.left_out)} pair(s) left out of the table (a call failed): "
+              f"{', '.join(run.left_out[:10])}; rerun{' with the same --out' if out else ''} to retry them",
+              file=sys.stderr)
+    if out: print(f"ragnb meta-eval: wrote {out}", file=sys.stderr)
+    return 1 if len(run.failures) else 0
+
+# %% ../nbs/06b_metaeval.ipynb #7ace281b
 def add_cli(
     sub   # the `ragnb` command's subparsers
 ):
     "Register `ragnb meta-eval`."
+    from ragnb.llm import add_call_options
+    from ragnb.checker import add_judge_profile, CLAIM_FORMATS
     p = sub.add_parser('meta-eval')
-    p.add_argument('--human', required=True, help="human labels (RAGChecker's human_labeled_data.json format)")
-    p.add_argument('--scores', required=True, help="per-pair scores (RAGChecker's baseline_*.json format)")
+    p.add_argument('--human', help="human labels (RAGChecker's human_labeled_data.json format); with --run, pairs "
+                   "with texts (default: the 280 pairs shipped with ragnb)")
+    p.add_argument('--scores', help="per-pair scores (RAGChecker's baseline_*.json format); not with --run")
     p.add_argument('--system', default=None, help='key of the scores inside model1/model2 (found when there is one)')
     p.add_argument('--metric', action='append',
                    help='metric to correlate with every aspect (repeatable); default: same-named')
     p.add_argument('--boot', type=int, default=1000, help='bootstrap resamples for the confidence intervals')
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--seed', type=int, default=0, help='seed of the bootstrap and of --sample')
+    g = p.add_argument_group('--run: check the pairs with your judge')
+    g.add_argument('--run', action='store_true', help="extract and check the pairs' claims with the configured model "
+                   "and print RAGChecker's Table 2 with its row beside RAGChecker's stored one")
+    g.add_argument('--sample', type=int, default=None, help='check only N pairs, drawn with --seed (default: all)')
+    g.add_argument('--out', default=None, help='JSON of the checked results, written as the run goes and resumed '
+                   'from when it exists (default: none; a rerun is then answered from the call cache)')
+    g.add_argument('--restart', action='store_true', help='ignore an existing --out and start again')
+    g.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
+    add_judge_profile(g)
+    g.add_argument('--concurrency', type=int, default=None, help='model calls in flight at once (default: 16, or 1 '
+                   'for an endpoint on this machine)')
+    add_call_options(p)
     p.set_defaults(func=_cli_meta_eval)
