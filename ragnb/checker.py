@@ -21,8 +21,8 @@ __all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'JUDGE_PROFILES', 'SMALL
            'Claims', 'cut_list', 'salvage_claims', 'parse_claims', 'claim_text', 'claims_schema', 'numbered',
            'parse_labels', 'CheckTask', 'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker',
            'judge_profile', 'yes_no', 'small_checker', 'profile_checker', 'extract_claims', 'check_tasks',
-           'check_claims', 'ragchecker_calls', 'usage_table', 'CheckRun', 'check_texts', 'run_checks',
-           'add_judge_profile', 'add_cli']
+           'check_claims', 'ragchecker_calls', 'usage_table', 'estimate_checks', 'CheckRun', 'check_texts',
+           'run_checks', 'add_judge_profile', 'add_cli']
 
 # %% ../nbs/06_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -518,6 +518,26 @@ def usage_table(results:list # Checked `RAGResult`s (their `ragnb` usage records
                          ragchecker_calls=ragchecker_calls(nr, ng, len(r.retrieved_context)),
                          failures=len(r.ragnb.get('failures', [])), warnings=len(r.ragnb.get('warnings', []))))
     return pd.DataFrame(rows).set_index('query_id')
+
+# %% ../nbs/06_checker.ipynb #4bf3cd7c
+def _tokens(messages) -> int: return sum(len(m['content']) for m in messages) // 4 + 4 * len(messages)
+
+def estimate_checks(tasks:list, # `CheckTask`s
+                    profile:str # 'small' or 'default' (resolved)
+                   ) -> dict:
+    "Calls and tokens a checker profile will spend on `tasks` (first attempts; re-asks come on top)."
+    if profile == 'small':
+        p = get_prompt('judge_claim_binary')
+        pt = sum(_tokens(p.messages(question=t.question, reference=t.reference, claim=claim_text(c)))
+                 for t in tasks for c in t.claims)
+        n = sum(len(t.claims) for t in tasks)
+        return dict(calls=n, prompt_tokens=pt, completion_tokens=2 * n)
+    p = get_prompt('check_claims')
+    pt = sum(_tokens(p.messages(question=t.question, reference=t.reference,
+                                claims=numbered(t.claims, range(len(t.claims))), n=len(t.claims)))
+             for t in tasks if t.claims)
+    return dict(calls=sum(bool(t.claims) for t in tasks), prompt_tokens=pt,
+                completion_tokens=sum(12 * len(t.claims) for t in tasks))
 
 # %% ../nbs/06_checker.ipynb #60684a22
 @dataclass

@@ -269,8 +269,7 @@ def run_estimate(
     claim_format:str='triplet' # 'triplet' or 'sentence'
 )->dict:
     "Calls and tokens a meta-evaluation run will spend: extraction, then checks of about one claim per 45 characters."
-    from ragnb.audit import estimate
-    from ragnb.checker import CheckTask, check_tasks
+    from ragnb.checker import CheckTask, check_tasks, estimate_checks
     p = get_prompt(f'extract_claims_{claim_format}')
     texts = {(r.query, t) for r in results[0::2] for t in (r.gt_answer,) if r.gt_answer_claims is None}
     texts |= {(r.query, r.response) for r in results if r.response_claims is None}
@@ -280,7 +279,7 @@ def run_estimate(
         r.query_id, r.query, r.gt_answer, r.response, [], guess(r.response_claims, r.response),
         guess(r.gt_answer_claims, r.gt_answer), r.answer2response, r.response2answer))]
     ext = [sum(len(m['content']) for m in p.messages(question=q, text=t)) // 4 + 8 for q, t in texts]
-    chk = estimate(tasks, profile)
+    chk = estimate_checks(tasks, profile)
     return dict(calls=len(ext) + chk['calls'], prompt_tokens=sum(ext) + chk['prompt_tokens'],
                 completion_tokens=sum(len(t) // CHARS_PER_CLAIM * 12 for _, t in texts) + chk['completion_tokens'],
                 extract_calls=len(ext), check_calls=chk['calls'])
