@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_llm.ipynb #e9e4efd3
 from __future__ import annotations
-import asyncio, base64, hashlib, json, math, mimetypes, os, re, sqlite3, sys, time
+import asyncio, base64, json, math, mimetypes, os, re, sqlite3, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -13,19 +13,18 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 from ragnb.display import md_escape, fenced
 from ragnb.lazy import lazy
-from ragnb.safe import MB, inflate_bounded, printable, redact
-from ragnb.cache import CallCache, cache_key, canonical_json
+from ragnb.safe import printable, redact
+from ragnb.cache import CallCache, Exchange, cache_key, message_refs, select_traces
 from ragnb.limits import BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'PRICES', 'PLACEHOLDER_KEYS',
-           'STRUCTURED_MODES', 'REQUEST_LIMIT', 'default_cache_dir', 'env_model', 'env_number', 'show_progress',
-           'is_local', 'task_cap', 'default_concurrency', 'by_prefix', 'text_part', 'image_part', 'Usage', 'Failure',
-           'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'LLM', 'response_format',
-           'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'joined_content',
-           'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'message_refs', 'Exchange',
-           'select_traces', 'check_vectors']
+           'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'is_local', 'task_cap',
+           'default_concurrency', 'by_prefix', 'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError',
+           'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'LLM', 'response_format', 'refuses_format',
+           'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'joined_content', 'fast_path',
+           'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -1019,103 +1018,11 @@ def client(self:LLM) -> openai.AsyncOpenAI:
 
 
 
-# %% ../nbs/00_llm.ipynb #3f9f5b49
-def _image_ref(part:dict) -> dict:
-    "An `image_url` part as a reference: the SHA-256, MIME type and size of a data URL's bytes (other URLs kept)."
-    url = (part.get('image_url') or {}).get('url', '')
-    if not url.startswith('data:'): return part
-    head, _, b64 = url.partition(',')
-    data = base64.b64decode(b64)
-    return {'type':'image_ref', 'sha256':hashlib.sha256(data).hexdigest(), 'mime':head[5:].split(';')[0],
-            'bytes':len(data), 'detail':part['image_url'].get('detail')}
-
-def message_refs(messages:list # Chat messages
-                ) -> list:
-    "`messages` with every image data URL replaced by a reference (SHA-256, MIME type, size): what a trace keeps."
-    out = []
-    for m in messages:
-        c = m.get('content') if isinstance(m, dict) else None
-        if isinstance(c, list): m = {**m, 'content':[_image_ref(p) if p.get('type') == 'image_url' else p for p in c]}
-        out.append(m)
-    return out
-
 # %% ../nbs/00_llm.ipynb #2c315571
 def _jsonable(v):
     "A parse result as JSON data (dataclasses as dicts, other objects as text)."
     return json.loads(json.dumps(v, ensure_ascii=False,
                                  default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
-
-# %% ../nbs/00_llm.ipynb #eeba11da
-def _user_text(messages:list) -> str:
-    return '\n'.join(m['content'] if isinstance(m.get('content'), str) else
-                     ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text')
-                     for m in messages)
-
-# %% ../nbs/00_llm.ipynb #5d6d11bb
-@dataclass
-class Exchange:
-    "One model call as it happened: what was sent, what came back, and how the reply was read."
-    item_id:Any  # The item's id in its batch
-    key:str  # The call's cache key
-    prompt:str|None  # `name@version`
-    model:str|None  # The model asked
-    messages:list  # As sent, images as references (`message_refs`)
-    params:dict  # Sampling parameters
-    source:str  # 'live', 'cached' or 'replayed'
-    reply:str|None=None  # The raw reply
-    finish_reason:str|None=None
-    prompt_tokens:int|None=None  # Tokens of the call when it was made (also for a cached reply)
-    completion_tokens:int|None=None
-    latency:float=0.0  # Seconds for the whole call, retries and backoff included
-    attempts:int=0  # Requests sent (0 when the cache answered)
-    errors:list=field(default_factory=list)  # Failed attempts: {attempt, kind, message}
-    parsed:Any=None  # The parse result as JSON data (None when it is the reply itself or parsing failed)
-    failure:dict|None=None  # {kind, message} when the call gave no usable value
-    endpoint:str|None=None  # The endpoint named in the cache key
-    run:str|None=None  # Id of the `LLM` object that made the call
-    time:float=0.0  # When the call ended (Unix time)
-
-    @property
-    def ok(self): return self.failure is None
-    @property
-    def prompt_name(self): return (self.prompt or '').split('@')[0]
-
-    def request_text(self) -> str:
-        "The messages as plain text, one `[role]` block each, images as `[image sha256:… N bytes]`."
-        out = []
-        for m in self.messages:
-            c = m.get('content')
-            if not isinstance(c, str):
-                c = '\n'.join(p.get('text', '') if p.get('type') == 'text' else
-                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes "
-                              f"{p.get('mime', '')}]"
-                              if p.get('type') == 'image_ref' else f"[{p.get('type')}]" for p in c or [])
-            out.append(f"[{m.get('role')}]\n{c}")
-        return '\n\n'.join(out)
-
-    def summary(self) -> str:
-        "One line: prompt, model, source, attempts, tokens, latency and outcome."
-        tok = (f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None
-               else 'no tokens')
-        end = 'ok' if self.ok else f"failed ({self.failure['kind']})"
-        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}"
-                + (f", {self.attempts} attempt(s)" if self.attempts else '')
-                + f" · {tok} · {self.latency*1000:,.0f} ms · finish {self.finish_reason or '–'} · {end}")
-
-    def _repr_html_(self):
-        import html as H
-        pre = lambda s: f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>{H.escape(s)}</pre>"
-        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>"
-                       for e in self.errors)
-        fail = (f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>"
-                if self.failure else '')
-        parsed = (
-            f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>"
-                  if self.parsed is not None else '')
-        return (f"<p><b>{H.escape(str(self.item_id))}</b>: {H.escape(self.summary())}</p>"
-                f"<details><summary>request</summary>{pre(self.request_text())}</details>"
-                f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
-                + (f"<ul>{errs}</ul>" if errs else '') + fail + parsed)
 
 # %% ../nbs/00_llm.ipynb #b2b43f7c
 @patch
@@ -1177,110 +1084,6 @@ async def acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model
 
 LLM.tracing = True
 LLM.trace_memory = 10_000  # exchanges kept in memory; older ones are read back from the cache
-
-# %% ../nbs/00_llm.ipynb #d986d56b
-import zlib
-
-REQUEST_LIMIT = 16*MB  # the most a stored request may inflate to: a text prompt is far smaller; more is a zip bomb
-
-def _obj(s) -> dict:
-    "A JSON object from a cache row, or {} (also for a row that is not one)."
-    try: v = json.loads(s) if s is not None else None
-    except (TypeError, ValueError): return {}
-    return v if isinstance(v, dict) else {}
-
-_TRACE_TABLES = ('CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, body BLOB NOT NULL)',
-                 'CREATE TABLE IF NOT EXISTS traces (item TEXT NOT NULL, key TEXT NOT NULL, run TEXT, time REAL, '
-                 'record TEXT NOT NULL, PRIMARY KEY (item, key)) WITHOUT ROWID')
-
-@patch
-def put_trace(self:CallCache, ex:Exchange):
-    "Store an exchange: its request once per cache key (compressed), and its trace row under (item, key)."
-    c = self._conn()
-    if not self.__dict__.get('_trace_tables'):
-        for s in _TRACE_TABLES: c.execute(s)
-        self._trace_tables = True
-    rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
-           'failure':ex.failure}
-    # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
-    c.execute('BEGIN IMMEDIATE')
-    try:
-        if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
-            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages,
-                    'params':ex.params}
-            c.execute('INSERT INTO requests VALUES (?,?)', (ex.key, zlib.compress(canonical_json(body).encode(), 6)))
-        if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
-            rec['reply'] = ex.reply  # a reply the cache did not keep
-        rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
-        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)',
-                  ('' if ex.item_id is None else str(ex.item_id), ex.key,
-                  ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
-        c.execute('COMMIT')
-    except BaseException:
-        if c.in_transaction: c.execute('ROLLBACK')  # SQLite may have rolled back already (a full disk)
-        raise
-
-
-
-# %% ../nbs/00_llm.ipynb #37a9289f
-def select_traces(exchanges:list, # `Exchange`s, any order
-                  prompts:Iterable|str|None=None, # Prompt names to keep (`factoid_qa`, ...); None keeps all
-                  contains:str|None=None # Text the request's messages must contain
-                 ) -> list[Exchange]:
-    "Per item, the exchanges of its latest run that pass the filters, oldest first."
-    if isinstance(prompts, str): prompts = [prompts]
-    keep = [e for e in exchanges if (prompts is None or e.prompt_name in prompts)
-            and (contains is None or contains in _user_text(e.messages))]
-    last = {}
-    for e in keep: last[str(e.item_id)] = max(last.get(str(e.item_id), (0, None)), (e.time, e.run), key=lambda t: t[0])
-    return sorted((e for e in keep if e.run == last[str(e.item_id)][1]), key=lambda e: (e.time, str(e.item_id)))
-
-# %% ../nbs/00_llm.ipynb #4200238b
-@patch
-def traces(self:CallCache,
-           item_id=None, # The item's id in its batch
-           prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-           **filters # `prompts=`, `contains=`: as `select_traces` takes them
-          ) -> list[Exchange]:
-    "Stored exchanges of item `item_id`, or of every item whose id starts with `prefix` (see `select_traces`)."
-    where, args = ('t.item=?', ('' if item_id is None else str(item_id),)) if prefix is None else \
-                  ('t.item>=? AND t.item<?', (prefix, prefix + '\U0010ffff'))
-    try:
-        rows = self._conn().execute('SELECT t.item, t.key, t.run, t.time, t.record, r.body, c.record FROM traces t '
-                                    'LEFT JOIN requests r ON r.key=t.key LEFT JOIN calls c ON c.key=t.key WHERE '
-                                    + where, args).fetchall()
-    except sqlite3.OperationalError as e:
-        if 'no such table' in str(e): return []  # a cache without traces
-        raise
-    out = []
-    for item, key, run, t, rec, body, call in rows:
-        rec, call = _obj(rec), _obj(call)
-        if body is not None and not isinstance(body, bytes): body = str(body).encode()
-        req = _obj(inflate_bounded(body, REQUEST_LIMIT, f"call cache {self.path}: request of call {str(key)[:12]}")
-                   if body else None)
-        out.append(_exchange(item, key, run, t, rec, req, call))
-    return select_traces(out, **filters)
-
-def _exchange(item, key, run, t, rec:dict, req:dict, call:dict) -> Exchange:
-    "An `Exchange` from the rows of a cache file, each field of the type it must have (a file may have been altered)."
-    num = lambda v, d=None: v if isinstance(v, (int, float)) and not isinstance(v, bool) else d
-    tok = lambda k: num((call.get('usage') if isinstance(call.get('usage'), dict) else {}).get(k))
-    msgs = req.get('messages') if isinstance(req.get('messages'), list) else []
-    msgs = [m for m in msgs if isinstance(m, dict)]
-    msgs = [m if isinstance(m.get('content'), str) or m.get('content') is None else
-            {**m, 'content':[p for p in m['content'] if isinstance(p, dict)] if isinstance(m['content'], list)
-             else str(m['content'])} for m in msgs]
-    errs = [{'attempt':_count(e.get('attempt')), 'kind':str(e.get('kind')), 'message':str(e.get('message'))}
-            for e in rec.get('errors') or [] if isinstance(e, dict)] if isinstance(rec.get('errors'), list) else []
-    f = rec.get('failure')
-    f = {'kind':str(f.get('kind')), 'message':str(f.get('message'))} if isinstance(f, dict) else None
-    return Exchange(str(item), str(key), _str(req.get('prompt')), _str(req.get('model')), msgs,
-                    req.get('params') if isinstance(req.get('params'), dict) else {}, _str(rec.get('source')) or '?',
-                    _str(call.get('text', rec.get('reply'))), _str(call.get('finish_reason')), tok('prompt_tokens'),
-                    tok('completion_tokens'), num(rec.get('latency'), 0.0), _count(rec.get('attempts')), errs,
-                    rec.get('parsed'), f, _str(req.get('endpoint')), _str(run), num(t, 0.0))
-
-
 
 # %% ../nbs/00_llm.ipynb #06104f4b
 @patch
