@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .llm import LLM, add_call_options, call_options, check_output
+from .llm import LLM
+from .options import add_call_options, call_options, check_output
 from .prompts import get_prompt
 from .metrics import LABELS, METRICS, load_results, score
 from .checker import (CheckTask, check_tasks, claim_text, judge_profile, profile_checker, add_judge_profile,

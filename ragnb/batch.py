@@ -9,7 +9,8 @@ from typing import Callable, Iterable
 from ragnb.lazy import lazy
 openai = lazy('openai')  # imported on first use, so importing ragnb stays quick
 from tqdm.auto import tqdm
-from ragnb.llm import LLM, BadReply, Request, Result, Usage, as_requests, content_text, prompt_id, cost_of
+from ragnb.llm import LLM, Request, Result, Usage, as_requests, content_text, prompt_id, cost_of
+from ragnb.limits import BadReply
 from ragnb.safe import write_text
 
 # %% auto #0

@@ -12,7 +12,8 @@ from typing import Callable
 from ragnb.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 
-from ragnb.llm import LLM, Request, ParseError, add_call_options, call_options, check_output
+from ragnb.llm import LLM, Request, ParseError
+from ragnb.options import add_call_options, call_options, check_output
 from ragnb.prompts import get_prompt
 from ragnb.metrics import LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics, check_unique_ids
 

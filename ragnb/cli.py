@@ -140,6 +140,6 @@ def _main(argv:list[str]) -> int:
     return code
 
 def _unkept() -> list:
-    "The call cache writes that failed in this process (none when the command never loaded the LLM layer)."
-    llm = sys.modules.get('ragnb.llm')
-    return llm.unkept_writes() if llm else []
+    "The call cache writes that failed in this process (none when the command never loaded the call cache)."
+    cache = sys.modules.get('ragnb.cache')
+    return cache.unkept_writes() if cache else []

@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime, html, json, os, shutil, sqlite3, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
-from .llm import LLM, CallCache, Usage, add_call_options, call_options
+from .llm import LLM, Usage
+from .cache import CallCache
+from .options import add_call_options, call_options
 from .safe import atomic_write, write_text
 
 # %% auto #0

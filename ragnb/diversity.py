@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 from ragnb.lazy import lazy
 pd, plt = lazy('pandas'), lazy('matplotlib.pyplot')  # imported on first use: `ragnb generate` starts at once
-from ragnb.llm import LLM, Request, Usage, ParseError, LLMError, add_call_options, call_options, check_output
+from ragnb.llm import LLM, Request, Usage, ParseError, LLMError
+from ragnb.options import add_call_options, call_options, check_output
 from ragnb.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.documents import Document, Chunk, load_documents, split_documents, DEFAULT_GLOB
 from ragnb.evidence import ground

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_llm.ipynb #e9e4efd3
 from __future__ import annotations
-import asyncio, base64, hashlib, html, json, math, mimetypes, os, random, re, sqlite3, sys, threading, time
+import asyncio, base64, json, math, mimetypes, os, re, sqlite3, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -13,18 +13,18 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 from ragnb.display import md_escape, fenced
 from ragnb.lazy import lazy
+from ragnb.safe import printable, redact
+from ragnb.cache import CallCache, Exchange, cache_key, message_refs, select_traces
+from ragnb.limits import BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'PRICES', 'RETRYABLE',
-           'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'REQUEST_LIMIT', 'default_cache_dir', 'env_model', 'env_number',
-           'show_progress', 'is_local', 'task_cap', 'default_concurrency', 'by_prefix', 'add_call_options',
-           'call_options', 'check_output', 'text_part', 'image_part', 'cache_key', 'CacheError', 'unkept_writes',
-           'CallCache', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
-           'BadReply', 'NotSent', 'error_kind', 'retry_after', 'backoff_delay', 'run_sync', 'reset_seconds',
-           'RateLimiter', 'LLM', 'response_format', 'refuses_format', 'schema_error', 'follows_schema',
-           'structured_mode', 'content_text', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests',
-           'prompt_id', 'message_refs', 'Exchange', 'select_traces', 'check_vectors']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'PRICES', 'PLACEHOLDER_KEYS',
+           'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'is_local', 'task_cap',
+           'default_concurrency', 'by_prefix', 'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError',
+           'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'LLM', 'response_format', 'refuses_format',
+           'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'joined_content', 'fast_path',
+           'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../nbs/00_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -101,52 +101,6 @@ def by_prefix(items:list, # Calls, or anything holding their messages
     text = lambda x: json.dumps(messages(x), sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
     return sorted(items, key=text)
 
-# %% ../nbs/00_llm.ipynb #ba159a67
-def add_call_options(p # An argparse (sub)parser
-                    ):
-    ("Add the deadlines (`--timeout`, `--first-token-timeout`, `--idle-timeout`), `--max-retries`, `--max-tokens` and "
-     "`--no-stream` to an argparse (sub)parser of a command that calls a model.")
-    r, l = DEADLINES['remote'], DEADLINES['local']
-    def d(k): return f"{r[k]:g} s, or {l[k]:g} s for an endpoint on this machine"
-    p.add_argument('--timeout', type=float, default=None, help='total seconds per attempt of a model call, the cap '
-                   f'even on a server that keeps sending (default: RAGNB_TIMEOUT, else {d("total")})')
-    p.add_argument('--first-token-timeout', type=float, default=None, help='seconds to wait for the first token of a '
-                   'streamed reply: the model reading the prompt, and any queue at the server (default: '
-                   f'RAGNB_FIRST_TOKEN_TIMEOUT, else {d("first_token")})')
-    p.add_argument('--idle-timeout', type=float, default=None, help='seconds without a new token before a streamed '
-                   f'reply counts as stuck (default: RAGNB_IDLE_TIMEOUT, else {d("idle")})')
-    p.add_argument('--max-retries', type=int, default=None,
-                   help='retries of a model call on 429/5xx/timeouts/connection '
-                   'errors (default: RAGNB_MAX_RETRIES, else 4)')
-    p.add_argument('--max-tokens', type=int, default=None, help='tokens a reply may have, for every call; 0: no cap '
-                   '(default: RAGNB_MAX_TOKENS, else per task: ' + ', '.join(f'{k} {v}' for k, v in TASK_CAPS.items())
-                   + ')')
-    p.add_argument('--no-stream', dest='stream', action='store_false', default=None,
-                   help='ask for whole replies instead of streamed ones (then only --timeout applies; default: '
-                   'RAGNB_STREAM, else stream, falling back on its own when a server refuses)')
-
-# %% ../nbs/00_llm.ipynb #a8908143
-def call_options(args # Parsed arguments of a parser given `add_call_options`
-                ) -> dict:
-    "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line)."
-    return {k: v for k in ('timeout', 'first_token_timeout', 'idle_timeout', 'max_retries', 'max_tokens', 'stream')
-            if (v := getattr(args, k, None)) is not None}
-
-# %% ../nbs/00_llm.ipynb #f3dae34e
-def check_output(path:str|Path, # Where a command will write its result
-                 make_parents:bool=False # The command creates missing folders itself
-                ) -> Path:
-    ("`path`, or a `ValueError` before any model call when it cannot be written: a folder, a missing or read-only "
-     "folder.")
-    p = Path(path)
-    if p.is_dir(): raise ValueError(f"--out {p} is a folder; give a file name")
-    d = p.parent
-    if not make_parents and not d.is_dir(): raise ValueError(f"--out {p}: the folder {d} does not exist")
-    while not d.exists(): d = d.parent
-    if not os.access(d, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ValueError(f"--out {p}: not writable")
-    return p
-
 # %% ../nbs/00_llm.ipynb #ee5f19b2
 def text_part(text:str # The text
              ) -> dict:
@@ -168,167 +122,6 @@ def image_part(img, # A path, raw bytes, or a PIL image
         data, mime = p.read_bytes(), mime or mimetypes.guess_type(p.name)[0]
     url = f"data:{mime or 'image/png'};base64,{base64.b64encode(data).decode()}"
     return {'type':'image_url', 'image_url':{'url':url, 'detail':detail}}
-
-# %% ../nbs/00_llm.ipynb #44cef137
-def _canon(o) -> str: return json.dumps(o, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
-
-def cache_key(endpoint:str, # Base URL of the OpenAI-compatible API
-              model:str, # Model name
-              messages:list|str, # Chat messages (or the text to embed)
-              params:dict|None=None, # Sampling parameters (temperature, max_tokens, response_format, ...)
-              prompt:str|None=None, # Prompt id, `name@version`
-              kind:str='chat' # `chat` or `embedding`
-             ) -> str:
-    "A SHA-256 hex digest identifying one model call."
-    payload = {'kind':kind, 'endpoint':(endpoint or '').rstrip('/'), 'model':model, 'messages':messages,
-               'params':params or {}, 'prompt':prompt}
-    return hashlib.sha256(_canon(payload).encode()).hexdigest()
-
-# %% ../nbs/00_llm.ipynb #a639f294
-import contextlib, warnings
-from .safe import MB, UnsafeInput, inflate_bounded, printable, redact
-
-class CacheError(UnsafeInput):
-    "A call cache file ragnb will not use (not SQLite, damaged, another program's database); the message names it."
-
-_TABLES = {'calls': {'key', 'kind', 'model', 'prompt', 'record', 'created'},   # ragnb's tables and their columns
-           'features': {'endpoint', 'model', 'feature', 'record', 'updated'},
-           'requests': {'key', 'body'}, 'traces': {'item', 'key', 'run', 'time', 'record'}}
-_UNKEPT = []  # (cache file, error) of every write a call cache of this process could not make
-
-def unkept_writes() -> list[tuple[str, str]]:
-    "(cache file, error) of every write to a call cache that failed in this process (a full disk), oldest first."
-    return list(_UNKEPT)
-
-def _check_cache_file(path:Path):
-    "Refuse a file that is not a ragnb call cache before anything is written to it (`CacheError` naming it)."
-    if not path.exists(): return
-    if not path.is_file(): raise CacheError(f"call cache {path}: not a regular file")
-    with open(path, 'rb') as f: head = f.read(16)
-    if head and head != b'SQLite format 3\x00':
-        raise CacheError(f"call cache {path}: not an SQLite file, so not a ragnb call cache (move it away, or give "
-                         "another cache file)")
-    try:
-        with contextlib.closing(sqlite3.connect(path)) as c:
-            names = [n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                     if not n.startswith('sqlite_')]
-            if other := sorted(set(names) - set(_TABLES)):
-                raise CacheError(f"call cache {path}: an SQLite database with table(s) "
-                                 f"{printable(', '.join(other))[:200]}, not a ragnb call cache (its tables: "
-                                 f"{', '.join(_TABLES)})")
-            for n in names:
-                if missing := _TABLES[n] - {r[1] for r in c.execute(f'PRAGMA table_info({n})')}:
-                    raise CacheError(f"call cache {path}: table {n} lacks column(s) {', '.join(sorted(missing))}: "
-                                     "not a ragnb call cache")
-    except sqlite3.DatabaseError as e:
-        raise CacheError(f"call cache {path}: not readable as a ragnb call cache ({e})") from None
-
-# %% ../nbs/00_llm.ipynb #bf9ca961
-class CallCache:
-    "Successful model replies on disk, keyed by `cache_key`; safe for concurrent writers."
-    def __init__(self, path:str|Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _check_cache_file(self.path)
-        self._local, self._unsaved, self.errors = threading.local(), {}, []
-        try:
-            with self._conn() as c:
-                c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt '
-                          'TEXT, record TEXT NOT NULL, created REAL)')
-        except sqlite3.Error as e: raise CacheError(f"call cache {self.path}: cannot be opened ({e})") from None
-
-    def _conn(self) -> sqlite3.Connection:
-        c = getattr(self._local, 'conn', None)
-        if c is None:
-            c = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA busy_timeout=30000')
-            # WAL: no fsync per commit; a crash of the process loses nothing committed
-            c.execute('PRAGMA synchronous=NORMAL')
-            self._local.conn = c
-        return c
-
-    def _read(self, sql:str, args:tuple=()) -> list:
-        "Rows of a query; a damaged file is a `CacheError` naming it."
-        try: return self._conn().execute(sql, args).fetchall()
-        except sqlite3.OperationalError: raise
-        except sqlite3.DatabaseError as e: raise CacheError(f"call cache {self.path}: {e}") from None
-
-    def get(self, key:str # A `cache_key`
-           ) -> dict|None:
-        "The stored record for `key`, or None (also for a row that is not a JSON object)."
-        if key in self._unsaved: return self._unsaved[key]
-        rows = self._read('SELECT record FROM calls WHERE key=? AND length(record) <= ?', (key, 64*MB))
-        try: rec = json.loads(rows[0][0]) if rows else None
-        except (TypeError, ValueError): return None
-        return rec if isinstance(rec, dict) else None
-
-    def put(self, key:str, # A `cache_key`
-            record:dict, # What to store (JSON-serialisable)
-            kind='chat', # 'chat' or 'embedding'
-            model=None, # Model name
-            prompt=None # Prompt id
-           ):
-        "Store `record` under `key` (replacing an older one); if the file cannot be written, keep it in memory."
-        row = (key, kind, model, prompt, _canon(record), time.time())
-        try: self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)', row)
-        except sqlite3.Error as e: self._unsaved[key] = json.loads(row[4]); self.write_failed(e, 'replies')
-        else: self._unsaved.pop(key, None)
-
-    def write_failed(self, e:Exception, # The error of the write (`database or disk is full`)
-                     what:str='replies' # What was not written: 'replies', 'traces', ...
-                    ):
-        "Note a write this file could not take (the run goes on); the first one warns, naming the file and the error."
-        self.errors.append(f"{what}: {type(e).__name__}: {e}"); _UNKEPT.append((str(self.path), str(e)))
-        if len(self.errors) == 1:
-            warnings.warn(f"{what} not stored in the call cache {self.path} ({type(e).__name__}: {e}): replies are "
-                          "used but not kept while it cannot be written, so a rerun pays for them again", stacklevel=3)
-
-    def get_feature(self, endpoint:str, # Endpoint name
-                    model:str, # Model name
-                    feature:str # e.g. 'structured'
-                   ) -> dict|None:
-        "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
-        try: rows = self._read('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
-                               (endpoint, model, feature))
-        # no table yet: a cache from before features, opened read-only in spirit
-        except sqlite3.OperationalError: return None
-        try: rec = json.loads(rows[0][0]) if rows else None
-        except (TypeError, ValueError): return None
-        return rec if isinstance(rec, dict) else None
-
-    def put_feature(self, endpoint:str, # Endpoint name
-                    model:str, # Model name
-                    feature:str, # e.g. 'structured'
-                    record:dict # What was learnt (JSON-serialisable)
-                   ):
-        "Remember what was learnt about `feature`."
-        c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
-        try:
-            c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT '
-                      'NULL, updated REAL, PRIMARY KEY (endpoint, model, feature))')
-            c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
-                      (endpoint, model, feature, _canon(record), time.time()))
-        except sqlite3.Error as e: self.write_failed(e, 'endpoint features')
-
-    def features(self) -> list[dict]:
-        "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
-        try: rows = self._read('SELECT endpoint, model, feature, record FROM features ORDER BY updated')
-        except sqlite3.OperationalError: return []
-        out = []
-        for e, m, f, r in rows:
-            try: rec = json.loads(r)
-            except (TypeError, ValueError): rec = None
-            if isinstance(rec, dict): out.append({'endpoint':e, 'model':m, 'feature':f, **rec})
-        return out
-
-    def __len__(self): return self._read('SELECT COUNT(*) FROM calls')[0][0]
-    def __contains__(self, key): return self.get(key) is not None
-
-    def checkpoint(self):
-        "Fold the write-ahead log into the main file (before committing a cache file to git)."
-        self._conn().execute('PRAGMA wal_checkpoint(TRUNCATE)')
-
-    def __repr__(self): return f"CallCache({str(self.path)!r}, {len(self)} calls)"
 
 # %% ../nbs/00_llm.ipynb #7ee9dbd3
 @dataclass
@@ -451,52 +244,6 @@ def cost_of(model:str, # Model name
     c = min(cached_tokens or 0, prompt_tokens)
     return ((prompt_tokens - c)*p[0] + c*(p[2] if len(p) > 2 else p[0]) + completion_tokens*p[1]) / 1e6
 
-# %% ../nbs/00_llm.ipynb #9790b644
-class BadReply(Exception):
-    "A reply that is not a chat completion's shape (content that is not text, no choices list)."
-
-class NotSent(Exception):
-    "A call not sent because the endpoint refused the API key on an earlier call of this `LLM`."
-
-RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection', 'bad_reply'}
-
-def error_kind(e:Exception # An exception raised by a model call
-              ) -> str:
-    "Classify an exception from the `openai` client."
-    if isinstance(e, openai.APITimeoutError) or isinstance(e, asyncio.TimeoutError): return 'timeout'
-    if isinstance(e, BadReply): return 'bad_reply'
-    if isinstance(e, NotSent): return 'auth'
-    if isinstance(e, openai.APIConnectionError): return 'connection'
-    if isinstance(e, openai.RateLimitError): return 'rate_limit'
-    if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)): return 'auth'
-    if isinstance(e, openai.APIStatusError):
-        if e.status_code >= 500 or e.status_code in (408, 409): return 'server_error'
-        return 'bad_request'
-    return 'other'
-
-# %% ../nbs/00_llm.ipynb #ee27ca17
-def retry_after(e:Exception # An exception raised by a model call
-               ) -> float|None:
-    "Seconds the server asked us to wait (`retry-after-ms` or `retry-after`), if any."
-    resp = getattr(e, 'response', None)
-    if resp is None: return None
-    h = resp.headers
-    try:
-        if (ms := h.get('retry-after-ms')) is not None: return float(ms) / 1000
-        if (s := h.get('retry-after')) is not None: return float(s)
-    except ValueError: return None
-    return None
-
-# %% ../nbs/00_llm.ipynb #0b8d464e
-def backoff_delay(attempt:int, # Retry number, from 1
-                  base:float=0.5, # Seconds before the first retry
-                  cap:float=30.0, # Longest delay in seconds
-                  hint:float|None=None # Seconds the server asked for, if any
-                 ) -> float:
-    "Delay before retry number `attempt` (1-based): the server's hint, else capped exponential backoff with jitter."
-    if hint is not None: return min(max(hint, 0.0), cap)
-    return min(cap, base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
-
 # %% ../nbs/00_llm.ipynb #ebb6bed4
 def run_sync(coro # A coroutine
             ):
@@ -504,132 +251,6 @@ def run_sync(coro # A coroutine
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(coro)
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
-
-# %% ../nbs/00_llm.ipynb #b367f36c
-import re
-
-def reset_seconds(value:str|None # A rate-limit reset header: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, or a number of seconds
-                 ) -> float|None:
-    "Seconds until a rate-limit budget refills, from an `x-ratelimit-reset-*` header; None when absent or unreadable."
-    if value is None: return None
-    s = str(value).strip()
-    try: return float(s)
-    except ValueError: pass
-    parts = re.findall(r'(\d+(?:\.\d+)?)(ms|h|m|s)', s)
-    if not parts or ''.join(a + b for a, b in parts) != s: return None
-    return sum(float(v) * {'h':3600, 'm':60, 's':1, 'ms':0.001}[u] for v, u in parts)
-
-# %% ../nbs/00_llm.ipynb #0021c205
-def _int_header(h, name):
-    try: return int(float(h.get(name)))
-    except (TypeError, ValueError): return None
-
-# %% ../nbs/00_llm.ipynb #ff95e1cf
-class _Budget:
-    "One header budget (requests or tokens): what is left, when it refills, and to how much."
-    def __init__(self): self.left, self.reset, self.limit, self.period = None, 0.0, None, 0.0
-    def update(self, remaining, limit, reset, now):
-        if remaining is None: return
-        self.left = remaining if self.left is None or now >= self.reset else min(self.left, remaining)
-        self.limit, self.period = limit or self.limit, max(self.period, reset or 1.0)
-        self.reset = now + (reset if reset is not None else 1.0)
-    def wait(self, need, now) -> float:
-        if self.left is None: return 0.0
-        if now >= self.reset and self.limit: self.left, self.reset = self.limit, now + self.period  # refilled
-        need = min(need, self.limit or need)  # a call larger than the whole budget waits for a full one, not forever
-        return self.reset - now if self.left < need and now < self.reset else 0.0
-
-# %% ../nbs/00_llm.ipynb #861874b1
-class RateLimiter:
-    ("When the next call may start: calls in flight adapted to the endpoint's rate-limit headers and 429s, and an "
-     "optional tokens-per-minute budget.")
-    def __init__(self, concurrency:int=16, # Calls in flight at the start (and the most without rate-limit headers)
-                 ceiling:int|None=None, # Most calls in flight when headers show room; default 4×`concurrency`
-                 tpm:int|None=None, # This client's tokens-per-minute budget (corrected by each reply's usage)
-                 adaptive:bool=True): # Follow headers and 429s; False keeps `concurrency` fixed
-        self.concurrency, self.tpm, self.adaptive = concurrency, tpm, adaptive
-        self.ceiling = max(concurrency, ceiling or 4*concurrency) if adaptive else concurrency
-        self.limit, self.inflight, self.pause_until = float(concurrency), 0, 0.0
-        self.requests, self.tokens = _Budget(), _Budget()  # what the endpoint's headers said
-        self.bucket, self.bucket_t, self._last_cut = float(tpm or 0), time.monotonic(), 0.0
-        self.stats = {'started':0, 'rate_limited':0, 'waits':0, 'lowest':concurrency, 'highest':concurrency,
-                      'headers':False}
-        self._conds = {}
-
-    def __repr__(self):
-        return (f"RateLimiter({int(self.limit)} in flight now, start {self.concurrency}, ceiling {self.ceiling}"
-                + (f", {self.tpm:,} tokens/min" if self.tpm else '') + f"; {self.stats})")
-
-    def wait_time(self, tokens:int=0 # Estimated tokens of the call about to start
-                 ) -> float:
-        "Seconds to wait before a call of `tokens` may start: 0 now, `inf` until a call in flight ends."
-        if self.inflight >= max(1, int(self.limit)): return math.inf
-        now = time.monotonic()
-        w = max(0.0, self.pause_until - now)
-        if self.adaptive: w = max(w, self.requests.wait(1, now), self.tokens.wait(tokens, now))
-        if self.tpm:
-            self.bucket = min(self.tpm, self.bucket + (now - self.bucket_t) * self.tpm / 60); self.bucket_t = now
-            need = min(tokens, self.tpm)  # a call larger than the whole budget waits for a full bucket
-            if self.bucket < need: w = max(w, (need - self.bucket) * 60 / self.tpm)
-        return w
-
-    def _cond(self) -> asyncio.Condition:
-        loop = asyncio.get_running_loop()
-        c = self._conds.get(id(loop))
-        if c is None or c[0] is not loop: c = self._conds[id(loop)] = (loop, asyncio.Condition())
-        return c[1]
-
-    async def acquire(self, tokens:int=0 # Estimated tokens of the call
-                     ):
-        "Wait until a call of `tokens` may start, then count it as started."
-        cond = self._cond()
-        async with cond:
-            while (w := self.wait_time(tokens)) > 0:
-                self.stats['waits'] += 1
-                try: await asyncio.wait_for(cond.wait(), None if w == math.inf else w)
-                except asyncio.TimeoutError: pass
-            self.inflight += 1; self.stats['started'] += 1
-            for b, n in ((self.requests, 1), (self.tokens, tokens)):
-                if b.left is not None: b.left -= n
-            if self.tpm: self.bucket -= tokens
-
-    def observe(self, headers=None, # The reply's headers (any mapping), or None
-                status:int|None=None, # HTTP status (429 slows down)
-                hint:float|None=None): # Seconds the server asked to wait
-        "Learn from one reply: remaining requests and tokens, their reset times, and 429s."
-        now = time.monotonic()
-        if status == 429:
-            self.stats['rate_limited'] += 1
-            self.pause_until = max(self.pause_until, now + (hint if hint is not None else 1.0))
-            if self.adaptive and now - self._last_cut > 1.0: self._set_limit(self.limit / 2); self._last_cut = now
-        if headers is None or not self.adaptive: return
-        lr, rr = (_int_header(headers, 'x-ratelimit-limit-requests'),
-                  _int_header(headers, 'x-ratelimit-remaining-requests'))
-        lt, rt = _int_header(headers, 'x-ratelimit-limit-tokens'), _int_header(headers, 'x-ratelimit-remaining-tokens')
-        if rr is None and rt is None: return
-        self.stats['headers'] = True
-        self.requests.update(rr, lr, reset_seconds(headers.get('x-ratelimit-reset-requests')), now)
-        self.tokens.update(rt, lt, reset_seconds(headers.get('x-ratelimit-reset-tokens')), now)
-        room = min([r / l for r, l in ((rr, lr), (rt, lt)) if r is not None and l], default=1.0)
-        if room < 0.1 and now - self._last_cut > 1.0: self._set_limit(self.limit * 0.75); self._last_cut = now
-        elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit):
-            self._set_limit(self.limit + 1 / self.limit)
-
-    async def release(self, tokens:int=0, # The estimate `acquire` counted
-                      used:int|None=None): # Tokens the reply reported using
-        "Count a call as ended, correct the token budget with what it used, and wake the calls waiting for a slot."
-        self.inflight -= 1
-        if self.tpm and used is not None: self.bucket -= used - tokens
-        # recover after 429s
-        if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)
-        cond = self._cond()
-        async with cond: cond.notify(max(1, int(self.limit) - self.inflight))
-
-    def _set_limit(self, x):
-        top = self.ceiling if self.stats['headers'] else self.concurrency
-        self.limit = min(max(1.0, x), float(top))
-        self.stats['lowest'], self.stats['highest'] = (min(self.stats['lowest'], int(self.limit)),
-                                                       max(self.stats['highest'], int(self.limit)))
 
 # %% ../nbs/00_llm.ipynb #1d26d28e
 def _prompt_id(p) -> str|None:
@@ -1397,103 +1018,11 @@ def client(self:LLM) -> openai.AsyncOpenAI:
 
 
 
-# %% ../nbs/00_llm.ipynb #3f9f5b49
-def _image_ref(part:dict) -> dict:
-    "An `image_url` part as a reference: the SHA-256, MIME type and size of a data URL's bytes (other URLs kept)."
-    url = (part.get('image_url') or {}).get('url', '')
-    if not url.startswith('data:'): return part
-    head, _, b64 = url.partition(',')
-    data = base64.b64decode(b64)
-    return {'type':'image_ref', 'sha256':hashlib.sha256(data).hexdigest(), 'mime':head[5:].split(';')[0],
-            'bytes':len(data), 'detail':part['image_url'].get('detail')}
-
-def message_refs(messages:list # Chat messages
-                ) -> list:
-    "`messages` with every image data URL replaced by a reference (SHA-256, MIME type, size): what a trace keeps."
-    out = []
-    for m in messages:
-        c = m.get('content') if isinstance(m, dict) else None
-        if isinstance(c, list): m = {**m, 'content':[_image_ref(p) if p.get('type') == 'image_url' else p for p in c]}
-        out.append(m)
-    return out
-
 # %% ../nbs/00_llm.ipynb #2c315571
 def _jsonable(v):
     "A parse result as JSON data (dataclasses as dicts, other objects as text)."
     return json.loads(json.dumps(v, ensure_ascii=False,
                                  default=lambda o: asdict(o) if hasattr(o, '__dataclass_fields__') else str(o)))
-
-# %% ../nbs/00_llm.ipynb #eeba11da
-def _user_text(messages:list) -> str:
-    return '\n'.join(m['content'] if isinstance(m.get('content'), str) else
-                     ' '.join(p.get('text', '') for p in m.get('content') or [] if p.get('type') == 'text')
-                     for m in messages)
-
-# %% ../nbs/00_llm.ipynb #5d6d11bb
-@dataclass
-class Exchange:
-    "One model call as it happened: what was sent, what came back, and how the reply was read."
-    item_id:Any  # The item's id in its batch
-    key:str  # The call's cache key
-    prompt:str|None  # `name@version`
-    model:str|None  # The model asked
-    messages:list  # As sent, images as references (`message_refs`)
-    params:dict  # Sampling parameters
-    source:str  # 'live', 'cached' or 'replayed'
-    reply:str|None=None  # The raw reply
-    finish_reason:str|None=None
-    prompt_tokens:int|None=None  # Tokens of the call when it was made (also for a cached reply)
-    completion_tokens:int|None=None
-    latency:float=0.0  # Seconds for the whole call, retries and backoff included
-    attempts:int=0  # Requests sent (0 when the cache answered)
-    errors:list=field(default_factory=list)  # Failed attempts: {attempt, kind, message}
-    parsed:Any=None  # The parse result as JSON data (None when it is the reply itself or parsing failed)
-    failure:dict|None=None  # {kind, message} when the call gave no usable value
-    endpoint:str|None=None  # The endpoint named in the cache key
-    run:str|None=None  # Id of the `LLM` object that made the call
-    time:float=0.0  # When the call ended (Unix time)
-
-    @property
-    def ok(self): return self.failure is None
-    @property
-    def prompt_name(self): return (self.prompt or '').split('@')[0]
-
-    def request_text(self) -> str:
-        "The messages as plain text, one `[role]` block each, images as `[image sha256:… N bytes]`."
-        out = []
-        for m in self.messages:
-            c = m.get('content')
-            if not isinstance(c, str):
-                c = '\n'.join(p.get('text', '') if p.get('type') == 'text' else
-                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes "
-                              f"{p.get('mime', '')}]"
-                              if p.get('type') == 'image_ref' else f"[{p.get('type')}]" for p in c or [])
-            out.append(f"[{m.get('role')}]\n{c}")
-        return '\n\n'.join(out)
-
-    def summary(self) -> str:
-        "One line: prompt, model, source, attempts, tokens, latency and outcome."
-        tok = (f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None
-               else 'no tokens')
-        end = 'ok' if self.ok else f"failed ({self.failure['kind']})"
-        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}"
-                + (f", {self.attempts} attempt(s)" if self.attempts else '')
-                + f" · {tok} · {self.latency*1000:,.0f} ms · finish {self.finish_reason or '–'} · {end}")
-
-    def _repr_html_(self):
-        import html as H
-        pre = lambda s: f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>{H.escape(s)}</pre>"
-        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>"
-                       for e in self.errors)
-        fail = (f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>"
-                if self.failure else '')
-        parsed = (
-            f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>"
-                  if self.parsed is not None else '')
-        return (f"<p><b>{H.escape(str(self.item_id))}</b>: {H.escape(self.summary())}</p>"
-                f"<details><summary>request</summary>{pre(self.request_text())}</details>"
-                f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
-                + (f"<ul>{errs}</ul>" if errs else '') + fail + parsed)
 
 # %% ../nbs/00_llm.ipynb #b2b43f7c
 @patch
@@ -1555,110 +1084,6 @@ async def acall(self:LLM, messages, prompt=None, item_id=None, parse=None, model
 
 LLM.tracing = True
 LLM.trace_memory = 10_000  # exchanges kept in memory; older ones are read back from the cache
-
-# %% ../nbs/00_llm.ipynb #d986d56b
-import zlib
-
-REQUEST_LIMIT = 16*MB  # the most a stored request may inflate to: a text prompt is far smaller; more is a zip bomb
-
-def _obj(s) -> dict:
-    "A JSON object from a cache row, or {} (also for a row that is not one)."
-    try: v = json.loads(s) if s is not None else None
-    except (TypeError, ValueError): return {}
-    return v if isinstance(v, dict) else {}
-
-_TRACE_TABLES = ('CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, body BLOB NOT NULL)',
-                 'CREATE TABLE IF NOT EXISTS traces (item TEXT NOT NULL, key TEXT NOT NULL, run TEXT, time REAL, '
-                 'record TEXT NOT NULL, PRIMARY KEY (item, key)) WITHOUT ROWID')
-
-@patch
-def put_trace(self:CallCache, ex:Exchange):
-    "Store an exchange: its request once per cache key (compressed), and its trace row under (item, key)."
-    c = self._conn()
-    if not self.__dict__.get('_trace_tables'):
-        for s in _TRACE_TABLES: c.execute(s)
-        self._trace_tables = True
-    rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
-           'failure':ex.failure}
-    # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
-    c.execute('BEGIN IMMEDIATE')
-    try:
-        if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
-            body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages,
-                    'params':ex.params}
-            c.execute('INSERT INTO requests VALUES (?,?)', (ex.key, zlib.compress(_canon(body).encode(), 6)))
-        if ex.reply is not None and c.execute('SELECT 1 FROM calls WHERE key=?', (ex.key,)).fetchone() is None:
-            rec['reply'] = ex.reply  # a reply the cache did not keep
-        rec = {k: v for k, v in rec.items() if v not in (None, [], 0)}
-        c.execute('INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)',
-                  ('' if ex.item_id is None else str(ex.item_id), ex.key,
-                  ex.run, ex.time, json.dumps(rec, ensure_ascii=False, separators=(',', ':'))))
-        c.execute('COMMIT')
-    except BaseException:
-        if c.in_transaction: c.execute('ROLLBACK')  # SQLite may have rolled back already (a full disk)
-        raise
-
-
-
-# %% ../nbs/00_llm.ipynb #37a9289f
-def select_traces(exchanges:list, # `Exchange`s, any order
-                  prompts:Iterable|str|None=None, # Prompt names to keep (`factoid_qa`, ...); None keeps all
-                  contains:str|None=None # Text the request's messages must contain
-                 ) -> list[Exchange]:
-    "Per item, the exchanges of its latest run that pass the filters, oldest first."
-    if isinstance(prompts, str): prompts = [prompts]
-    keep = [e for e in exchanges if (prompts is None or e.prompt_name in prompts)
-            and (contains is None or contains in _user_text(e.messages))]
-    last = {}
-    for e in keep: last[str(e.item_id)] = max(last.get(str(e.item_id), (0, None)), (e.time, e.run), key=lambda t: t[0])
-    return sorted((e for e in keep if e.run == last[str(e.item_id)][1]), key=lambda e: (e.time, str(e.item_id)))
-
-# %% ../nbs/00_llm.ipynb #4200238b
-@patch
-def traces(self:CallCache,
-           item_id=None, # The item's id in its batch
-           prefix:str|None=None, # Instead of `item_id`: every item whose id starts with this
-           **filters # `prompts=`, `contains=`: as `select_traces` takes them
-          ) -> list[Exchange]:
-    "Stored exchanges of item `item_id`, or of every item whose id starts with `prefix` (see `select_traces`)."
-    where, args = ('t.item=?', ('' if item_id is None else str(item_id),)) if prefix is None else \
-                  ('t.item>=? AND t.item<?', (prefix, prefix + '\U0010ffff'))
-    try:
-        rows = self._conn().execute('SELECT t.item, t.key, t.run, t.time, t.record, r.body, c.record FROM traces t '
-                                    'LEFT JOIN requests r ON r.key=t.key LEFT JOIN calls c ON c.key=t.key WHERE '
-                                    + where, args).fetchall()
-    except sqlite3.OperationalError as e:
-        if 'no such table' in str(e): return []  # a cache without traces
-        raise
-    out = []
-    for item, key, run, t, rec, body, call in rows:
-        rec, call = _obj(rec), _obj(call)
-        if body is not None and not isinstance(body, bytes): body = str(body).encode()
-        req = _obj(inflate_bounded(body, REQUEST_LIMIT, f"call cache {self.path}: request of call {str(key)[:12]}")
-                   if body else None)
-        out.append(_exchange(item, key, run, t, rec, req, call))
-    return select_traces(out, **filters)
-
-def _exchange(item, key, run, t, rec:dict, req:dict, call:dict) -> Exchange:
-    "An `Exchange` from the rows of a cache file, each field of the type it must have (a file may have been altered)."
-    num = lambda v, d=None: v if isinstance(v, (int, float)) and not isinstance(v, bool) else d
-    tok = lambda k: num((call.get('usage') if isinstance(call.get('usage'), dict) else {}).get(k))
-    msgs = req.get('messages') if isinstance(req.get('messages'), list) else []
-    msgs = [m for m in msgs if isinstance(m, dict)]
-    msgs = [m if isinstance(m.get('content'), str) or m.get('content') is None else
-            {**m, 'content':[p for p in m['content'] if isinstance(p, dict)] if isinstance(m['content'], list)
-             else str(m['content'])} for m in msgs]
-    errs = [{'attempt':_count(e.get('attempt')), 'kind':str(e.get('kind')), 'message':str(e.get('message'))}
-            for e in rec.get('errors') or [] if isinstance(e, dict)] if isinstance(rec.get('errors'), list) else []
-    f = rec.get('failure')
-    f = {'kind':str(f.get('kind')), 'message':str(f.get('message'))} if isinstance(f, dict) else None
-    return Exchange(str(item), str(key), _str(req.get('prompt')), _str(req.get('model')), msgs,
-                    req.get('params') if isinstance(req.get('params'), dict) else {}, _str(rec.get('source')) or '?',
-                    _str(call.get('text', rec.get('reply'))), _str(call.get('finish_reason')), tok('prompt_tokens'),
-                    tok('completion_tokens'), num(rec.get('latency'), 0.0), _count(rec.get('attempts')), errs,
-                    rec.get('parsed'), f, _str(req.get('endpoint')), _str(run), num(t, 0.0))
-
-
 
 # %% ../nbs/00_llm.ipynb #06104f4b
 @patch

@@ -10,7 +10,8 @@ from html import escape, unescape
 from pathlib import Path
 from ragnb.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb parse --help` starts sooner
-from ragnb.llm import LLM, Request, ParseError, Usage, text_part, image_part, add_call_options, call_options
+from ragnb.llm import LLM, Request, ParseError, Usage, text_part, image_part
+from ragnb.options import add_call_options, call_options
 from ragnb.prompts import get_prompt, DEFAULT_AUDIENCE
 from ragnb.pages import Segment, ParsedDoc, sanitize_html
 from ragnb.pdf import parse_pdf  # imported, ragnb.pdf and ragnb.office add their rows to the format table

@@ -640,7 +640,7 @@ def plot(self:Sweep,
 
 # %% ../nbs/07_retrieval.ipynb #c0c187de
 from .documents import read_text, load_documents, LoadError
-from .llm import add_call_options, call_options
+from .options import add_call_options, call_options
 from .safe import inside
 
 def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8', what:str='dataset') -> list:

@@ -16,7 +16,8 @@ from fastcore.basics import patch
 from ragnb.lazy import lazy
 pd = lazy('pandas')  # imported on first use, and the figures' module where they are drawn: `--help` starts at once
 
-from ragnb.llm import Failure, RETRYABLE, backoff_delay, error_kind
+from ragnb.llm import Failure
+from ragnb.limits import RETRYABLE, backoff_delay, error_kind
 from ragnb.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, RAGResult, Scores, load_results, score
 from ragnb.generate import QA, Dataset
 from ragnb.safe import write_text

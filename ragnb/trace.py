@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any, Callable
 import pandas as pd
 import ipywidgets as W
-from .llm import CallCache, Exchange, Failure, default_cache_dir
+from .llm import Failure, default_cache_dir
+from .cache import Exchange
+from .cache import CallCache
 from .pages import ParsedPage, sanitize_html, png_html
 from .widgets import Stepper, StepView, highlight, TABLE_CSS, MetricsViewer, response_claim_roles, gt_claim_roles
 from .generate import Dataset

@@ -2,7 +2,9 @@
 import asyncio, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
-from ragnb.llm import LLM, Request, RateLimiter, CallCache, run_sync
+from ragnb.llm import LLM, Request, run_sync
+from ragnb.cache import CallCache
+from ragnb.limits import RateLimiter
 from ragnb.batch import BatchAPI, BatchJobs, submit
 from ragnb.scripted import ScriptedServer
 from ragnb.samples import sample_path
@@ -210,7 +212,7 @@ def test_fast_path_timeouts_and_connection_errors_are_classified(tmp_path):
 
 CACHE_WRITER = """
 import sys
-from ragnb.llm import CallCache
+from ragnb.cache import CallCache
 c = CallCache(sys.argv[1])
 for i in range(50): c.put(f'{sys.argv[2]}-{i}', {'text': 'x' * 100})
 """

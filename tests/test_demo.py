@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 from ragnb.demo import (DEFAULTS, DemoModel, SCRIPTED_MODEL, export_calls, load_recording, read_recording, recording_path,
                         replay_problem, run_demo)
-from ragnb.llm import CallCache, LLM
+from ragnb.llm import LLM
+from ragnb.cache import CallCache
 from ragnb.metrics import score, load_results
 from ragnb.scripted import ScriptedServer
 

@@ -9,7 +9,8 @@ from ragnb.pdf import pdf_regions, regions_many, find_regions, parse_pdf
 from ragnb.pages import DocumentError
 from ragnb.documents import load_folder, split_documents, split_many
 from ragnb.metrics import score, score_many, load_results
-from ragnb.llm import LLM, CallCache
+from ragnb.llm import LLM
+from ragnb.cache import CallCache
 from ragnb.scripted import ScriptedServer
 from ragnb.samples import sample_path
 from ragnb.cli import main

@@ -12,7 +12,8 @@ from ragnb.cli import main
 from ragnb.demo import sample_docs
 from ragnb.documents import Chunk, Document, Documents, LoadIssue, load_documents, load_folder, split_documents
 from ragnb.generate import QA, Critique, Dataset, generate_dataset
-from ragnb.llm import LLM, Failure, Result, cache_key
+from ragnb.llm import LLM, Failure, Result
+from ragnb.cache import cache_key
 from ragnb.metrics import RAGResult, ResultError, load_results, score
 from ragnb.office import MAX_IMAGE_BYTES, docx_segments, parse_office, pptx_segments
 from ragnb.pages import DocumentError, ParsedDoc, ParsedPage, Segment
@@ -743,7 +744,8 @@ def test_retrieval_names_the_row_and_field_of_a_wrong_type(tmp_path, capsys, row
 
 import resource, sqlite3, zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from ragnb.llm import CacheError, CallCache, Request
+from ragnb.llm import Request
+from ragnb.cache import CacheError, CallCache
 
 KEY = 'sk-hostile27-' + 'Qx7' * 12   # this test's own marker, not a credential
 

@@ -2,7 +2,8 @@
 import asyncio, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
-from ragnb.llm import LLM, Request, CallCache, PRICES, cache_key, run_sync
+from ragnb.llm import LLM, Request, PRICES, run_sync
+from ragnb.cache import CallCache, cache_key
 from ragnb.scripted import lesson_llm
 from ragnb.scripted import ScriptedServer
 

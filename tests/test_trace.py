@@ -4,7 +4,8 @@ from collections import defaultdict
 from pathlib import Path
 import pytest
 from ragnb.cli import main
-from ragnb.llm import LLM, Request, cache_key, text_part, image_part
+from ragnb.llm import LLM, Request, text_part, image_part
+from ragnb.cache import cache_key
 from ragnb.scripted import ScriptedServer
 from ragnb.documents import load_documents
 from ragnb.generate import generate_dataset, Dataset
