@@ -459,7 +459,8 @@ def _cli_meta_eval(args) -> int:
 
 # %% ../nbs/06b_metaeval.ipynb #f562a469
 def _cli_run(args) -> int:
-    from ragnb.llm import LLM, call_options, check_output, default_concurrency
+    from ragnb.llm import LLM, default_concurrency
+    from ragnb.options import call_options, check_output
     out = check_output(args.out) if args.out else None   # before any call: a missing folder fails now
     llm = LLM(concurrency=args.concurrency or default_concurrency(), **call_options(args))
     run = run_meta_eval(llm, args.sample, args.seed, args.judge_profile, args.human, out, args.restart,
@@ -482,7 +483,7 @@ def add_cli(
     sub   # the `ragnb` command's subparsers
 ):
     "Register `ragnb meta-eval`."
-    from ragnb.llm import add_call_options
+    from ragnb.options import add_call_options
     from ragnb.checker import add_judge_profile, CLAIM_FORMATS
     p = sub.add_parser('meta-eval')
     p.add_argument('--human', help="human labels (RAGChecker's human_labeled_data.json format); with --run, pairs "
