@@ -37,8 +37,8 @@ def texts() -> dict:
     out |= {p: '\n'.join('\n'.join(c) for c in cells(p)) for p in NBS.glob('*.ipynb')}
     for d in ('tests', 'bench', 'tools', 'docs'):
         for p in (ROOT/d).rglob('*'):
-            if p.is_file() and p.suffix in ('.py', '.md', '.qmd', '.txt', '.sh', '.yml') and p != Path(__file__).resolve():
-                out[p] = p.read_text(errors='replace')
+            if p.is_file() and p.suffix in ('.py', '.md', '.qmd', '.txt', '.sh', '.yml'):
+                if p != Path(__file__).resolve(): out[p] = p.read_text(errors='replace')
     for f in ('README.md', 'DEVELOPING.md'): out[ROOT/f] = (ROOT/f).read_text()
     return out
 
@@ -48,8 +48,8 @@ def exported_cells(nb:Path) -> list:
     for src in cells(nb):
         if not (src and any(EXPORT.match(l) for l in src[:3])): continue
         body = [l for l in src if not l.startswith('#|')]
-        name = next((m.group(1) for l in body if (m := re.match(r'^(?:async\s+)?(?:def|class)\s+(\w+)|^(\w+)\s*=', l))
-                     and m.group(1)), None) or next((m.group(1) for l in body if (m := re.match(r'^(\w+)\s*[:=]', l))), '?')
+        defs = (m.group(1) for l in body if (m := re.match(r'^(?:async\s+)?(?:def|class)\s+(\w+)', l)))
+        name = next(defs, None) or next((m.group(1) for l in body if (m := re.match(r'^(\w+)\s*[:=]', l))), '?')
         out.append((len(body), name))
     return out
 
