@@ -13,7 +13,8 @@ __all__ = ['COMMANDS', 'DefaultsHelp', 'Subcommands', 'build_parser', 'TerminalS
 COMMANDS = {  # command: (module that defines it, one-line help)
     'demo': ('ragnb.demo', 'run the whole pipeline end to end on bundled documents, with a report (live, local, '
                            'replayed or scripted)'),
-    'generate': ('ragnb.diversity', 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
+    'generate': ('ragnb.diversity',
+                 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
     'regions': ('ragnb.pdf', 'find figure and table regions in a PDF (no model)'),
     'parse': ('ragnb.multimodal', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
