@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG, NBS = ROOT/'ragnb', ROOT/'nbs'
-EXPORT = re.compile(r'^#\|\s*export\b(?!i)')  # `#| export`, not `#| exporti`
+EXPORT = re.compile(r'^#\|\s*exporti?\b')  # `#| export` and `#| exporti`: code of the module
 
 def module_all(py:Path) -> list:
     "The names in `py`'s `__all__` (nbdev writes it as one literal list)."
@@ -43,7 +43,7 @@ def texts() -> dict:
     return out
 
 def exported_cells(nb:Path) -> list:
-    "(lines, first defined name) of each `#| export` cell of `nb`."
+    "(lines, first defined name) of each `#| export` or `#| exporti` cell of `nb`."
     out = []
     for src in cells(nb):
         if not (src and any(EXPORT.match(l) for l in src[:3])): continue
