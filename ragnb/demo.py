@@ -326,23 +326,20 @@ def _dataset_rows(rows:list) -> str:
     return _table(df, index=False)
 
 # %% ../nbs/11_demo.ipynb #2ae0908c
-def report_html(out:str|Path # The run's folder
-               ) -> str:
-    "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
+def _figure_html(s:dict, name:str) -> str:
+    "The report's figure `name` with its caption, or why it is missing."
+    f = s['figures'].get(name)
+    if not f:
+        return (f"<p class=small>(no {name.replace('_', ' ')} figure: "
+                f"{_e(s.get('missing_figures', {}).get(name, 'not drawn'))})</p>")
+    return (f"<figure><img src='{_e(Path(f['file']).name)}' "
+            f"alt='{_e(f['caption'])}'><figcaption>{_e(f['caption'])}</figcaption></figure>")
+
+def _what_ran(s:dict, out:Path):
+    "The table of what ran on what: mode, model, endpoint, recording, documents, the system under test."
     import pandas as pd
-    out = Path(out)
-    s = json.loads((out/'summary.json').read_text())
-    rows = [json.loads(l) for l in (out/'dataset.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
     run, p, ret = s['run'], s['params'], s['retrieval']
-    level = int(round(ret['confidence']*100))
-    def fig(name):
-        f = s['figures'].get(name)
-        if not f:
-            return (f"<p class=small>(no {name.replace('_', ' ')} figure: "
-                    f"{_e(s.get('missing_figures', {}).get(name, 'not drawn'))})</p>")
-        return (f"<figure><img src='{_e(Path(f['file']).name)}' "
-                f"alt='{_e(f['caption'])}'><figcaption>{_e(f['caption'])}</figcaption></figure>")
-    what = pd.DataFrame([
+    return pd.DataFrame([
         ('mode', run['mode']), ('model', run['model']), ('endpoint', run['endpoint']),
         *([('recorded',
             f"{run['recorded']['recorded']} from {run['recorded']['model']} ({run['recorded']['mode']}, "
@@ -353,18 +350,21 @@ def report_html(out:str|Path # The run's folder
          f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by "
          f"{run['model']}"),
         ('calls file', str((out/'calls.sqlite').resolve()))], columns=['', 'this run'])
-    by_k = _fmt_by_k(ret['by_k'], level)
-    met = pd.DataFrame([(g.removesuffix('_metrics'), m, v) for g, ms in s['ragchecker'].items() for m, v in ms.items()],
-                       columns=['group', 'metric', 'percent'])
-    shares = pd.DataFrame([s['claim_shares']]).rename(index={0: 'share'}) if s.get('claim_shares') else pd.DataFrame()
-    stages = pd.DataFrame(s['stages'])
-    u = s['usage']
+
+# %% ../nbs/11_demo.ipynb #e2ab8020
+def _usage_text(u:dict) -> str:
+    "Calls, cached and failed calls, tokens and cost, in a sentence."
     cost = (f"${u['cost']:.4f}"
             + (f" ({u['unpriced']} calls of a model without a price: local or unknown)" if u.get('unpriced') else ''))
-    usage = (f"{u['calls']} calls to the model, {u['cached']} answered from the calls file, {u['failed']} failed; "
-             f"{u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion tokens spent; cost {cost}"
-             + (f"; the cached replies had cost {u['saved_tokens']:,} tokens when first made" if u.get('saved_tokens')
-                else ''))
+    return (f"{u['calls']} calls to the model, {u['cached']} answered from the calls file, {u['failed']} failed; "
+            f"{u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion tokens spent; cost {cost}"
+            + (f"; the cached replies had cost {u['saved_tokens']:,} tokens when first made" if u.get('saved_tokens')
+               else ''))
+
+def _recorded_html(s:dict) -> str:
+    "The stage timings of the run that made the recording, with its rates (empty when not replayed)."
+    import pandas as pd
+    run = s['run']
     rec = ''
     if run.get('recorded') and s.get('recorded_stages'):
         t = pd.DataFrame(s['recorded_stages']).drop(columns=['cached', 'cached_tokens', 'cost'], errors='ignore')
@@ -376,6 +376,26 @@ def report_html(out:str|Path # The run's folder
         rec = (f"<h3>When the recording was made ({_e(run['recorded']['model'])}, {_e(run['recorded']['mode'])}, "
                f"{_e(run['recorded']['recorded'])})</h3>" + (f"<p class=small>{_e(note)}</p>" if note else '')
                + _table(t, index=False))
+    return rec
+
+# %% ../nbs/11_demo.ipynb #0ea13043
+def report_html(out:str|Path # The run's folder
+               ) -> str:
+    "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
+    import pandas as pd
+    out = Path(out)
+    s = json.loads((out/'summary.json').read_text())
+    rows = [json.loads(l) for l in (out/'dataset.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
+    run, ret = s['run'], s['retrieval']
+    level = int(round(ret['confidence']*100))
+    what = _what_ran(s, out)
+    by_k = _fmt_by_k(ret['by_k'], level)
+    met = pd.DataFrame([(g.removesuffix('_metrics'), m, v) for g, ms in s['ragchecker'].items() for m, v in ms.items()],
+                       columns=['group', 'metric', 'percent'])
+    shares = pd.DataFrame([s['claim_shares']]).rename(index={0: 'share'}) if s.get('claim_shares') else pd.DataFrame()
+    stages = pd.DataFrame(s['stages'])
+    usage = _usage_text(s['usage'])
+    rec = _recorded_html(s)
     d = s['dataset']
     left = ret.get('left_out') or []
     left = (f" ({len(left)} of {d['kept']} kept questions left out, with no relevant chunk to find: "
@@ -386,13 +406,13 @@ def report_html(out:str|Path # The run's folder
 <h2>What ran on what</h2>{_table(what, index=False, header=False)}
 <h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}, evidence found in the passage),
 {d['dropped']} dropped ({d.get('unfound', 0)} with evidence not found in the passage), {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
-{_dataset_rows(rows)}{fig('critique_scores')}
+{_dataset_rows(rows)}{_figure_html(s, 'critique_scores')}
 <h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].</p>
-{_table(by_k)}{fig('retrieval_by_k')}
+{_table(by_k)}{_figure_html(s, 'retrieval_by_k')}
 <h2>RAGChecker: the 11 metrics</h2><p>n = {s['ragchecker_n']} answers, claims extracted and checked by {_e(run['model'])}; percent, \u2193 lower is better for the noise sensitivities and hallucination.</p>
-{_table(met, index=False)}{fig('ragchecker_metrics')}
-<h2>Claim shares</h2><p>{s.get('response_claims', 0)} response claims.</p>{_table(shares) if len(shares) else ''}{fig('claim_shares')}
-<h2>One answer, claim by claim</h2>{fig('entailment_map')}
+{_table(met, index=False)}{_figure_html(s, 'ragchecker_metrics')}
+<h2>Claim shares</h2><p>{s.get('response_claims', 0)} response claims.</p>{_table(shares) if len(shares) else ''}{_figure_html(s, 'claim_shares')}
+<h2>One answer, claim by claim</h2>{_figure_html(s, 'entailment_map')}
 <h2>Stage timings</h2>{_table(stages, index=False)}{rec}
 <h2>Calls, tokens, cost</h2><p>{_e(usage)}</p>
 <p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""  # noqa: E501
