@@ -13,11 +13,8 @@ from .options import add_call_options, call_options
 from .safe import atomic_write, write_text
 
 # %% auto #0
-__all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'ENTAILMENT_CAPTION', 'sample_docs',
-           'recording_path', 'RecordingCache', 'export_calls', 'read_recording', 'load_recording',
-           'endpoint_configured', 'replay_problem', 'choose_mode', 'DemoModel', 'demo_model', 'Stages',
-           'critique_figure', 'retrieval_figure', 'metrics_figure', 'shares_figure', 'entailment_figure', 'report_html',
-           'save_figures', 'run_demo', 'add_cli']
+__all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'sample_docs', 'recording_path', 'export_calls',
+           'read_recording', 'load_recording', 'replay_problem', 'choose_mode', 'DemoModel', 'run_demo', 'add_cli']
 
 # %% ../nbs/11_demo.ipynb #97295c20
 SCRIPTED_ENDPOINT = 'ragnb-scripted'  # the endpoint name scripted calls are filed under, whatever the server's port
@@ -331,23 +328,20 @@ def _dataset_rows(rows:list) -> str:
     return _table(df, index=False)
 
 # %% ../nbs/11_demo.ipynb #2ae0908c
-def report_html(out:str|Path # The run's folder
-               ) -> str:
-    "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
+def _figure_html(s:dict, name:str) -> str:
+    "The report's figure `name` with its caption, or why it is missing."
+    f = s['figures'].get(name)
+    if not f:
+        return (f"<p class=small>(no {name.replace('_', ' ')} figure: "
+                f"{_e(s.get('missing_figures', {}).get(name, 'not drawn'))})</p>")
+    return (f"<figure><img src='{_e(Path(f['file']).name)}' "
+            f"alt='{_e(f['caption'])}'><figcaption>{_e(f['caption'])}</figcaption></figure>")
+
+def _what_ran(s:dict, out:Path):
+    "The table of what ran on what: mode, model, endpoint, recording, documents, the system under test."
     import pandas as pd
-    out = Path(out)
-    s = json.loads((out/'summary.json').read_text())
-    rows = [json.loads(l) for l in (out/'dataset.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
     run, p, ret = s['run'], s['params'], s['retrieval']
-    level = int(round(ret['confidence']*100))
-    def fig(name):
-        f = s['figures'].get(name)
-        if not f:
-            return (f"<p class=small>(no {name.replace('_', ' ')} figure: "
-                    f"{_e(s.get('missing_figures', {}).get(name, 'not drawn'))})</p>")
-        return (f"<figure><img src='{_e(Path(f['file']).name)}' "
-                f"alt='{_e(f['caption'])}'><figcaption>{_e(f['caption'])}</figcaption></figure>")
-    what = pd.DataFrame([
+    return pd.DataFrame([
         ('mode', run['mode']), ('model', run['model']), ('endpoint', run['endpoint']),
         *([('recorded',
             f"{run['recorded']['recorded']} from {run['recorded']['model']} ({run['recorded']['mode']}, "
@@ -358,18 +352,21 @@ def report_html(out:str|Path # The run's folder
          f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by "
          f"{run['model']}"),
         ('calls file', str((out/'calls.sqlite').resolve()))], columns=['', 'this run'])
-    by_k = _fmt_by_k(ret['by_k'], level)
-    met = pd.DataFrame([(g.removesuffix('_metrics'), m, v) for g, ms in s['ragchecker'].items() for m, v in ms.items()],
-                       columns=['group', 'metric', 'percent'])
-    shares = pd.DataFrame([s['claim_shares']]).rename(index={0: 'share'}) if s.get('claim_shares') else pd.DataFrame()
-    stages = pd.DataFrame(s['stages'])
-    u = s['usage']
+
+# %% ../nbs/11_demo.ipynb #e2ab8020
+def _usage_text(u:dict) -> str:
+    "Calls, cached and failed calls, tokens and cost, in a sentence."
     cost = (f"${u['cost']:.4f}"
             + (f" ({u['unpriced']} calls of a model without a price: local or unknown)" if u.get('unpriced') else ''))
-    usage = (f"{u['calls']} calls to the model, {u['cached']} answered from the calls file, {u['failed']} failed; "
-             f"{u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion tokens spent; cost {cost}"
-             + (f"; the cached replies had cost {u['saved_tokens']:,} tokens when first made" if u.get('saved_tokens')
-                else ''))
+    return (f"{u['calls']} calls to the model, {u['cached']} answered from the calls file, {u['failed']} failed; "
+            f"{u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} completion tokens spent; cost {cost}"
+            + (f"; the cached replies had cost {u['saved_tokens']:,} tokens when first made" if u.get('saved_tokens')
+               else ''))
+
+def _recorded_html(s:dict) -> str:
+    "The stage timings of the run that made the recording, with its rates (empty when not replayed)."
+    import pandas as pd
+    run = s['run']
     rec = ''
     if run.get('recorded') and s.get('recorded_stages'):
         t = pd.DataFrame(s['recorded_stages']).drop(columns=['cached', 'cached_tokens', 'cost'], errors='ignore')
@@ -381,6 +378,26 @@ def report_html(out:str|Path # The run's folder
         rec = (f"<h3>When the recording was made ({_e(run['recorded']['model'])}, {_e(run['recorded']['mode'])}, "
                f"{_e(run['recorded']['recorded'])})</h3>" + (f"<p class=small>{_e(note)}</p>" if note else '')
                + _table(t, index=False))
+    return rec
+
+# %% ../nbs/11_demo.ipynb #0ea13043
+def report_html(out:str|Path # The run's folder
+               ) -> str:
+    "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
+    import pandas as pd
+    out = Path(out)
+    s = json.loads((out/'summary.json').read_text())
+    rows = [json.loads(l) for l in (out/'dataset.jsonl').read_text(encoding='utf-8').splitlines() if l.strip()]
+    run, ret = s['run'], s['retrieval']
+    level = int(round(ret['confidence']*100))
+    what = _what_ran(s, out)
+    by_k = _fmt_by_k(ret['by_k'], level)
+    met = pd.DataFrame([(g.removesuffix('_metrics'), m, v) for g, ms in s['ragchecker'].items() for m, v in ms.items()],
+                       columns=['group', 'metric', 'percent'])
+    shares = pd.DataFrame([s['claim_shares']]).rename(index={0: 'share'}) if s.get('claim_shares') else pd.DataFrame()
+    stages = pd.DataFrame(s['stages'])
+    usage = _usage_text(s['usage'])
+    rec = _recorded_html(s)
     d = s['dataset']
     left = ret.get('left_out') or []
     left = (f" ({len(left)} of {d['kept']} kept questions left out, with no relevant chunk to find: "
@@ -391,13 +408,13 @@ def report_html(out:str|Path # The run's folder
 <h2>What ran on what</h2>{_table(what, index=False, header=False)}
 <h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}, evidence found in the passage),
 {d['dropped']} dropped ({d.get('unfound', 0)} with evidence not found in the passage), {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
-{_dataset_rows(rows)}{fig('critique_scores')}
+{_dataset_rows(rows)}{_figure_html(s, 'critique_scores')}
 <h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].</p>
-{_table(by_k)}{fig('retrieval_by_k')}
+{_table(by_k)}{_figure_html(s, 'retrieval_by_k')}
 <h2>RAGChecker: the 11 metrics</h2><p>n = {s['ragchecker_n']} answers, claims extracted and checked by {_e(run['model'])}; percent, \u2193 lower is better for the noise sensitivities and hallucination.</p>
-{_table(met, index=False)}{fig('ragchecker_metrics')}
-<h2>Claim shares</h2><p>{s.get('response_claims', 0)} response claims.</p>{_table(shares) if len(shares) else ''}{fig('claim_shares')}
-<h2>One answer, claim by claim</h2>{fig('entailment_map')}
+{_table(met, index=False)}{_figure_html(s, 'ragchecker_metrics')}
+<h2>Claim shares</h2><p>{s.get('response_claims', 0)} response claims.</p>{_table(shares) if len(shares) else ''}{_figure_html(s, 'claim_shares')}
+<h2>One answer, claim by claim</h2>{_figure_html(s, 'entailment_map')}
 <h2>Stage timings</h2>{_table(stages, index=False)}{rec}
 <h2>Calls, tokens, cost</h2><p>{_e(usage)}</p>
 <p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""  # noqa: E501
@@ -459,6 +476,82 @@ def save_figures(out:Path, # The run's folder
              (f, cap) in figs.items()}, missing)
 
 # %% ../nbs/11_demo.ipynb #86d4da41
+def _demo_questions(docs, m, out:Path, st, max_chunks, log) -> 'Dataset':
+    "Step 2: questions generated and critiqued, the dataset saved; raises when no question can be evaluated."
+    from ragnb.generate import generate_dataset, all_calls_failed
+    with st('questions'): ds = generate_dataset(docs, m.llm, max_chunks=max_chunks, min_score=KEEP)
+    if msg := all_calls_failed(ds): raise ValueError(msg)  # say what failed, not 'no question survived'
+    ds.df['model_run'] = m.mode
+    ds.save(out/'dataset.jsonl')
+    log(f"2. questions:\n{ds.report()}")
+    if ds.kept.df.empty:
+        raise ValueError(f"no question survived the critique ({ds.counts()}); nothing to evaluate: see "
+                         f"{out/'dataset.jsonl'}")
+    return ds
+
+# %% ../nbs/11_demo.ipynb #e6d5d910
+def _demo_checks(docs, kept, m, out:Path, st, info:dict, chunk_size:int, k:int, log) -> tuple:
+    ("Steps 3 and 4: BM25 retrieval scored on the kept questions, the baseline RAG's answers written and checked with "
+     "RAGChecker; returns the chunks, the retrieval report, the RAG run and the checking run.")
+    from ragnb.documents import split_documents
+    from ragnb.retrieval import BM25Retriever, evaluate
+    from ragnb.rag import rag_pipeline
+    from ragnb.checker import run_checks
+    with st('retrieval'):
+        chunks = split_documents(docs, chunk_size=chunk_size, chunk_overlap=chunk_size // 10)
+        report = evaluate(kept, chunks, BM25Retriever(), ks=(1, 3, 5, 10), docs=docs)
+    log(f"3. BM25 retrieval over {len(chunks)} chunks:\n{report}")
+    with st('answers'): rag = rag_pipeline(kept, chunks, BM25Retriever(), m.llm, k=k)
+    write_text(out/'rag_results.json', json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False,
+                                                 indent=1))
+    with st('claims and checks'): run = run_checks(rag.to_ragchecker(), m.llm, out=out/'ragchecker_output.json')
+    _label_file(out/'ragchecker_output.json', info)
+    log(f"4. RAGChecker on {len(run.results)} answers:\n{json.dumps(run.scores.overall, indent=1)}")
+    return chunks, report, rag, run
+
+# %% ../nbs/11_demo.ipynb #ef22f482
+def _demo_summary(m, info:dict, params:dict, docs, ds, chunks, report, rag, run, n_claims:int, figures:dict,
+                  missing:list, st, t0:float) -> dict:
+    "What `summary.json` holds: the run, its parameters, every step's figures, the stages' times and the usage."
+    from ragnb import plots, __version__
+    rec = m.recorded if m.mode == 'replayed' else None
+    shares = plots.claim_shares({'run': run.scores.overall}).iloc[0].round(4).to_dict() if n_claims else {}
+    summary = dict(run=info, params=params, keep=KEEP, documents=len(docs), document_names=[d.id for d in docs],
+                   dataset={'chunks': ds.stats.get('chunks'), **ds.counts()},
+                   retrieval=dict(retriever=report.name, n=len(report.per_question), chunks=len(chunks),
+                                  left_out=[dict(query_id=q, reason=r) for q, r in report.skipped],
+                                  confidence=report.confidence,
+                                  by_k=report.summary.round(4).to_dict('records')),
+                   ragchecker=run.scores.overall, ragchecker_n=len(run.scores.per_result), response_claims=n_claims,
+                   claim_shares=shares, failures=dict(rag_answers=len(rag.failures),
+                                                       checking=sum(len(r.ragnb.get('failures', []))
+                                                                    for r in run.results)),
+                   figures=figures, missing_figures=missing, stages=st.rows,
+                   recorded_stages=(rec or {}).get('stages'),
+                   offline=m.mode != 'live', ragnb=__version__,
+                   date=datetime.datetime.now().isoformat(timespec='seconds'))
+    summary['usage'] = asdict(m.llm.usage)
+    summary['seconds'] = round(time.perf_counter() - t0, 1)
+    summary['files'] = ['dataset.jsonl', 'rag_results.json', 'ragchecker_output.json', 'summary.json',
+                        'report.html',
+                        'calls.sqlite'] + [Path(f['file']).name for f in figures.values()]
+    return summary
+
+# %% ../nbs/11_demo.ipynb #a4731ee7
+def _demo_record(m, record:str|Path, params:dict, st, summary:dict, started:float, log):
+    "Write this run's calls, with what made them, as a recording `ragnb demo` can replay."
+    from ragnb import __version__
+    llm = m.llm
+    llm.cache.checkpoint()
+    meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint,
+                recorded=summary['date'], max_tokens=llm.max_tokens, task_caps=llm.task_caps,
+                ragnb=__version__, params=params, stages=st.rows, usage=summary['usage'],
+                runs=[dict(started=round(started, 3), params=params, calls=llm.usage.calls,
+                           threads=getattr(m.server, 'threads', None)
+                           or os.environ.get('RAGNB_LOCAL_THREADS'))])
+    log(f"recorded {export_calls(llm.cache, record, meta)}")
+
+# %% ../nbs/11_demo.ipynb #13e2388c
 def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files, figures, summary and report
              src:list|None=None, # Documents to load (folders, files or git URLs); default: the shipped samples
              max_chunks:int|None=DEFAULTS['max_chunks'], # Passages sampled for question generation
@@ -473,12 +566,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
             ) -> dict:
     ("Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures and a "
      "report.")
-    from ragnb.documents import load_documents, split_documents
-    from ragnb.generate import generate_dataset, all_calls_failed
-    from ragnb.retrieval import BM25Retriever, evaluate
-    from ragnb.rag import rag_pipeline
-    from ragnb.checker import run_checks
-    from ragnb import plots, __version__
+    from ragnb.documents import load_documents
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     params = dict(max_chunks=max_chunks, chunk_size=chunk_size, k=k, src=[str(x) for x in src] if src else None)
     m = model or demo_model(out, choose_mode(mode, params, log), concurrency, params, llm_kw=llm_kw)
@@ -490,60 +578,15 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         with st('load'): docs = load_documents(*(src or [sample_docs()]))
         log(f"1. loaded {len(docs)} documents"
             + (f", {len(docs.issues)} skipped" if getattr(docs, 'issues', None) else ''))
-        with st('questions'): ds = generate_dataset(docs, llm, max_chunks=max_chunks, min_score=KEEP)
-        if msg := all_calls_failed(ds): raise ValueError(msg)  # say what failed, not 'no question survived'
-        ds.df['model_run'] = m.mode
-        ds.save(out/'dataset.jsonl')
-        log(f"2. questions:\n{ds.report()}")
-        kept = ds.kept.df
-        if kept.empty:
-            raise ValueError(f"no question survived the critique ({ds.counts()}); nothing to evaluate: see "
-                             f"{out/'dataset.jsonl'}")
-        with st('retrieval'):
-            chunks = split_documents(docs, chunk_size=chunk_size, chunk_overlap=chunk_size // 10)
-            report = evaluate(kept, chunks, BM25Retriever(), ks=(1, 3, 5, 10), docs=docs)
-        log(f"3. BM25 retrieval over {len(chunks)} chunks:\n{report}")
-        with st('answers'): rag = rag_pipeline(kept, chunks, BM25Retriever(), llm, k=k)
-        write_text(out/'rag_results.json', json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False,
-                                                     indent=1))
-        with st('claims and checks'): run = run_checks(rag.to_ragchecker(), llm, out=out/'ragchecker_output.json')
-        _label_file(out/'ragchecker_output.json', info)
-        log(f"4. RAGChecker on {len(run.results)} answers:\n{json.dumps(run.scores.overall, indent=1)}")
+        ds = _demo_questions(docs, m, out, st, max_chunks, log)
+        chunks, report, rag, run = _demo_checks(docs, ds.kept.df, m, out, st, info, chunk_size, k, log)
         checked = json.loads((out/'ragchecker_output.json').read_text())['results']
         n_claims = sum(len(r.get('response_claims') or []) for r in checked)
         with st('figures'): figures, missing = save_figures(out, ds.df, report, run.scores, checked, m.label)
-        rec = m.recorded if m.mode == 'replayed' else None
-        shares = plots.claim_shares({'run': run.scores.overall}).iloc[0].round(4).to_dict() if n_claims else {}
-        summary = dict(run=info, params=params, keep=KEEP, documents=len(docs), document_names=[d.id for d in docs],
-                       dataset={'chunks': ds.stats.get('chunks'), **ds.counts()},
-                       retrieval=dict(retriever=report.name, n=len(report.per_question), chunks=len(chunks),
-                                      left_out=[dict(query_id=q, reason=r) for q, r in report.skipped],
-                                      confidence=report.confidence,
-                                      by_k=report.summary.round(4).to_dict('records')),
-                       ragchecker=run.scores.overall, ragchecker_n=len(run.scores.per_result), response_claims=n_claims,
-                       claim_shares=shares, failures=dict(rag_answers=len(rag.failures),
-                                                           checking=sum(len(r.ragnb.get('failures', []))
-                                                                        for r in run.results)),
-                       figures=figures, missing_figures=missing, stages=st.rows,
-                       recorded_stages=(rec or {}).get('stages'),
-                       offline=m.mode != 'live', ragnb=__version__,
-                       date=datetime.datetime.now().isoformat(timespec='seconds'))
-        summary['usage'] = asdict(llm.usage)
-        summary['seconds'] = round(time.perf_counter() - t0, 1)
-        summary['files'] = ['dataset.jsonl', 'rag_results.json', 'ragchecker_output.json', 'summary.json',
-                            'report.html',
-                            'calls.sqlite'] + [Path(f['file']).name for f in figures.values()]
+        summary = _demo_summary(m, info, params, docs, ds, chunks, report, rag, run, n_claims, figures, missing, st, t0)
         write_text(out/'summary.json', json.dumps(summary, indent=1, default=str))
         write_text(out/'report.html', report_html(out))
-        if record:
-            llm.cache.checkpoint()
-            meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint,
-                        recorded=summary['date'], max_tokens=llm.max_tokens, task_caps=llm.task_caps,
-                        ragnb=__version__, params=params, stages=st.rows, usage=summary['usage'],
-                        runs=[dict(started=round(started, 3), params=params, calls=llm.usage.calls,
-                                   threads=getattr(m.server, 'threads', None)
-                                   or os.environ.get('RAGNB_LOCAL_THREADS'))])
-            log(f"recorded {export_calls(llm.cache, record, meta)}")
+        if record: _demo_record(m, record, params, st, summary, started, log)
         log(f"5. figures: {', '.join(Path(f['file']).name for f in figures.values())}\nmodel calls: {llm.usage}\n"
             f"wrote {out}/summary.json and {out}/report.html")
         return summary

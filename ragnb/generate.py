@@ -6,6 +6,7 @@
 from __future__ import annotations
 import html, json, random, re, threading, time
 from dataclasses import dataclass, field, asdict, fields
+from fastcore.basics import patch
 from pathlib import Path
 import nh3
 from ragnb.lazy import lazy
@@ -22,9 +23,8 @@ from ragnb.safe import atomic_path, atomic_write
 # %% auto #0
 __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'LANGUAGE_CODES', 'CANDIDATES',
            'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field', 'failure_record', 'generate_questions',
-           'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'language_code', 'prose_words',
-           'identify_language', 'LanguageCheck', 'text_language', 'check_languages', 'preload_language_check',
-           'sample_chunks', 'generate_dataset', 'all_calls_failed']
+           'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'language_code', 'LanguageCheck',
+           'text_language', 'check_languages', 'sample_chunks', 'generate_dataset', 'all_calls_failed']
 
 # %% ../nbs/04_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -449,92 +449,105 @@ class Dataset:
     @property
     def dropped(self)->Dataset: return self._sub(~self.df.kept.astype(bool) & (self.df.failures.map(len) == 0))
 
-    def counts(self)->dict:
-        ("Questions, kept, dropped and failed rows (a failed row has at least one failed call), and `unfound`: "
-         "questions whose evidence is not in the passage.")
-        d = self.df
-        return dict(questions=int(d.question.notna().sum()), kept=int(d.kept.sum()), dropped=len(self.dropped),
-                    failed=len(self.failed), unfound=len(self._unfound()))
+# %% ../nbs/04_generate.ipynb #a5180191
+@patch
+def counts(self:Dataset)->dict:
+    ("Questions, kept, dropped and failed rows (a failed row has at least one failed call), and `unfound`: "
+     "questions whose evidence is not in the passage.")
+    d = self.df
+    return dict(questions=int(d.question.notna().sum()), kept=int(d.kept.sum()), dropped=len(self.dropped),
+                failed=len(self.failed), unfound=len(self._unfound()))
 
-    def _unfound(self)->pd.DataFrame:
-        d = self.df
-        if 'evidence_found' not in d: return d.iloc[:0]
-        return d[d.question.notna() & ~d.evidence_found.fillna(False).astype(bool)]
+@patch
+def _unfound(self:Dataset)->pd.DataFrame:
+    d = self.df
+    if 'evidence_found' not in d: return d.iloc[:0]
+    return d[d.question.notna() & ~d.evidence_found.fillna(False).astype(bool)]
 
-    def report(self)->str:
-        "One line per figure: chunks, questions, kept, dropped, failed, calls and tokens."
-        s, c = self.stats, self.counts()
-        u = self._unfound().kept.astype(bool)
-        kept_u = f" ({u.sum()} with evidence not found in the passage)" if u.sum() else ''
-        drop_u = f" ({(~u).sum()}: {UNFOUND})" if (~u).sum() else ''
-        lines = [f"chunks: {s.get('chunks', '?')}", f"questions: {c['questions']}", f"kept: {c['kept']}{kept_u}",
-                 f"dropped: {c['dropped']}{drop_u}", f"failed: {c['failed']}",
-                 f"calls: {s.get('calls', 0)} ({s.get('cached', 0)} cached, {s.get('failed_calls', 0)} failed)",
-                 f"tokens: {s.get('prompt_tokens', 0):,} prompt + {s.get('completion_tokens', 0):,} completion"]
-        return '\n'.join(lines)
+@patch
+def report(self:Dataset)->str:
+    "One line per figure: chunks, questions, kept, dropped, failed, calls and tokens."
+    s, c = self.stats, self.counts()
+    u = self._unfound().kept.astype(bool)
+    kept_u = f" ({u.sum()} with evidence not found in the passage)" if u.sum() else ''
+    drop_u = f" ({(~u).sum()}: {UNFOUND})" if (~u).sum() else ''
+    lines = [f"chunks: {s.get('chunks', '?')}", f"questions: {c['questions']}", f"kept: {c['kept']}{kept_u}",
+             f"dropped: {c['dropped']}{drop_u}", f"failed: {c['failed']}",
+             f"calls: {s.get('calls', 0)} ({s.get('cached', 0)} cached, {s.get('failed_calls', 0)} failed)",
+             f"tokens: {s.get('prompt_tokens', 0):,} prompt + {s.get('completion_tokens', 0):,} completion"]
+    return '\n'.join(lines)
 
-    def _repr_html_(self):
-        c = self.counts()
-        head = (f"<p><b>{len(self)} rows</b>: {c['questions']} questions, {c['kept']} kept, {c['dropped']} dropped, "
-                f"{c['failed']} with failures</p>")
-        show = self.df[[k for k in _SHOW if k in self.df]].head(12).copy()
-        for k in ('question', 'answer', 'drop_reason'):
-            if k in show:
-                show[k] = show[k].map(lambda v: v if not isinstance(v, str) or len(v) <= 100 else v[:99] + '…')
-        tbl = show.to_html(escape=True, na_rep='', index=False)
-        more = f"<p>… {len(self) - 12} more rows</p>" if len(self) > 12 else ''
-        return nh3.clean(head + tbl + more)
+# %% ../nbs/04_generate.ipynb #d0dcacd2
+@patch
+def _repr_html_(self:Dataset):
+    c = self.counts()
+    head = (f"<p><b>{len(self)} rows</b>: {c['questions']} questions, {c['kept']} kept, {c['dropped']} dropped, "
+            f"{c['failed']} with failures</p>")
+    show = self.df[[k for k in _SHOW if k in self.df]].head(12).copy()
+    for k in ('question', 'answer', 'drop_reason'):
+        if k in show:
+            show[k] = show[k].map(lambda v: v if not isinstance(v, str) or len(v) <= 100 else v[:99] + '…')
+    tbl = show.to_html(escape=True, na_rep='', index=False)
+    more = f"<p>… {len(self) - 12} more rows</p>" if len(self) > 12 else ''
+    return nh3.clean(head + tbl + more)
 
-    def to_jsonl(self, path # File to write
-                ) -> Path:
-        "Write one JSON object per row."
-        path = Path(path)
-        with atomic_write(path) as f:  # a kill, a full disk or a bad row leaves the previous file as it was
-            for r in self.df.astype(object).where(self.df.notna(), None).to_dict('records'):
-                f.write(json.dumps(r, ensure_ascii=False, default=str) + '\n')
-        return path
-
-    def to_parquet(self, path # File to write
-                  ) -> Path:
-        "Write a Parquet file (failures and hops stored as JSON text)."
-        path = Path(path)
-        as_json = {c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}
-        with atomic_path(path) as tmp: self.df.assign(**as_json).to_parquet(tmp, index=False)
-        return path
-
-    def save(self, path # File to write: .parquet, else JSONL
+# %% ../nbs/04_generate.ipynb #a8c006cb
+@patch
+def to_jsonl(self:Dataset, path # File to write
             ) -> Path:
-        "Save as Parquet if `path` ends in .parquet, else as JSONL."
-        return self.to_parquet(path) if str(path).endswith('.parquet') else self.to_jsonl(path)
+    "Write one JSON object per row."
+    path = Path(path)
+    with atomic_write(path) as f:  # a kill, a full disk or a bad row leaves the previous file as it was
+        for r in self.df.astype(object).where(self.df.notna(), None).to_dict('records'):
+            f.write(json.dumps(r, ensure_ascii=False, default=str) + '\n')
+    return path
 
-    @classmethod
-    def load(cls, path # A file written by `save`
-            ) -> Dataset:
-        "Read a dataset written by `save`."
-        path = Path(path)
-        if path.suffix == '.parquet':
-            df = pd.read_parquet(path)
-            for c in _JSON_COLS:
-                if c in df: df[c] = df[c].map(json.loads)
-        else:
-            rows = [json.loads(l) for l in path.read_text(encoding='utf-8').splitlines() if l.strip()]
-            df = pd.DataFrame(rows, columns=list(rows[0]) if rows else [f.name for f in fields(QA)])
-        return cls(df)
+@patch
+def to_parquet(self:Dataset, path # File to write
+              ) -> Path:
+    "Write a Parquet file (failures and hops stored as JSON text)."
+    path = Path(path)
+    as_json = {c: self.df[c].map(json.dumps) for c in _JSON_COLS if c in self.df}
+    with atomic_path(path) as tmp: self.df.assign(**as_json).to_parquet(tmp, index=False)
+    return path
 
-    def to_ragas(self)->pd.DataFrame:
-        ("The kept questions with ragas' column names: `user_input`, `reference`, `reference_contexts` (as imported "
-         "from ragas, else the passage).")
-        k = self.kept.df
-        rc = k.reference_contexts if 'reference_contexts' in k else [None] * len(k)
-        return pd.DataFrame({'user_input': k.question.tolist(), 'reference': k.answer.tolist(),
-                             'reference_contexts': [list(r) if isinstance(r, (list, tuple, np.ndarray)) else [c] for r,
-                                                    c in zip(rc, k.context)]})
+@patch
+def save(self:Dataset, path # File to write: .parquet, else JSONL
+        ) -> Path:
+    "Save as Parquet if `path` ends in .parquet, else as JSONL."
+    return self.to_parquet(path) if str(path).endswith('.parquet') else self.to_jsonl(path)
 
-    def to_ragchecker(self)->dict:
-        ("The kept questions as RAGChecker input (`query_id`, `query`, `gt_answer`); the RAG system adds `response` "
-         "and `retrieved_context`.")
-        k = self.kept.df
-        return {'results': [{'query_id': i, 'query': q, 'gt_answer': a} for i, q, a in zip(k.id, k.question, k.answer)]}
+@patch(cls_method=True)
+def load(cls:Dataset, path # A file written by `save`
+        ) -> Dataset:
+    "Read a dataset written by `save`."
+    path = Path(path)
+    if path.suffix == '.parquet':
+        df = pd.read_parquet(path)
+        for c in _JSON_COLS:
+            if c in df: df[c] = df[c].map(json.loads)
+    else:
+        rows = [json.loads(l) for l in path.read_text(encoding='utf-8').splitlines() if l.strip()]
+        df = pd.DataFrame(rows, columns=list(rows[0]) if rows else [f.name for f in fields(QA)])
+    return cls(df)
+
+# %% ../nbs/04_generate.ipynb #9bc0e958
+@patch
+def to_ragas(self:Dataset)->pd.DataFrame:
+    ("The kept questions with ragas' column names: `user_input`, `reference`, `reference_contexts` (as imported "
+     "from ragas, else the passage).")
+    k = self.kept.df
+    rc = k.reference_contexts if 'reference_contexts' in k else [None] * len(k)
+    return pd.DataFrame({'user_input': k.question.tolist(), 'reference': k.answer.tolist(),
+                         'reference_contexts': [list(r) if isinstance(r, (list, tuple, np.ndarray)) else [c] for r,
+                                                c in zip(rc, k.context)]})
+
+@patch
+def to_ragchecker(self:Dataset)->dict:
+    ("The kept questions as RAGChecker input (`query_id`, `query`, `gt_answer`); the RAG system adds `response` "
+     "and `retrieved_context`.")
+    k = self.kept.df
+    return {'results': [{'query_id': i, 'query': q, 'gt_answer': a} for i, q, a in zip(k.id, k.question, k.answer)]}
 
 # %% ../nbs/04_generate.ipynb #4c1da746
 LANGUAGE_CODES = {  # language names (English and native) -> ISO 639-1, for the languages py3langid knows

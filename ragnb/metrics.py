@@ -19,10 +19,10 @@ from ragnb.safe import write_text
 
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'EXTRAS', 'LABEL_FIELDS', 'METRIC_SPECS', 'METRICS',
-           'METRIC_GROUPS', 'SIDES', 'TEXT_FIELDS', 'CLAIM_FIELDS', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError',
-           'LabelBatch', 'ClaimFlags', 'MetricSpec', 'register_metric', 'unregister_metric', 'claim_metrics', 'overall',
-           'Scores', 'duplicate_ids', 'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json',
-           'load_results', 'results_frame', 'attach_metrics', 'save_results', 'add_cli']
+           'METRIC_GROUPS', 'SIDES', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags',
+           'MetricSpec', 'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'Scores', 'duplicate_ids',
+           'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json', 'load_results',
+           'results_frame', 'attach_metrics', 'save_results', 'add_cli']
 
 # %% ../nbs/06a_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')

@@ -23,8 +23,8 @@ from ragnb.generate import QA, Dataset, parse_factoid, critique, select
 from ragnb.evidence import locate
 
 # %% auto #0
-__all__ = ['IMAGE_TYPES', 'Part', 'build_context', 'context_messages', 'context_text', 'parse_multimodal', 'MultimodalQA',
-           'multimodal_questions', 'multimodal_dataset', 'parse_document', 'add_cli']
+__all__ = ['build_context', 'context_messages', 'context_text', 'parse_multimodal', 'multimodal_questions', 'multimodal_dataset',
+           'parse_document', 'add_cli']
 
 # %% ../nbs/05b_multimodal.ipynb #bb761e1f
 IMAGE_TYPES = {'.png', '.jpg', '.jpeg', '.gif', '.webp'}

@@ -17,9 +17,9 @@ from .safe import write_bytes
 from .documents import DocumentFormat, register_format
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'TITLES', 'open_docx', 'open_pptx',
-           'docx_cells', 'docling_grids', 'docx_tables', 'pptx_cells', 'image_type', 'image_pixels', 'docx_segments',
-           'pptx_segments', 'segments_page', 'parse_office']
+__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'open_docx', 'open_pptx', 'docx_cells',
+           'docling_grids', 'docx_tables', 'pptx_cells', 'image_pixels', 'docx_segments', 'pptx_segments',
+           'parse_office']
 
 # %% ../nbs/05a_office.ipynb #ea1a5808
 MAX_IMAGE_BYTES = 50_000_000   # a picture or object larger than this, uncompressed, is not read (its segment fails)

@@ -18,13 +18,11 @@ from ragnb.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_h
                          IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html, page_list)
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'MAX_LAYOUT_PIXELS', 'DETECTORS', 'KINDS', 'REGIONS_VERSION', 'MAX_SIDE', 'MAX_PIXELS',
-           'REGIONS_JSON', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects', 'image_rects', 'merge_rects',
-           'text_rects', 'absorb', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'layout_fits',
-           'layout_boxes', 'default_detectors', 'snap_to_words', 'detect_regions', 'regions_cache_path', 'RegionCache',
-           'Region', 'pdf_regions', 'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'read_page_reply',
-           'table_grid', 'reading_order', 'offline_page', 'text_quality', 'page_messages', 'regions_many',
-           'find_regions', 'renumber_tables', 'offline_pages', 'parse_pdf', 'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects', 'image_rects',
+           'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'snap_to_words',
+           'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom', 'render_page', 'render_regions',
+           'mark_page', 'read_page_reply', 'table_grid', 'offline_page', 'page_messages', 'regions_many',
+           'find_regions', 'parse_pdf', 'add_cli']
 
 # %% ../nbs/05_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -880,6 +878,49 @@ def _size_warnings(page:pymupdf.Page, zoom:float, max_side:int, max_pixels:int, 
                    "all (max_pixels), so small text may be unreadable")
     return out
 
+def _add_warnings(res:ParsedDoc, doc:pymupdf.Document, path:Path, big:dict, detectors, zoom:float, max_side:int,
+                  max_pixels:int):
+    "Add to `res` what its pages do not show: a repaired file, garbled text, pictures and pages too big."
+    if doc.is_repaired:
+        res.warnings.append(f"{path.name} is damaged: MuPDF had to repair it to open it, so its text and "
+                            "pages may be incomplete or garbage")
+    for pp in res.pages:
+        if w := text_quality(doc[pp.page-1].get_text()): pp.warnings.append(w)
+        layout = 'layout' in _detectors(detectors) and has_layout()
+        pp.warnings += big[pp.page] + _size_warnings(doc[pp.page-1], zoom, max_side, max_pixels, layout)
+
+# %% ../nbs/05_pdf.ipynb #56bbc740
+def _parse_offline(path:Path, doc:pymupdf.Document, did:str, out:Path, pnos:list, by_page:dict, marked:dict,
+                   engine:str, workers:int|None, max_image_pixels:int) -> ParsedDoc:
+    "The pages parsed with PyMuPDF only (in other processes when `engine` or `workers` ask), tables numbered in order."
+    parsed, n = [], 1
+    apart = (offline_pages(path, pnos, by_page, engine, workers, max_image_pixels)
+             if engine != 'local' or (workers or 1) > 1 else None)
+    for i, pno in enumerate(pnos):
+        pp = apart[i] if apart else offline_page(doc[pno-1], by_page[pno], n); pp.image = marked[pno]
+        parsed.append(pp); n += len(pp.tables)
+    return ParsedDoc(str(path), did, 'offline', parsed, out_dir=str(out))
+
+def _parse_vision(path:Path, did:str, out:Path, pnos:list, by_page:dict, marked:dict, llm:LLM|None,
+                  prompt:Prompt|str, model:str|None) -> ParsedDoc:
+    "The pages parsed by a vision model from their marked images; a failed call leaves its page with the failure."
+    parsed, n = [], 1
+    llm = llm or LLM()
+    p = get_prompt(prompt) if isinstance(prompt, str) else prompt
+    model = model or llm.vision_model
+    reqs = [Request(page_messages(marked[pno], [r.name for r in by_page[pno]], p), prompt=p,
+                    id=f"{path.name} page {pno}", parse=_nonempty, model=model) for pno in pnos]
+    for pno, r in zip(pnos, llm.batch(reqs, desc=f'parsing {path.name}')):
+        crops = {x.name: x.image for x in by_page[pno]}
+        if not r.ok:
+            parsed.append(ParsedPage(pno, mode='vision', image=marked[pno], failure=r.failure)); continue
+        md, tables, cited, warnings = read_page_reply(r.text, list(crops), n)
+        parsed.append(ParsedPage(pno, md, tables, {c: crops[c] for c in cited}, 'vision', marked[pno],
+                                 warnings=warnings))
+        n += len(tables)
+    return ParsedDoc(str(path), did, 'vision', parsed, model=model, prompt=p.id, out_dir=str(out))
+
+# %% ../nbs/05_pdf.ipynb #65cb2dea
 def parse_pdf(
     path:str|Path,  # the PDF
     out_dir:str|Path,  # folder for page images, crops, pages, tables and the manifest
@@ -908,36 +949,9 @@ def parse_pdf(
                                                 **region_kw), out, zoom=crop_zoom, **budget)
     by_page = {pno: [r for r in regions if r.page == pno] for pno in pnos}
     marked = {pno: str(mark_page(path, pno, by_page[pno], out, zoom=page_zoom, **budget)) for pno in pnos}
-    parsed, n = [], 1
-    if offline:
-        apart = (offline_pages(path, pnos, by_page, engine, workers, max_image_pixels)
-                 if engine != 'local' or (workers or 1) > 1 else None)
-        for i, pno in enumerate(pnos):
-            pp = apart[i] if apart else offline_page(doc[pno-1], by_page[pno], n); pp.image = marked[pno]
-            parsed.append(pp); n += len(pp.tables)
-        res = ParsedDoc(str(path), did, 'offline', parsed, out_dir=str(out))
-    else:
-        llm = llm or LLM()
-        p = get_prompt(prompt) if isinstance(prompt, str) else prompt
-        model = model or llm.vision_model
-        reqs = [Request(page_messages(marked[pno], [r.name for r in by_page[pno]], p), prompt=p,
-                        id=f"{path.name} page {pno}", parse=_nonempty, model=model) for pno in pnos]
-        for pno, r in zip(pnos, llm.batch(reqs, desc=f'parsing {path.name}')):
-            crops = {x.name: x.image for x in by_page[pno]}
-            if not r.ok:
-                parsed.append(ParsedPage(pno, mode='vision', image=marked[pno], failure=r.failure)); continue
-            md, tables, cited, warnings = read_page_reply(r.text, list(crops), n)
-            parsed.append(ParsedPage(pno, md, tables, {c: crops[c] for c in cited}, 'vision', marked[pno],
-                                     warnings=warnings))
-            n += len(tables)
-        res = ParsedDoc(str(path), did, 'vision', parsed, model=model, prompt=p.id, out_dir=str(out))
-    if doc.is_repaired:
-        res.warnings.append(f"{path.name} is damaged: MuPDF had to repair it to open it, so its text and "
-                            "pages may be incomplete or garbage")
-    for pp in res.pages:
-        if w := text_quality(doc[pp.page-1].get_text()): pp.warnings.append(w)
-        layout = 'layout' in _detectors(region_kw.get('detectors')) and has_layout()
-        pp.warnings += big[pp.page] + _size_warnings(doc[pp.page-1], page_zoom, max_side, max_pixels, layout)
+    res = (_parse_offline(path, doc, did, out, pnos, by_page, marked, engine, workers, max_image_pixels) if offline
+           else _parse_vision(path, did, out, pnos, by_page, marked, llm, prompt, model))
+    _add_warnings(res, doc, path, big, region_kw.get('detectors'), page_zoom, max_side, max_pixels)
     res.save(out)
     return res
 

@@ -19,10 +19,10 @@ from .display import compact_png
 
 # %% auto #0
 __all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS',
-           'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'DisplayFigure', 'compact_figures', 'min_text_px',
-           'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups',
-           'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores',
-           'plot_hit_rate', 'plot_page_regions']
+           'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label',
+           'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics',
+           'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_hit_rate',
+           'plot_page_regions']
 
 # %% ../nbs/08_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -170,6 +170,41 @@ def _draw_labels(ax, labels:list, xlabels:list, ylabels:list, fontsize:float=8):
     for s in ax.spines.values(): s.set_visible(False)
 
 # %% ../nbs/08_plots.ipynb #fc4727c3
+def _map_panel(fig:Figure, cell, side_cell, title:str, claims:list, mat:list, side:list, side_name:str, xl:list,
+               yl:list, rel:list, fontsize:float):
+    "A panel of the map: the claims' labels against every chunk (relevant ones boxed), and the side column."
+    n = len(xl)
+    ax, ax2 = fig.add_subplot(cell), fig.add_subplot(side_cell)
+    _draw_labels(ax, mat, xl, yl, fontsize)
+    ax.set_title(f'{title} \u00d7 chunks', fontsize=fontsize+1, loc='left')
+    for j in range(n):
+        if rel[j]:
+            ax.add_patch(Rectangle((j, 0), 1, len(claims), fill=False, edgecolor='black', linewidth=2, zorder=3))
+    _draw_labels(ax2, [[s] for s in side], [side_name], ['']*len(claims), fontsize)
+    ax2.set_yticks([])
+    if not claims: ax.text(n/2, .5, 'no claims', ha='center', va='center', fontsize=fontsize, style='italic')
+
+def _map_key(kax, rc_:list, gc:list, fontsize:float):
+    "The key beside the map: each claim's id and its text."
+    kax.axis('off')
+    lines = [f'{p}{i+1:<3} ' + short_label(claim_text(c), 56, 3).replace('\n', '\n     ')
+             for p, cl in (('R', rc_), ('G', gc)) for i, c in enumerate(cl)]
+    kax.text(0, 1, '\n'.join(lines), va='top', ha='left', fontsize=fontsize, family='monospace',
+             transform=kax.transAxes)
+
+def _map_footer(fig:Figure, note:str, head:str, w:float, h:float, h_note:float, h_title:float, fontsize:float):
+    "The title, the chunk ids' note and the legend of the labels, with the margins they need."
+    handles = [Patch(facecolor=c, edgecolor='grey', label=f"{l} {LABEL_MARKS[l]}".strip())
+               for l, c in LABEL_COLOURS.items()]
+    handles.append(Patch(facecolor='white', edgecolor='black', linewidth=2, label='\u2605 relevant chunk'))
+    ncol = 4 if w >= 5.5 else 2
+    fig.text(.01, .005, note, fontsize=fontsize, va='bottom', ha='left', family='monospace')
+    fig.suptitle(head, fontsize=fontsize+2, x=0.01, ha='left')
+    fig.legend(handles=handles, loc='lower center', ncol=ncol, fontsize=fontsize, frameon=False,
+               bbox_to_anchor=(.5, h_note/h))
+    fig.subplots_adjust(bottom=((.8 if ncol == 4 else 1.1) + h_note)/h + .02, top=1 - (.9 + h_title)/h)
+
+# %% ../nbs/08_plots.ipynb #23acf27e
 def plot_entailment_map(
     result:dict,  # One RAGChecker result with claims and the four label lists
     key:bool=False,  # Label claims `R1`.. `G1`.. and list their text in a key, instead of wrapping the text
@@ -215,30 +250,10 @@ def plot_entailment_map(
     panels = [('Response claims', rc_, r2r, a2r, 'vs answer', 'R'),
               ('Ground-truth claims', gc, r2a, r2ans, 'vs response', 'G')]
     for k, (title, claims, mat, side, side_name, prefix) in enumerate(panels):
-        ax, ax2 = fig.add_subplot(gs[k, 0]), fig.add_subplot(gs[k, 1])
-        _draw_labels(ax, mat, xl, ylab(prefix, claims), fontsize)
-        ax.set_title(f'{title} \u00d7 chunks', fontsize=fontsize+1, loc='left')
-        for j in range(n):
-            if rel[j]:
-                ax.add_patch(Rectangle((j, 0), 1, len(claims), fill=False, edgecolor='black', linewidth=2, zorder=3))
-        _draw_labels(ax2, [[s] for s in side], [side_name], ['']*len(claims), fontsize)
-        ax2.set_yticks([])
-        if not claims: ax.text(n/2, .5, 'no claims', ha='center', va='center', fontsize=fontsize, style='italic')
-    if show_key:
-        kax = fig.add_subplot(gs[:, 3]); kax.axis('off')
-        lines = [f'{p}{i+1:<3} ' + short_label(claim_text(c), 56, 3).replace('\n', '\n     ')
-                 for p, cl in (('R', rc_), ('G', gc)) for i, c in enumerate(cl)]
-        kax.text(0, 1, '\n'.join(lines), va='top', ha='left', fontsize=fontsize, family='monospace',
-                 transform=kax.transAxes)
-    handles = [Patch(facecolor=c, edgecolor='grey', label=f"{l} {LABEL_MARKS[l]}".strip())
-               for l, c in LABEL_COLOURS.items()]
-    handles.append(Patch(facecolor='white', edgecolor='black', linewidth=2, label='\u2605 relevant chunk'))
-    ncol = 4 if w >= 5.5 else 2
-    fig.text(.01, .005, note, fontsize=fontsize, va='bottom', ha='left', family='monospace')
-    fig.suptitle(head, fontsize=fontsize+2, x=0.01, ha='left')
-    fig.legend(handles=handles, loc='lower center', ncol=ncol, fontsize=fontsize, frameon=False,
-               bbox_to_anchor=(.5, h_note/h))
-    fig.subplots_adjust(bottom=((.8 if ncol == 4 else 1.1) + h_note)/h + .02, top=1 - (.9 + h_title)/h)
+        _map_panel(fig, gs[k, 0], gs[k, 1], title, claims, mat, side, side_name, xl, ylab(prefix, claims), rel,
+                   fontsize)
+    if show_key: _map_key(fig.add_subplot(gs[:, 3]), rc_, gc, fontsize)
+    _map_footer(fig, note, head, w, h, h_note, h_title, fontsize)
     return fig
 
 # %% ../nbs/08_plots.ipynb #fb8cac8a

@@ -17,7 +17,7 @@ from .checker import run_checks
 from .plots import flat_metrics
 
 # %% auto #0
-__all__ = ['format_passages', 'RagRun', 'rag_pipeline', 'ragchecker_per_setting']
+__all__ = ['rag_pipeline', 'ragchecker_per_setting']
 
 # %% ../nbs/07a_rag.ipynb #1b190a7d
 def format_passages(

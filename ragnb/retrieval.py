@@ -25,8 +25,8 @@ from ragnb.safe import write_text
 # %% auto #0
 __all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'query_ids', 'check_columns',
-           'check_rows', 'summarize', 'RetrievalReport', 'hop_scores', 'by_question_type', 'evaluate', 'plot_by_k',
-           'compare_retrievers', 'Sweep', 'sweep', 'plot_sweep', 'add_cli']
+           'check_rows', 'summarize', 'RetrievalReport', 'by_question_type', 'evaluate', 'plot_by_k',
+           'compare_retrievers', 'sweep', 'plot_sweep', 'add_cli']
 
 # %% ../nbs/07_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')

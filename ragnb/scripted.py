@@ -14,7 +14,7 @@ from .llm import LLM, env_number
 from .prompts import labelled_fields
 
 # %% auto #0
-__all__ = ['RULES', 'STRUCTURED', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'hashed_embedding', 'first_json', 'as_schema', 'requested_schema', 'approx_tokens', 'ScriptedServer', 'admit', 'rate_headers', 'batch_api', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way']
+__all__ = ['RULES', 'LESSON_ENDPOINT', 'LESSON_MODEL', 'scripted_reply', 'user_text', 'ScriptedServer', 'add_cli', 'lesson_llm', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way']
 
 # %% ../nbs/02_scripted.ipynb #f74092d6
 RULES: dict[str, Callable] = {}
@@ -181,198 +181,230 @@ class ScriptedServer:
     @property
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
 
-    def _draw(self, body:dict|None=None):
-        ("Fault, garble, latency share, reply seed and cut for one request: drawn from the seed, the body and how many "
-         "times it came.")
-        with self.lock:  # not from arrival order, so concurrent clients see the same faults on every run and machine
-            same = {k: v for k, v in body.items() if k not in ('stream', 'stream_options')} if body else body
-            k = hashlib.sha256(json.dumps(same, sort_keys=True).encode()).hexdigest()  # streamed or not: same draw
-            n = self._seen[k] = self._seen.get(k, 0) + 1
-        rng = random.Random(f"{self.seed}:{k}:{n}")
-        x, fault = rng.random(), None
-        for f, p in self.faults.items():
-            if x < p: fault = f; break
-            x -= p
-        out = fault, rng.random() < self.malformed, rng.random(), rng.randrange(2**31)
-        return out + (bool(self.truncate) and rng.random() < self.truncate,)
+# %% ../nbs/02_scripted.ipynb #56e71bfb
+@patch
+def _draw(self:ScriptedServer, body:dict|None=None):
+    ("Fault, garble, latency share, reply seed and cut for one request: drawn from the seed, the body and how many "
+     "times it came.")
+    with self.lock:  # not from arrival order, so concurrent clients see the same faults on every run and machine
+        same = {k: v for k, v in body.items() if k not in ('stream', 'stream_options')} if body else body
+        k = hashlib.sha256(json.dumps(same, sort_keys=True).encode()).hexdigest()  # streamed or not: same draw
+        n = self._seen[k] = self._seen.get(k, 0) + 1
+    rng = random.Random(f"{self.seed}:{k}:{n}")
+    x, fault = rng.random(), None
+    for f, p in self.faults.items():
+        if x < p: fault = f; break
+        x -= p
+    out = fault, rng.random() < self.malformed, rng.random(), rng.randrange(2**31)
+    return out + (bool(self.truncate) and rng.random() < self.truncate,)
 
-    def _delay(self, u):
-        lat = self.latency
-        if isinstance(lat, (tuple, list)): lat = lat[0] + (lat[1] - lat[0]) * u
-        if lat: time.sleep(lat)
+@patch
+def _delay(self:ScriptedServer, u):
+    lat = self.latency
+    if isinstance(lat, (tuple, list)): lat = lat[0] + (lat[1] - lat[0]) * u
+    if lat: time.sleep(lat)
 
-    def start(self):
-        "Start serving in a background thread; returns self."
-        srv = self
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = 'HTTP/1.1'
-            def log_message(self, *a): pass
-            def setup(self):
-                # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
-                super().setup()
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            def _send(self, code, obj, headers=None):
-                body = json.dumps(obj).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header('Content-Type', 'application/json')
-                    self.send_header('Content-Length', str(len(body)))
-                    for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    if not srv.trickle: return self.wfile.write(body)
-                    for i in range(len(body)):
-                        self.wfile.write(body[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
-                except (BrokenPipeError, ConnectionResetError): pass
-            def do_GET(self):
-                if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
-                if self.path.rstrip('/').endswith('/models'):
-                    return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model',
-                                                                      'owned_by':'ragnb'}]})
-                self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
-            def do_POST(self):
-                if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
-                body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
-                prompt = self.headers.get('X-Ragnb-Prompt')
-                fault, garble, u, seed, cut = srv._draw(body)
-                if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
-                elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
-                entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault,
-                         'time':time.time(),
-                         'body':body, 'headers':dict(self.headers)}
-                with srv.lock:
-                    srv.requests.append(entry)
-                    srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
-                try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
-                finally:
-                    with srv.lock: srv.inflight -= 1
-            def _answer(self, srv, body, prompt, fault, garble, u, seed, cut):
-                srv._delay(u)
-                if fault == '429':
-                    return self._send(429, {'error':{'message':'Rate limit reached, please retry',
-                                                     'type':'rate_limit_error'}},
-                                      {'Retry-After':str(math.ceil(srv.retry_after)),
-                                       'retry-after-ms':str(int(srv.retry_after*1000))})
-                if fault == '500':
-                    return self._send(500, {'error':{'message':'The server had an error', 'type':'server_error'}})
-                if fault == '400':
-                    return self._send(400, {'error':{'message':'Invalid request (injected)',
-                                                     'type':'invalid_request_error'}})
-                if fault == 'timeout':
-                    time.sleep(srv.hang)
-                    return self._send(504, {'error':{'message':'upstream timed out', 'type':'server_error'}})
-                if body.get('stream') and srv.streaming == 'refuse':
-                    return self._send(400, {'error':{'message':'stream is not supported by this server',
-                                                     'type':'invalid_request_error', 'param':'stream'}})
-                if self.path.rstrip('/').endswith('/embeddings'): return self._embeddings(body)
-                if not self.path.rstrip('/').endswith('/chat/completions'):
-                    return self._send(404, {'error':{'message':f'no route {self.path}',
-                                                     'type':'invalid_request_error'}})
-                msgs = body.get('messages')
-                if not isinstance(msgs, list) or not body.get('model'):
-                    return self._send(400, {'error':{'message':"'model' and 'messages' are required",
-                                                     'type':'invalid_request_error'}})
-                if srv.string_content and any(isinstance(m.get('content'), list) for m in msgs):
-                    return self._send(500, {'error':{'message':'can only concatenate str (not "list") to str',
-                                                     'type':'internal_server_error'}})
-                rf = body.get('response_format')
-                kind = rf.get('type') if isinstance(rf, dict) else None
-                if kind not in (None, 'text') and (srv.structured == 'refuse'
-                                                   or (srv.structured == 'json_object' and kind != 'json_object')):
-                    if srv.structured == 'refuse':
-                        return self._send(400, {'error':{'message':f"response_format of type {kind!r} is not supported",
-                                                         'type':'invalid_request_error', 'param':'response_format'}})
-                    return self._send(422, {'detail':[{'type':'literal_error',
-                                                       'loc':['body', 'response_format', 'type'],
-                                                       'msg':"Input should be 'text' or 'json_object'", 'input':kind}]})
-                honour = kind in ('json_schema', 'json_object') and srv.structured != 'ignore'
-                rule = srv.rules.get((prompt or '').split('@')[0], _default_reply)
-                rng = random.Random(hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest())
-                try: text = rule(msgs, rng)
-                except Exception as e:  # a broken rule is a visible server error, not a dropped connection
-                    return self._send(500,
-                                      {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
-                                                     'type':'server_error'}})
-                if honour: text = as_schema(text, requested_schema(rf))
-                if garble: text = _garble(text, random.Random(seed))
-                limit = body.get('max_completion_tokens') or body.get('max_tokens')
-                if cut or (limit and approx_tokens(text) > limit):  # cut off mid-word, as at a token limit
-                    text, finish = (text[:min(len(text) // 2 if cut else len(text), 4 * limit if limit else len(text))],
-                                    'length')
-                else: finish = 'stop'
-                pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
-                usage = {'prompt_tokens':pt, 'completion_tokens':approx_tokens(text),
-                         'total_tokens':pt + approx_tokens(text)}
-                if srv.prompt_cache:   # as llama.cpp does: the start this prompt shares with the last one is not read
-                    now = json.dumps(msgs)
-                    with srv.lock: last, srv._last_prompt = srv._last_prompt, now
-                    shared = len(os.path.commonprefix([last, now])) if last else 0
-                    usage['prompt_tokens_details'] = {'cached_tokens':min(pt, shared // 4)}
-                if body.get('stream') and srv.streaming == 'on':
-                    return self._stream(srv, body, text, finish, usage, seed, fault)
-                self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),
-                                 'model':srv.model or body['model'], 'choices':[{'index':0, 'finish_reason':finish,
-                                 'message':{'role':'assistant', 'content':text}}],
-                                 'usage':usage})
-            def _stream(self, srv, body, text, finish, usage, seed, fault):
-                "The reply as server-sent events, a word a chunk; the streaming faults happen here."
-                def out(b:bytes):
-                    if not srv.trickle: self.wfile.write(b); self.wfile.flush(); return
-                    for i in range(len(b)): self.wfile.write(b[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
-                head = {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion.chunk', 'created':int(time.time()),
-                        'model':srv.model or body['model']}
-                ev = lambda d, fr=None: (b'data: ' + json.dumps({**head, 'choices':[{'index':0, 'delta':d,
-                                                                 'finish_reason':fr}]}).encode() + b'\n\n')
-                words = re.findall(r'\s*\S+|\s+', text)
-                try:
-                    self.send_response(200)
-                    self.send_header('Content-Type', 'text/event-stream'); self.send_header('Connection', 'close')
-                    for k, v in (srv.rate_headers() if srv.rate_limits else {}).items(): self.send_header(k, v)
-                    self.end_headers(); self.close_connection = True
-                    out(ev({'role':'assistant', 'content':''}))
-                    if fault == 'drip':   # keep-alives forever, never a token (until the client hangs up)
-                        t0 = time.monotonic()
-                        while time.monotonic() - t0 < 600: out(b': keep-alive\n\n'); time.sleep(srv.drip_every)
-                        return
-                    for i, w in enumerate(words):
-                        if i == len(words) // 2 and fault == 'drop': return   # the connection closes mid-reply
-                        if i == len(words) // 2 and fault == 'stall': time.sleep(srv.hang)
-                        if srv.chunk_delay and i: time.sleep(srv.chunk_delay)
-                        out(ev({'content':w}))
-                    out(ev({}, finish))
-                    if srv.stream_usage and (body.get('stream_options') or {}).get('include_usage'):
-                        out(b'data: ' + json.dumps({**head, 'choices':[], 'usage':usage}).encode() + b'\n\n')
-                    out(b'data: [DONE]\n\n')
-                except (BrokenPipeError, ConnectionResetError): pass
-            def _embeddings(self, body):
-                inp = body.get('input')
-                inp = [inp] if isinstance(inp, str) else inp or []
-                data = [{'object':'embedding', 'index':i, 'embedding':hashed_embedding(t)} for i, t in enumerate(inp)]
-                pt = sum(approx_tokens(t) for t in inp)
-                self._send(200, {'object':'list', 'data':data, 'model':body.get('model'),
-                                 'usage':{'prompt_tokens':pt, 'total_tokens':pt}})
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 1024  # the default backlog of 5 refuses bursts of concurrent connections
-            daemon_threads = True
-            def handle_error(self, request, client_address): pass  # clients that hang up mid-request are expected
-        self.httpd = Server(('127.0.0.1', self.port), Handler)
-        self.port = self.httpd.server_address[1]
-        # stop() waits for the serving loop to look at its flag: every 0.05 s, not the default 0.5 s
-        threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
-        return self
+# %% ../nbs/02_scripted.ipynb #71188882
+class _Handler(BaseHTTPRequestHandler):
+    "The HTTP side of a `ScriptedServer`: routes, logs and answers one request."
+    protocol_version = 'HTTP/1.1'
+    def log_message(self, *a): pass
+    def setup(self):
+        # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _send(self, code, obj, headers=None):
+        srv = self.server.srv
+        body = json.dumps(obj).encode()
+        try:
+            self.send_response(code)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(body)))
+            for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if not srv.trickle: return self.wfile.write(body)
+            for i in range(len(body)):
+                self.wfile.write(body[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
+        except (BrokenPipeError, ConnectionResetError): pass
+    def do_GET(self):
+        srv = self.server.srv
+        if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
+        if self.path.rstrip('/').endswith('/models'):
+            return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model',
+                                                              'owned_by':'ragnb'}]})
+        self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
+    def do_POST(self):
+        srv = self.server.srv
+        if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
+        body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
+        prompt = self.headers.get('X-Ragnb-Prompt')
+        fault, garble, u, seed, cut = srv._draw(body)
+        if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
+        elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
+        entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault,
+                 'time':time.time(),
+                 'body':body, 'headers':dict(self.headers)}
+        with srv.lock:
+            srv.requests.append(entry)
+            srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
+        try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
+        finally:
+            with srv.lock: srv.inflight -= 1
 
-    def stop(self):
-        "Stop serving."
-        if self.httpd: self.httpd.shutdown(); self.httpd.server_close(); self.httpd = None
+# %% ../nbs/02_scripted.ipynb #d6a2fd99
+@patch
+def _answer(self:_Handler, srv, body, prompt, fault, garble, u, seed, cut):
+    srv._delay(u)
+    if fault == '429':
+        return self._send(429, {'error':{'message':'Rate limit reached, please retry',
+                                         'type':'rate_limit_error'}},
+                          {'Retry-After':str(math.ceil(srv.retry_after)),
+                           'retry-after-ms':str(int(srv.retry_after*1000))})
+    if fault == '500':
+        return self._send(500, {'error':{'message':'The server had an error', 'type':'server_error'}})
+    if fault == '400':
+        return self._send(400, {'error':{'message':'Invalid request (injected)',
+                                         'type':'invalid_request_error'}})
+    if fault == 'timeout':
+        time.sleep(srv.hang)
+        return self._send(504, {'error':{'message':'upstream timed out', 'type':'server_error'}})
+    if body.get('stream') and srv.streaming == 'refuse':
+        return self._send(400, {'error':{'message':'stream is not supported by this server',
+                                         'type':'invalid_request_error', 'param':'stream'}})
+    if self.path.rstrip('/').endswith('/embeddings'): return self._embeddings(body)
+    if not self.path.rstrip('/').endswith('/chat/completions'):
+        return self._send(404, {'error':{'message':f'no route {self.path}',
+                                         'type':'invalid_request_error'}})
+    msgs = body.get('messages')
+    if not isinstance(msgs, list) or not body.get('model'):
+        return self._send(400, {'error':{'message':"'model' and 'messages' are required",
+                                         'type':'invalid_request_error'}})
+    if srv.string_content and any(isinstance(m.get('content'), list) for m in msgs):
+        return self._send(500, {'error':{'message':'can only concatenate str (not "list") to str',
+                                         'type':'internal_server_error'}})
+    return self._chat(srv, body, msgs, prompt, fault, garble, seed, cut)
 
-    def __enter__(self): return self.start()
-    def __exit__(self, *a): self.stop()
-    def __repr__(self): return f"ScriptedServer({self.base_url}, {len(self.requests)} requests)"
+# %% ../nbs/02_scripted.ipynb #3aae3088
+@patch
+def _chat(self:_Handler, srv, body, msgs, prompt, fault, garble, seed, cut):
+    "A chat completion for a request that passed the checks: the rule's reply, shaped, cut and counted."
+    rf = body.get('response_format')
+    kind = rf.get('type') if isinstance(rf, dict) else None
+    if kind not in (None, 'text') and (srv.structured == 'refuse'
+                                       or (srv.structured == 'json_object' and kind != 'json_object')):
+        if srv.structured == 'refuse':
+            return self._send(400, {'error':{'message':f"response_format of type {kind!r} is not supported",
+                                             'type':'invalid_request_error', 'param':'response_format'}})
+        return self._send(422, {'detail':[{'type':'literal_error',
+                                           'loc':['body', 'response_format', 'type'],
+                                           'msg':"Input should be 'text' or 'json_object'", 'input':kind}]})
+    honour = kind in ('json_schema', 'json_object') and srv.structured != 'ignore'
+    rule = srv.rules.get((prompt or '').split('@')[0], _default_reply)
+    rng = random.Random(hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest())
+    try: text = rule(msgs, rng)
+    except Exception as e:  # a broken rule is a visible server error, not a dropped connection
+        return self._send(500,
+                          {'error':{'message':f'scripted rule for {prompt} failed: {type(e).__name__}: {e}',
+                                         'type':'server_error'}})
+    if honour: text = as_schema(text, requested_schema(rf))
+    if garble: text = _garble(text, random.Random(seed))
+    limit = body.get('max_completion_tokens') or body.get('max_tokens')
+    if cut or (limit and approx_tokens(text) > limit):  # cut off mid-word, as at a token limit
+        text, finish = (text[:min(len(text) // 2 if cut else len(text), 4 * limit if limit else len(text))],
+                        'length')
+    else: finish = 'stop'
+    pt = sum(approx_tokens(json.dumps(m.get('content'))) + 4 for m in msgs)
+    usage = {'prompt_tokens':pt, 'completion_tokens':approx_tokens(text),
+             'total_tokens':pt + approx_tokens(text)}
+    if srv.prompt_cache:   # as llama.cpp does: the start this prompt shares with the last one is not read
+        now = json.dumps(msgs)
+        with srv.lock: last, srv._last_prompt = srv._last_prompt, now
+        shared = len(os.path.commonprefix([last, now])) if last else 0
+        usage['prompt_tokens_details'] = {'cached_tokens':min(pt, shared // 4)}
+    if body.get('stream') and srv.streaming == 'on':
+        return self._stream(srv, body, text, finish, usage, seed, fault)
+    self._send(200, {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion', 'created':int(time.time()),
+                     'model':srv.model or body['model'], 'choices':[{'index':0, 'finish_reason':finish,
+                     'message':{'role':'assistant', 'content':text}}],
+                     'usage':usage})
 
-    def calls(self, prompt:str|None=None # Prompt name; None: all
-             ) -> list[dict]:
-        "Logged chat requests, optionally only those for prompt name `prompt`."
-        return [r for r in self.requests if prompt is None or (r['prompt'] or '').split('@')[0] == prompt]
+# %% ../nbs/02_scripted.ipynb #1ab0acc4
+@patch
+def _stream(self:_Handler, srv, body, text, finish, usage, seed, fault):
+    "The reply as server-sent events, a word a chunk; the streaming faults happen here."
+    def out(b:bytes):
+        if not srv.trickle: self.wfile.write(b); self.wfile.flush(); return
+        for i in range(len(b)): self.wfile.write(b[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
+    head = {'id':f'chatcmpl-{seed:x}', 'object':'chat.completion.chunk', 'created':int(time.time()),
+            'model':srv.model or body['model']}
+    ev = lambda d, fr=None: (b'data: ' + json.dumps({**head, 'choices':[{'index':0, 'delta':d,
+                                                     'finish_reason':fr}]}).encode() + b'\n\n')
+    words = re.findall(r'\s*\S+|\s+', text)
+    try:
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/event-stream'); self.send_header('Connection', 'close')
+        for k, v in (srv.rate_headers() if srv.rate_limits else {}).items(): self.send_header(k, v)
+        self.end_headers(); self.close_connection = True
+        out(ev({'role':'assistant', 'content':''}))
+        if fault == 'drip':   # keep-alives forever, never a token (until the client hangs up)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 600: out(b': keep-alive\n\n'); time.sleep(srv.drip_every)
+            return
+        for i, w in enumerate(words):
+            if i == len(words) // 2 and fault == 'drop': return   # the connection closes mid-reply
+            if i == len(words) // 2 and fault == 'stall': time.sleep(srv.hang)
+            if srv.chunk_delay and i: time.sleep(srv.chunk_delay)
+            out(ev({'content':w}))
+        out(ev({}, finish))
+        if srv.stream_usage and (body.get('stream_options') or {}).get('include_usage'):
+            out(b'data: ' + json.dumps({**head, 'choices':[], 'usage':usage}).encode() + b'\n\n')
+        out(b'data: [DONE]\n\n')
+    except (BrokenPipeError, ConnectionResetError): pass
+
+# %% ../nbs/02_scripted.ipynb #5197bf9f
+@patch
+def _embeddings(self:_Handler, body):
+    inp = body.get('input')
+    inp = [inp] if isinstance(inp, str) else inp or []
+    data = [{'object':'embedding', 'index':i, 'embedding':hashed_embedding(t)} for i, t in enumerate(inp)]
+    pt = sum(approx_tokens(t) for t in inp)
+    self._send(200, {'object':'list', 'data':data, 'model':body.get('model'),
+                     'usage':{'prompt_tokens':pt, 'total_tokens':pt}})
+
+# %% ../nbs/02_scripted.ipynb #5e26c889
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # the default backlog of 5 refuses bursts of concurrent connections
+    daemon_threads = True
+    def handle_error(self, request, client_address): pass  # clients that hang up mid-request are expected
+
+@patch
+def start(self:ScriptedServer):
+    "Start serving in a background thread; returns self."
+    self.httpd = _Server(('127.0.0.1', self.port), _Handler)
+    self.httpd.srv = self
+    self.port = self.httpd.server_address[1]
+    # stop() waits for the serving loop to look at its flag: every 0.05 s, not the default 0.5 s
+    threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
+    return self
+
+@patch
+def stop(self:ScriptedServer):
+    "Stop serving."
+    if self.httpd: self.httpd.shutdown(); self.httpd.server_close(); self.httpd = None
+
+@patch
+def __enter__(self:ScriptedServer): return self.start()
+@patch
+def __exit__(self:ScriptedServer, *a): self.stop()
+@patch
+def __repr__(self:ScriptedServer): return f"ScriptedServer({self.base_url}, {len(self.requests)} requests)"
+
+@patch
+def calls(self:ScriptedServer, prompt:str|None=None # Prompt name; None: all
+         ) -> list[dict]:
+    "Logged chat requests, optionally only those for prompt name `prompt`."
+    return [r for r in self.requests if prompt is None or (r['prompt'] or '').split('@')[0] == prompt]
 
 # %% ../nbs/02_scripted.ipynb #f1420172
 def _roll(self:ScriptedServer, now:float):

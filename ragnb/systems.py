@@ -23,11 +23,10 @@ from ragnb.generate import QA, Dataset
 from ragnb.safe import write_text
 
 # %% auto #0
-__all__ = ['ANSWER_KEYS', 'CONTEXT_KEYS', 'read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop', 'System',
-           'as_system', 'failure_kind', 'SystemRun', 'arun_system', 'run_system', 'require', 'LangChainSystem',
-           'bootstrap_mean', 'load_checked', 'Comparison', 'compare', 'plot_comparison', 'claim_moves', 'moves_html',
-           'ComparisonViewer', 'LlamaIndexSystem', 'HaystackSystem', 'json_path', 'HTTPSystem', 'from_ragas',
-           'to_ragas_dataset', 'load_system', 'evaluate_system', 'add_cli']
+__all__ = ['read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop', 'System', 'as_system', 'SystemRun',
+           'arun_system', 'run_system', 'require', 'LangChainSystem', 'load_checked', 'compare', 'claim_moves',
+           'moves_html', 'ComparisonViewer', 'LlamaIndexSystem', 'HaystackSystem', 'json_path', 'HTTPSystem',
+           'from_ragas', 'to_ragas_dataset', 'load_system', 'evaluate_system', 'add_cli']
 
 # %% ../nbs/07b_systems.ipynb #f2ca3da7
 from .retrieval import read_dataset

@@ -21,12 +21,8 @@ from .checker import claim_text
 from .metrics import load_results
 
 # %% auto #0
-__all__ = ['FACTOID_PROMPTS', 'EXTRACT_PROMPTS', 'CHECK_PROMPTS', 'Step', 'chain_exchanges', 'shorten', 'step_text', 'chain_text',
-           'step_html', 'chain_html', 'model_name', 'exchange_steps', 'tracer', 'passage_step', 'parsed_step',
-           'critique_step', 'explain_drop', 'decision_step', 'generation_steps', 'TraceState', 'generation_trace',
-           'TraceViewer', 'pages_from_manifest', 'load_traced', 'trace_of', 'show', 'add_cli', 'claims_step',
-           'check_steps', 'labels_step', 'metrics_step', 'checking_steps', 'checking_trace', 'parsing_steps',
-           'parsing_trace']
+__all__ = ['Step', 'chain_exchanges', 'shorten', 'step_text', 'chain_text', 'model_name', 'tracer', 'generation_steps',
+           'generation_trace', 'TraceViewer', 'trace_of', 'show', 'add_cli', 'checking_trace', 'parsing_trace']
 
 # %% ../nbs/08b_trace.ipynb #36be457f
 @dataclass
@@ -307,7 +303,7 @@ class TraceViewer:
         return {**self.box._repr_mimebundle_(**kw), 'text/html': self.state.html()}
 
 # %% ../nbs/08b_trace.ipynb #462bc877
-from .safe import UnsafeInput, inside, read_bounded, read_text_bounded, MB
+from ragnb.safe import UnsafeInput, inside, read_bounded, read_text_bounded, MB
 
 def _json_file(p:Path, limit:int=64 * MB):
     "The JSON in file `p`, bounded; `UnsafeInput` naming the file when it is not JSON or nested too deep."
