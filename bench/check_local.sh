@@ -8,7 +8,7 @@
 set -u
 name=$1; pp=$2; sargs=$3; shift 3
 R=${BENCH_OUT:-/tmp/ragnb-check-local}; PORT=${PORT:-8091}; D=${LOCAL_LLM_DIR:-$HOME/.cache/ragnb-local-llm}
-IN=$(python -c "from ragnb.samples import sample_path; print(sample_path('ragchecker', 'examples', 'checking_inputs.json'))")
+IN=$(python -c "from ragnb.core.samples import sample_path; print(sample_path('ragchecker', 'examples', 'checking_inputs.json'))")
 mkdir -p "$R"; rm -rf "$R/$name"; mkdir -p "$R/$name"
 "$D/venv/bin/python" -m llama_cpp.server --model "$D/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" --model_alias qwen \
   --host 127.0.0.1 --port $PORT --n_ctx 8192 --n_threads 2 $sargs > "$R/$name/server.log" 2>&1 &
@@ -17,7 +17,7 @@ for i in $(seq 300); do curl -sf http://127.0.0.1:$PORT/v1/models >/dev/null && 
 echo "$name: start $(date -u +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)
 OPENAI_BASE_URL=http://127.0.0.1:$PORT/v1 OPENAI_API_KEY=x RAGNB_MODEL=qwen RAGNB_CACHE_DIR="$R/$name/cache" PYTHONPATH="$pp" \
-  python -c "import sys; from ragnb.cli import main; sys.exit(main(sys.argv[1:]))" check "$IN" --out "$R/$name/out.json" "$@" \
+  python -c "import sys; from ragnb.app.cli import main; sys.exit(main(sys.argv[1:]))" check "$IN" --out "$R/$name/out.json" "$@" \
   > "$R/$name/stdout" 2> "$R/$name/stderr"
 echo "$name: exit $?, $(( $(date +%s) - t0 )) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 python - "$R/$name/out.json" <<'PY'

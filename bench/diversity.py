@@ -7,12 +7,12 @@ BM25's hit@k on each set with all-hops@k per type. Run: python bench/diversity.p
 import sys, tempfile, time
 from pathlib import Path
 import pandas as pd
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import sample_path
-from ragnb.documents import load_folder, split_documents
-from ragnb.diversity import mixed_dataset, cost_by_type, mix_table
-from ragnb.retrieval import evaluate, BM25Retriever, by_question_type
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
+from ragnb.docs.documents import load_folder, split_documents
+from ragnb.synth.diversity import mixed_dataset, cost_by_type, mix_table
+from ragnb.rag.retrieval import evaluate, BM25Retriever, by_question_type
 
 def main(n:int=100, seed:int=0):
     pd.set_option('display.width', 200)

@@ -5,11 +5,11 @@ Usage: python bench/generate.py [--latency 0.2] [--concurrency 16] [--questions-
 """
 import argparse, math, tempfile, time
 from pathlib import Path
-from ragnb.documents import load_folder, split_documents
-from ragnb.generate import generate_dataset
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import sample_path
+from ragnb.docs.documents import load_folder, split_documents
+from ragnb.synth.generate import generate_dataset
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
 
 COOKBOOK = sample_path('openai-cookbook')
 

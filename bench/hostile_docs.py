@@ -96,7 +96,7 @@ def run(file:Path, out:Path, code:str|None, timeout:float)->dict:
     env = dict(os.environ, RAGNB_CACHE_DIR=str(out.parent/'cache'))
     if code: env['PYTHONPATH'] = code + os.pathsep + env.get('PYTHONPATH', '')
     cmd = ['/usr/bin/time', '-v', 'timeout', str(timeout), sys.executable, '-c',
-           'import sys; from ragnb.cli import main; sys.exit(main())', 'parse', str(file), '--out', str(out),
+           'import sys; from ragnb.app.cli import main; sys.exit(main())', 'parse', str(file), '--out', str(out),
            '--offline']
     t0 = time.perf_counter()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)

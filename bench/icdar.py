@@ -11,8 +11,8 @@ import pymupdf
 ROOT = Path(__file__).resolve().parent.parent
 
 def shared_dir(arg:str|None=None)->Path:
-    "The shared data folder: `arg`, else `ragnb.samples.shared_root()` ($RAGNB_SHARED_DATA, else the shared folder beside the repository)."
-    from ragnb.samples import shared_root
+    "The shared data folder: `arg`, else `ragnb.core.samples.shared_root()` ($RAGNB_SHARED_DATA, else the shared folder beside the repository)."
+    from ragnb.core.samples import shared_root
     d = Path(arg) if arg else shared_root()
     return d/'data' if (d/'data').is_dir() else d
 

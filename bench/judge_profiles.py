@@ -11,7 +11,7 @@ Every reply is appended to a JSONL file as it arrives (`--log`), so a run resume
 
 Configurations (one claim per call unless said otherwise):
 - `default`: ragnb's `check_claims` prompt, all claims of a reference in one call, 3-way labels (replayed from the
-  06_checker lesson's recording of the same model; tokens per label estimated, the replay reports none)
+  41_checker lesson's recording of the same model; tokens per label estimated, the replay reports none)
 - `3way`: one claim per call, a one-word 3-way label
 - `binary`: one claim per call, Yes/No (entailed or not); No -> Neutral
 - `binary_lp`: the same call, the label read from the first token's probabilities (P(Yes) > threshold)
@@ -20,10 +20,10 @@ Configurations (one claim per call unless said otherwise):
 - `vote3`: `example` sampled 3 times at temperature 0.7, majority vote
 
 Measured with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama-cpp-python, one thread, 2 December 2026; the table is computed
-again in nbs/06_checker.ipynb, "Judge profiles, measured"): on 60 report checks `binary` agrees with RAGChecker on
+again in nbs/41_checker.ipynb, "Judge profiles, measured"): on 60 report checks `binary` agrees with RAGChecker on
 95.0% entailed-or-not (kappa 0.87) and 91.7% 3-way, the default profile on the same checks 70.0% (kappa 0.02);
 `binary_lp` (threshold 0.416, tuned on tune) 90.0% (kappa 0.77), so the `small` profile reads the word. `vote3` and
-the `_sent` variants were not measured. The `small` profile over all 217 checks (`ragnb audit`, 06_checker/06c_audit):
+the `_sent` variants were not measured. The `small` profile over all 217 checks (`ragnb audit`, 41_checker/53_audit):
 82.5% 3-way, 86.2% entailed-or-not, kappa 0.59 (3-way) 0.65 (binary), metrics 7.5 points from the reference on
 average (default profile: 9.2%, 73.3%, -0.02, 0.15, 48.9 points); 108.5 calls, 18,604 prompt + 199 completion tokens
 per result (default: 5.5 calls, 3,078 + 1,583 tokens); 6-10 s a call on one loaded CPU thread.
@@ -32,9 +32,9 @@ import argparse, hashlib, json, math, sys, time, urllib.request
 from collections import Counter
 from pathlib import Path
 
-from ragnb.samples import sample_path
-from ragnb.checker import claim_text
-from ragnb.prompts import get_prompt
+from ragnb.core.samples import sample_path
+from ragnb.check.checker import claim_text
+from ragnb.core.prompts import get_prompt
 
 FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer')
 
@@ -60,7 +60,7 @@ def pairs():
 
 
 def as_sentence(c):
-    "A triplet's text `(s, p, o)` as the sentence `s p o.` (what `ragnb.checker.claim_sentence` does)."
+    "A triplet's text `(s, p, o)` as the sentence `s p o.` (what `ragnb.check.checker.claim_sentence` does)."
     if c.startswith('(') and c.endswith(')'): return ' '.join(x.strip() for x in c[1:-1].split(', ')).rstrip('.') + '.'
     return c
 
@@ -114,11 +114,11 @@ def run_single(base, p, cfg, log, done, three=False, samples=1, temperature=0.0)
 
 
 def default_from_lesson(log, done):
-    "The `default` profile's labels for every pair, replayed from the 06_checker lesson's recording of the 1.5B model."
-    from ragnb.scripted import lesson_llm
-    from ragnb.audit import audit
+    "The `default` profile's labels for every pair, replayed from the 41_checker lesson's recording of the 1.5B model."
+    from ragnb.testing.scripted import lesson_llm
+    from ragnb.view.audit import audit
     cache = Path(__file__).resolve().parents[1]/'nbs'/'cache'
-    llm = lesson_llm('06_checker', cache_dir=cache, model='qwen2.5-coder-1.5b-instruct-q4_k_m', max_tokens=1024,
+    llm = lesson_llm('41_checker', cache_dir=cache, model='qwen2.5-coder-1.5b-instruct-q4_k_m', max_tokens=1024,
                      retry_truncated=0)
     a = audit(sample_path('ragchecker', 'examples', 'checking_outputs.json'), llm, 'default', quiet=True)
     n, est = len(a.pairs), a.estimated   # replayed calls report no tokens: the estimate (4 characters a token)

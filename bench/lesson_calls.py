@@ -5,15 +5,15 @@ Time per call is the gap between a call's cache timestamp and the one before in 
 call at a time; gaps over 10 minutes are taken as pauses between recording passes and left out). When two lessons were
 recorded at once against one server, a gap includes waiting for the other lesson's call: read it as an upper bound.
 
-Usage: python bench/lesson_calls.py [nbs/cache/06_checker.sqlite ...]
+Usage: python bench/lesson_calls.py [nbs/cache/41_checker.sqlite ...]
 """
 import json, sqlite3, statistics, sys
 from collections import defaultdict
 from pathlib import Path
-from ragnb.checker import parse_claims, parse_labels
-from ragnb.diversity import parse_entities, parse_personas
-from ragnb.multimodal import parse_multimodal
-from ragnb.generate import parse_factoid, parse_rating
+from ragnb.check.checker import parse_claims, parse_labels
+from ragnb.synth.diversity import parse_entities, parse_personas
+from ragnb.synth.multimodal import parse_multimodal
+from ragnb.synth.generate import parse_factoid, parse_rating
 
 PARSERS = {'factoid_qa': parse_factoid, 'factoid_qa_next': parse_factoid, 'critique_groundedness': parse_rating,
            'critique_relevance': parse_rating, 'critique_standalone': parse_rating, 'check_claims': parse_labels,

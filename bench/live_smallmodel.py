@@ -4,19 +4,19 @@
 
 Cases and gold answers: bench/smallmodel_cases.json. Prints one markdown table (per task and mode) and writes every
 reply to --out for reading by hand. Modes: `prompt` (no response_format) and `schema` (JSON schema where the endpoint
-takes one, learnt by ragnb.llm; questions and ratings then come as JSON too).
+takes one, learnt by ragnb.core.llm; questions and ratings then come as JSON too).
 """
 import argparse, json, os, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-from ragnb.llm import LLM, Request
-from ragnb.prompts import get_prompt
-from ragnb.checker import salvage_claims, claims_schema, claim_text, llm_checker, CheckTask, _words
-from ragnb.generate import generate_questions, critique, parse_rating, QA, RATING_SCHEMA, _critique_request
-from ragnb.documents import Document, split_document
+from ragnb.core.llm import LLM, Request
+from ragnb.core.prompts import get_prompt
+from ragnb.check.checker import salvage_claims, claims_schema, claim_text, llm_checker, CheckTask, _words
+from ragnb.synth.generate import generate_questions, critique, parse_rating, QA, RATING_SCHEMA, _critique_request
+from ragnb.docs.documents import Document, split_document
 
 HERE = Path(__file__).parent
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 SHARED = sample_path()  # the repository's nbs/data
 
 def covered(fact:str, claims:list) -> bool:

@@ -9,7 +9,7 @@ Usage: python bench/llm_batch.py [--calls 1000] [--latency 0.2] [--concurrency 1
 """
 import argparse, os, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
-from ragnb.llm import LLM
+from ragnb.core.llm import LLM
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--calls', type=int, default=1000)

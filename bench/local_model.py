@@ -14,7 +14,7 @@ Usage: python bench/local_model.py [--recording ragnb/data/demo_calls.jsonl] [--
 import argparse, json, statistics, tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
-from ragnb.demo import read_recording, recording_path, run_demo, sample_docs
+from ragnb.app.demo import read_recording, recording_path, run_demo, sample_docs
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--recording', default=None)
@@ -24,9 +24,9 @@ a = ap.parse_args()
 
 if a.live:
     import os, time
-    from ragnb.documents import load_documents, split_documents
-    from ragnb.local import LocalServer, local_llm
-    from ragnb.prompts import get_prompt
+    from ragnb.docs.documents import load_documents, split_documents
+    from ragnb.app.local import LocalServer, local_llm
+    from ragnb.core.prompts import get_prompt
     chunks = split_documents(load_documents(sample_docs()), 3000, 300)[:a.live]
     with LocalServer() as srv:
         llm = local_llm(srv, cache=False, progress=False)

@@ -1,14 +1,14 @@
 """Benchmark: peak memory (RSS) of loading, splitting and grounding evidence in three 20 MB markdown files.
 
 Grounding falls back to the whole document when the evidence is not in its passage, which normalises the whole text
-(`ragnb.evidence.normalise`). Peak memory should stay proportional to the largest document, not grow with the number
+(`ragnb.docs.evidence.normalise`). Peak memory should stay proportional to the largest document, not grow with the number
 of documents. Each stage prints the process's peak RSS so far (Linux/macOS `ru_maxrss`).
 Usage: python bench/memory.py [--files 3] [--mb 20]
 """
 import argparse, random, resource, sys, tempfile, time
 from pathlib import Path
-from ragnb.documents import load_documents, split_documents
-from ragnb.evidence import ground
+from ragnb.docs.documents import load_documents, split_documents
+from ragnb.docs.evidence import ground
 
 WORDS = ('model retrieval passage evidence question answer document token embedding prompt context system user '
          'the a of and to in is for on with as by that this it be are from or an at which can their each').split()

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragnb.metrics import LabelBatch, claim_metrics, score
-from ragnb.samples import sample_path
+from ragnb.check.metrics import LabelBatch, claim_metrics, score
+from ragnb.core.samples import sample_path
 
 
 def ragchecker_modules(src:Path):
@@ -64,7 +64,7 @@ def vs_ragchecker(src:Path, n:int=20_000, runs:int=3):
         best, ours = float('inf'), None
         for _ in range(runs):
             t = time.perf_counter()
-            r = subprocess.run([sys.executable, '-c', 'import sys; from ragnb.cli import main; sys.exit(main())',
+            r = subprocess.run([sys.executable, '-c', 'import sys; from ragnb.app.cli import main; sys.exit(main())',
                                 'metrics', str(path)], capture_output=True, text=True, cwd=tmp)
             best = min(best, time.perf_counter() - t)
             assert r.returncode == 0, r.stderr[-500:]

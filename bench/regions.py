@@ -1,4 +1,4 @@
-"""Region detection (ragnb.pdf.pdf_regions) against human ICDAR-2013 table regions, per detector and for their union.
+"""Region detection (ragnb.docs.pdf.pdf_regions) against human ICDAR-2013 table regions, per detector and for their union.
 
 For every human table region (a table spanning pages has one per page) it reports two recalls: the share of human
 tables with at least 90% of their area inside one detected region, and the share matched by a region at IoU >= 0.5.
@@ -23,7 +23,7 @@ from pathlib import Path
 import pymupdf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from icdar import dev_docs, shared_dir, truth_regions
-from ragnb.pdf import has_layout, iou, regions_many
+from ragnb.docs.pdf import has_layout, iou, regions_many
 
 def inside(t, r)->float:
     "Share of box t's area inside box r."
@@ -68,7 +68,7 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--docs', help='comma-separated document stems (default: all)')
     ap.add_argument('--dir', help='a folder of ID.pdf + ID-reg.xml pairs (default: the shared ICDAR-2013 set)')
-    ap.add_argument('--data', help='shared data folder (default: ragnb.samples.shared_root(): $RAGNB_SHARED_DATA, else the shared folder beside the repository)')
+    ap.add_argument('--data', help='shared data folder (default: ragnb.core.samples.shared_root(): $RAGNB_SHARED_DATA, else the shared folder beside the repository)')
     ap.add_argument('--workers', type=int, default=2, help='processes for the second union run (0: skip it)')
     ap.add_argument('--sheet', help='PNG contact sheet of the union regions that overlap no human table')
     ap.add_argument('--configs', help='comma-separated configuration names to run (default: all)')

@@ -11,9 +11,9 @@ from pathlib import Path
 
 os.environ.setdefault('TQDM_DISABLE', '1')
 import pandas as pd
-from ragnb.documents import Document, load_folder, split_documents
-from ragnb.retrieval import BM25Retriever, evaluate, sweep
-from ragnb.samples import sample_path
+from ragnb.docs.documents import Document, load_folder, split_documents
+from ragnb.rag.retrieval import BM25Retriever, evaluate, sweep
+from ragnb.core.samples import sample_path
 
 COOKBOOK = sample_path('openai-cookbook')
 

@@ -1,4 +1,4 @@
-"""Pages per second over the ICDAR-2013 development set (57 PDFs): region detection (ragnb.pdf.regions_many), and
+"""Pages per second over the ICDAR-2013 development set (57 PDFs): region detection (ragnb.docs.pdf.regions_many), and
 with `--stage offline` regions plus offline parsing of each page (`table_grid` on table regions; no rendering).
 Regions are detected afresh (the region cache off), by the default detectors (the layout model when installed).
 
@@ -9,9 +9,9 @@ pip install "ragnb[scale]"). Ray's start-up is timed apart; every engine's regio
     python bench/scale.py [--repeat 2] [--limit N] [--stage regions|offline]
 """
 import argparse, resource, time
-from ragnb.engine import map_items
-from ragnb.pdf import regions_many, open_pdf, detect_regions, offline_page, Region
-from ragnb.samples import shared_path
+from ragnb.core.engine import map_items
+from ragnb.docs.pdf import regions_many, open_pdf, detect_regions, offline_page, Region
+from ragnb.core.samples import shared_path
 
 if __name__ == '__main__':  # region workers are spawned: they import this file without running it
     ap = argparse.ArgumentParser()
@@ -40,7 +40,7 @@ if __name__ == '__main__':  # region workers are spawned: they import this file 
     configs = [('local', 1), ('local', 2)] if not a.only_ray else []
     try:
         import ray  # noqa: F401
-        from ragnb.engine import ray_init
+        from ragnb.core.engine import ray_init
         t = time.perf_counter(); ray_init(2); print(f"Ray start-up (2 CPUs): {time.perf_counter() - t:.1f} s (not counted below)")
         configs.append(('ray', 2))
     except ImportError: print("ray is not installed: Ray skipped")

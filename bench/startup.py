@@ -12,15 +12,15 @@ A tree is a folder holding the `ragnb` package; without one, the ragnb this scri
 """
 import argparse, compileall, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
-from ragnb.samples import sample_path
-from ragnb.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
+from ragnb.testing.scripted import ScriptedServer
 
 DOC = ("# Tides\n\nThe Moon's gravity raises two bulges of water on opposite sides of the Earth. Most coasts see two high "
        "tides and two low tides every lunar day, about 24 hours and 50 minutes.\n")
 
 def ragnb_cmd(*args) -> list:
     "A fresh interpreter running the `ragnb` console command with `args`."
-    return [sys.executable, '-c', 'import sys; from ragnb.cli import main; sys.exit(main())', *map(str, args)]
+    return [sys.executable, '-c', 'import sys; from ragnb.app.cli import main; sys.exit(main())', *map(str, args)]
 
 def wall(cmd:list, tree, env:dict|None=None, cwd=None) -> float:
     "Seconds `cmd` takes with `tree` first on the path; raises if it fails."
@@ -38,7 +38,7 @@ def tasks(tmp:Path, srv, metrics_n:int, demo:bool) -> list:
     docs = tmp/'docs'; docs.mkdir(exist_ok=True); (docs/'tides.md').write_text(DOC)
     gen_env = {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'bench', 'RAGNB_MODEL': 'scripted-test-model'}
     out = [(f'import {m}', [sys.executable, '-c', f'import {m}'], {}, False)
-           for m in ('ragnb.generate', 'ragnb.checker', 'ragnb.pdf')]
+           for m in ('ragnb.synth.generate', 'ragnb.check.checker', 'ragnb.docs.pdf')]
     out += [('ragnb --version', ragnb_cmd('--version'), {}, False),
             ('ragnb generate --help', ragnb_cmd('generate', '--help'), {}, False),
             ('ragnb generate (1 tiny doc, scripted server)',

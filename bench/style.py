@@ -23,13 +23,13 @@ def params(path):
                 tot += 1; doc += a.lineno in comments
     return doc, tot
 
-mods = sorted(p for p in (ROOT/'ragnb').glob('*.py') if p.stem not in ('__init__', '_modidx'))
+mods = sorted(p for p in (ROOT/'ragnb').rglob('*.py') if p.stem not in ('__init__', '_modidx'))
 sizes = [len(s) for nb in sorted((ROOT/'nbs').glob('*.ipynb')) for s in exported_cells(nb)]
 d = t = 0
 print('| module | lines | documented parameters |\n|---|---|---|')
 for m in mods:
     a, b = params(m); d += a; t += b
-    print(f"| {m.stem} | {len(m.read_text().splitlines())} | {a}/{b} |")
+    print(f"| {m.relative_to(ROOT/'ragnb').with_suffix('').as_posix()} | {len(m.read_text().splitlines())} | {a}/{b} |")
 long = sum(len(l) > 120 for m in mods for l in m.read_text().splitlines())
 print(f"\nexported cells: {len(sizes)}, median {statistics.median(sizes):.0f} characters, 90th percentile "
       f"{sorted(sizes)[int(.9*len(sizes))]}, largest {max(sizes)}")

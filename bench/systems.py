@@ -4,8 +4,8 @@ import asyncio, sys, time
 import numpy as np
 import pandas as pd
 
-from ragnb.metrics import METRICS
-from ragnb.systems import _intervals, run_system
+from ragnb.check.metrics import METRICS
+from ragnb.rag.systems import _intervals, run_system
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 2000     # questions
 LATENCY = 0.02                                          # seconds a simulated system takes per question

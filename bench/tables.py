@@ -14,7 +14,7 @@ Methods (those whose library is missing are skipped with a note):
   default     `page.find_tables()` with PyMuPDF's defaults (pymupdf >= 2: gated and completed by the layout model)
   refine      `page.find_tables(refine=True)` (pymupdf >= 2: cell grid refinement)
   pymupdf4llm `pymupdf4llm.to_json(...)` table cells (pymupdf >= 2 ships it; layout model)
-  ragnb       `ragnb.pdf.offline_page` on the regions of `ragnb.pdf.pdf_regions`: the HTML it writes, read back
+  ragnb       `ragnb.docs.pdf.offline_page` on the regions of `ragnb.docs.pdf.pdf_regions`: the HTML it writes, read back
   ragnb-light the same without the layout model (regions from drawings and the rule finder only, as on pymupdf 1.x)
 """
 import argparse, html.parser, inspect, json, sys, time
@@ -115,7 +115,7 @@ def _pymupdf4llm(path, doc):
 
 def _ragnb(detectors=None):
     def run(path, doc):
-        from ragnb.pdf import offline_page, pdf_regions
+        from ragnb.docs.pdf import offline_page, pdf_regions
         regs = pdf_regions(path, detectors=detectors, cache=False)
         return {p.number+1: [g for h in offline_page(p, [r for r in regs if r.page == p.number+1]).tables.values() for g in html_grids(h)]
                 for p in doc}
@@ -158,7 +158,7 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--methods', default='lines,default,refine,pymupdf4llm,ragnb,ragnb-light')
     ap.add_argument('--docs', help='comma-separated document stems (default: all 57)')
-    ap.add_argument('--data', help='shared data folder (default: ragnb.samples.shared_root(): $RAGNB_SHARED_DATA, else the shared folder beside the repository)')
+    ap.add_argument('--data', help='shared data folder (default: ragnb.core.samples.shared_root(): $RAGNB_SHARED_DATA, else the shared folder beside the repository)')
     a = ap.parse_args()
     docs = dev_docs(shared_dir(a.data), a.docs.split(',') if a.docs else None)
     pages = sum(pymupdf.open(d).page_count for d in docs)

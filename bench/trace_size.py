@@ -7,11 +7,11 @@ Usage: python bench/trace_size.py [--docs nbs/data/openai-cookbook] [--max-chunk
 """
 import argparse, sqlite3, tempfile, time
 from pathlib import Path
-from ragnb.documents import load_folder
-from ragnb.generate import generate_dataset
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import sample_path
+from ragnb.docs.documents import load_folder
+from ragnb.synth.generate import generate_dataset
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--docs', default=str(sample_path('openai-cookbook')))

@@ -1,12 +1,12 @@
 """Shared fixtures: ragnb's scripted OpenAI-compatible server on 127.0.0.1 and an LLM pointed at it; the `extended` mark.
 
-Tests read the sample data committed in nbs/data (`ragnb.samples.sample_path`). A test that needs the larger shared
-data sets carries `@pytest.mark.extended(*parts)` (the parts name the set, as for `ragnb.samples.shared_path`): it
+Tests read the sample data committed in nbs/data (`ragnb.core.samples.sample_path`). A test that needs the larger shared
+data sets carries `@pytest.mark.extended(*parts)` (the parts name the set, as for `ragnb.core.samples.shared_path`): it
 skips, on its own and saying why, when that set is absent."""
 import pytest
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import shared_path
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import shared_path
 
 def pytest_configure(config):
     config.addinivalue_line('markers', 'extended(*parts): reads the shared data set `shared_path(*parts)` '
@@ -35,10 +35,10 @@ def llm(server, tmp_path):
 
 # The order tests start in, for pytest-xdist (pyproject's addopts: -n auto --dist worksteal): the notebooks first, the
 # longest first, so that no long notebook starts last and keeps one core busy while the other waits. Only the order
-# changes; every test still runs. The longest, as measured (pytest --durations on a busy 2-core machine: 05_pdf 255 s,
-# 10_workshop 62, 08_plots 59, 11_demo 45, 07b_systems 36, 07_retrieval 28, 08a_widgets 20, the rest under 17):
-LONG_NOTEBOOKS = ('05_pdf', '10_workshop', '08_plots', '11_demo', '07b_systems', '07_retrieval', '08a_widgets',
-                  '06b_metaeval', '04a_diversity')
+# changes; every test still runs. The longest, as measured (pytest --durations on a busy 2-core machine: 23_pdf 255 s,
+# 90_workshop 62, 50_plots 59, 82_demo 45, 62_systems 36, 60_retrieval 28, 51_widgets 20, the rest under 17):
+LONG_NOTEBOOKS = ('23_pdf', '90_workshop', '50_plots', '82_demo', '62_systems', '60_retrieval', '51_widgets',
+                  '42_metaeval', '31_diversity')
 
 def pytest_collection_modifyitems(config, items):
     def rank(item):

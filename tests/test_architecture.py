@@ -4,39 +4,42 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1]/'ragnb'
-MODULES = sorted(p.stem for p in PKG.glob('*.py') if p.stem not in ('__init__', '_modidx'))
-# Each module's floor (see DEVELOPING.md): a module may import only modules on its own floor or below.
-FLOORS = {'display': 1, 'safe': 1, 'lazy': 1, 'llm': 1, 'cache': 1, 'limits': 1, 'options': 1, 'batch': 1, 'engine': 1, 'prompts': 1, 'documents': 1, 'pages': 1, 'evidence': 1, 'metrics': 1, 'samples': 1,
-          'generate': 2, 'diversity': 2, 'pdf': 2, 'office': 2, 'checker': 2, 'metaeval': 2,
-          'plots': 3, 'multimodal': 3, 'retrieval': 3, 'rag': 3,
-          'widgets': 4, 'trace': 4, 'systems': 4, 'audit': 4,
-          'scripted': 5, 'cli': 5, 'demo': 5, 'local': 5}
-ENTRY = {'scripted', 'cli', 'demo'}  # may import the scripted model
+MODULES = sorted('.'.join(p.relative_to(PKG).with_suffix('').parts) for p in PKG.rglob('*.py')
+                 if p.stem not in ('__init__', '_modidx'))   # dotted below ragnb: 'core.llm'
+# The subpackages' floors, from the ground floor up (see DEVELOPING.md "Layout"): a module imports only from its own
+# subpackage or one on a lower floor.
+FLOORS = {'core': 1, 'docs': 2, 'synth': 3, 'check': 4, 'view': 5, 'rag': 6, 'testing': 7, 'app': 8}
+ENTRY = {'testing.scripted', 'app.cli', 'app.demo'}  # may import the scripted model
 
 LOADERS = {'lazy', 'import_module', '__import__', 'find_spec'}  # calls that import a module named by a string
+
+def floor(mod): return FLOORS.get(mod.split('.')[0], 0)
 
 def imports(mod, top_only, src=None):
     ("ragnb modules imported by `mod` (at module level only, or anywhere: in function bodies too, and modules named "
      "by a string to `lazy`/`importlib.import_module`), with the names taken from each.")
-    tree = ast.parse(src if src is not None else (PKG/f'{mod}.py').read_text())
+    tree = ast.parse(src if src is not None else (PKG/(mod.replace('.', '/') + '.py')).read_text())
     nodes = tree.body if top_only else list(ast.walk(tree))
-    out = []
+    here, out = mod.split('.')[:-1], []
     for n in nodes:
         if isinstance(n, ast.ImportFrom):
-            name = n.module or ''
-            if n.level == 1 or name.startswith('ragnb.') or name == 'ragnb':
-                target = name.split('.')[-1] if (n.level or name != 'ragnb') else None
-                for a in n.names: out.append((target or a.name, a.name))
+            if n.level: base = '.'.join(here[:len(here) - n.level + 1] + ([n.module] if n.module else []))
+            elif n.module == 'ragnb' or (n.module or '').startswith('ragnb.'): base = n.module[6:]
+            else: continue
+            for a in n.names:
+                sub = f'{base}.{a.name}' if base else a.name
+                out.append((sub, a.name) if sub in MODULES else (base, a.name))
         elif isinstance(n, ast.Import):
-            out += [(a.name.split('.')[1], None) for a in n.names if a.name.startswith('ragnb.')]
+            out += [(a.name[6:], None) for a in n.names if a.name.startswith('ragnb.')]
         elif isinstance(n, ast.Call) and getattr(n.func, 'id', getattr(n.func, 'attr', None)) in LOADERS and n.args:
             a = n.args[0]
             if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith('ragnb.'):
-                out.append((a.value.split('.')[1], None))
+                out.append((a.value[6:], None))
     return [(t, name) for t, name in out if t in MODULES and t != mod]
 
 def test_every_module_has_a_floor():
-    assert not [m for m in MODULES if m not in FLOORS], 'add the new module to FLOORS (and to DEVELOPING.md)'
+    assert not [m for m in MODULES if m.split('.')[0] not in FLOORS], \
+        'put the new module in a subpackage of FLOORS (and in DEVELOPING.md)'
 
 def test_no_import_cycles():
     "No loop between ragnb modules, counting the imports inside functions: orchestration lives above what it joins."
@@ -51,17 +54,18 @@ def test_no_import_cycles():
     for m in MODULES: visit(m, [])
 
 def test_imports_in_function_bodies_and_strings_count():
-    src = ("import os\nfrom ragnb.llm import LLM\ndef f():\n    from ragnb.batch import BatchAPI\n"
-           "    from .generate import QA\n    import ragnb.diversity\n    return lazy('ragnb.checker')\n")
-    assert {t for t, _ in imports('x', top_only=True, src=src)} == {'llm'}
-    assert {t for t, _ in imports('x', top_only=False, src=src)} == {'llm', 'batch', 'generate', 'diversity', 'checker'}
+    src = ("import os\nfrom ragnb.core.llm import LLM\ndef f():\n    from ragnb.core.batch import BatchAPI\n"
+           "    from .generate import QA\n    import ragnb.synth.diversity\n    return lazy('ragnb.check.checker')\n")
+    assert {t for t, _ in imports('synth.x', top_only=True, src=src)} == {'core.llm'}
+    assert ({t for t, _ in imports('synth.x', top_only=False, src=src)}
+            == {'core.llm', 'core.batch', 'synth.generate', 'synth.diversity', 'check.checker'})
 
 @pytest.mark.parametrize('mod', MODULES)
 def test_floors_and_private_names(mod):
     for target, name in imports(mod, top_only=False):
-        assert FLOORS.get(target, 0) <= FLOORS.get(mod, 0), f"{mod} (floor {FLOORS.get(mod)}) imports {target} (floor {FLOORS.get(target)})"
+        assert floor(target) <= floor(mod), f"{mod} (floor {floor(mod)}) imports {target} (floor {floor(target)})"
         assert not (name or '').startswith('_'), f"{mod} imports the private name {name} from {target}"
-        if mod not in ENTRY: assert target != 'scripted', f"{mod} imports the scripted model"
+        if mod not in ENTRY: assert target != 'testing.scripted', f"{mod} imports the scripted model"
 
 # One process imports the heavy third-party libraries ragnb's modules share (never ragnb), then forks a child per
 # module that imports that module and nothing else of ragnb: each starts with no ragnb module loaded, so no module is

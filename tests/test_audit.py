@@ -3,12 +3,12 @@ import json
 
 import pytest
 
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer, user_text
-from ragnb.metrics import load_results
-from ragnb.checker import judge_profile, run_checks, small_checker, CheckTask
-from ragnb.audit import audit, metric_moves, cohen_kappa, DisagreementViewer
-from ragnb.samples import sample_path
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer, user_text
+from ragnb.check.metrics import load_results
+from ragnb.check.checker import judge_profile, run_checks, small_checker, CheckTask
+from ragnb.view.audit import audit, metric_moves, cohen_kappa, DisagreementViewer
+from ragnb.core.samples import sample_path
 
 # One result, 8 checks whose labels we know; the scripted judge says Yes exactly for the claims that mention the Nile.
 TOY = {'results': [dict(
@@ -103,7 +103,7 @@ def test_check_with_the_small_profile_labels_every_field(tmp_path):
 
 
 def test_cli_audit_prints_the_report_and_writes_its_files(tmp_path, monkeypatch, capsys):
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     ref = tmp_path/'ref.json'; ref.write_text(json.dumps(TOY))
     with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
         for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
@@ -124,8 +124,8 @@ def test_kappa_by_hand():
 
 def test_cli_audit_reports_the_critics_against_the_human_review(tmp_path, monkeypatch, capsys):
     import pandas as pd
-    from ragnb.cli import main
-    from ragnb.generate import Dataset
+    from ragnb.app.cli import main
+    from ragnb.synth.generate import Dataset
     # 4 reviewed questions: groundedness keeps all (agrees on 3 of 4), relevance keeps none (agrees on 1 of 4)
     df = pd.DataFrame(dict(question=['a?', 'b?', 'c?', 'd?'], review=['accept', 'edit', 'accept', 'reject'],
                            groundedness_score=[5, 4, 3, 5], relevance_score=[1, 2, 2, 1], standalone_score=[5, 5, 5, 1],

@@ -1,13 +1,13 @@
-"The provider's Batch API (ragnb.batch) and rate-limit-aware concurrency, against ragnb's scripted server."
+"The provider's Batch API (ragnb.core.batch) and rate-limit-aware concurrency, against ragnb's scripted server."
 import asyncio, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
-from ragnb.llm import LLM, Request, run_sync
-from ragnb.cache import CallCache
-from ragnb.limits import RateLimiter
-from ragnb.batch import BatchAPI, BatchJobs, submit
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import sample_path
+from ragnb.core.llm import LLM, Request, run_sync
+from ragnb.core.cache import CallCache
+from ragnb.core.limits import RateLimiter
+from ragnb.core.batch import BatchAPI, BatchJobs, submit
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
 
 def msg(t): return [{'role': 'user', 'content': t}]
 REQS = [Request(msg(f'Say hello to number {i}'), prompt='greeting@1', id=f'q{i}') for i in range(12)]
@@ -35,7 +35,7 @@ def test_batch_mode_fills_the_same_cache_as_online(tmp_path, monkeypatch):
     assert all(not r.cached and r.usage.calls == 1 for r in rb)
 
 def test_the_client_takes_a_batch_runner_and_imports_none():
-    "`ragnb.batch` builds on the client, not the other way round: the client runs whatever runner it is given."
+    "`ragnb.core.batch` builds on the client, not the other way round: the client runs whatever runner it is given."
     with pytest.raises(TypeError, match=r'BatchAPI\(\*\*options\)'): LLM(api_key='x', batch=True)
     with pytest.raises(TypeError, match=r'BatchAPI\(\*\*options\)'): LLM(api_key='x', batch={'poll': 1})
     with pytest.raises(ValueError, match='needs a batch runner'): LLM(api_key='x', cache=False).batch(REQS, mode='batch')
@@ -44,7 +44,7 @@ def test_the_client_takes_a_batch_runner_and_imports_none():
     assert LLM(api_key='x', cache=False, batch=runner).batch(REQS, desc='greetings') == [] and seen == [(12, 'greetings')]
 
 def test_batch_discount_and_no_second_batch(tmp_path, monkeypatch):
-    from ragnb.llm import PRICES
+    from ragnb.core.llm import PRICES
     monkeypatch.setitem(PRICES, 'scripted-test-model', (1.0, 2.0))
     with ScriptedServer() as srv:
         b, o = make(srv, tmp_path/'b.sqlite', batch=BatchAPI(poll=0.02)), make(srv, tmp_path/'o.sqlite')
@@ -102,7 +102,7 @@ Der Index HNSW ist ein Graph, der die Suche auch bei Millionen von Einträgen sc
 def _generate(srv, tmp_path, cache, out, batch):
     env = {**os.environ, 'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model',
            'RAGNB_CACHE_DIR': str(cache), 'RAGNB_BATCH_POLL': '0.05'}
-    cmd = [sys.executable, '-c', 'from ragnb.cli import main; raise SystemExit(main())', 'generate', str(tmp_path/'docs'),
+    cmd = [sys.executable, '-c', 'from ragnb.app.cli import main; raise SystemExit(main())', 'generate', str(tmp_path/'docs'),
            '--out', str(out), '--keep-all', '--min-score', '1', '--concurrency', '4'] + (['--batch'] if batch else [])
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -130,8 +130,8 @@ def test_generate_batch_equals_online_and_resumes_after_a_kill(tmp_path):
     assert (tmp_path/'batch.jsonl').read_text() == (tmp_path/'online.jsonl').read_text() != ''
 
 def test_check_and_parse_in_batch_mode_equal_online(tmp_path):
-    from ragnb.checker import run_checks, load_results
-    from ragnb.pdf import parse_pdf
+    from ragnb.check.checker import run_checks, load_results
+    from ragnb.docs.pdf import parse_pdf
     data = sample_path('ragchecker', 'examples', 'checking_inputs.json')
     eu = sample_path('documents', 'camelot', 'tests', 'files', 'tabula', 'icdar2013-dataset', 'competition-dataset-eu', 'eu-004.pdf')
     with ScriptedServer() as srv:
@@ -212,7 +212,7 @@ def test_fast_path_timeouts_and_connection_errors_are_classified(tmp_path):
 
 CACHE_WRITER = """
 import sys
-from ragnb.cache import CallCache
+from ragnb.core.cache import CallCache
 c = CallCache(sys.argv[1])
 for i in range(50): c.put(f'{sys.argv[2]}-{i}', {'text': 'x' * 100})
 """

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from ragnb.llm import LLM, ParseError
-from ragnb.scripted import ScriptedServer, user_text
-from ragnb.metrics import LABELS, load_results
-from ragnb.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
+from ragnb.core.llm import LLM, ParseError
+from ragnb.testing.scripted import ScriptedServer, user_text
+from ragnb.check.metrics import LABELS, load_results
+from ragnb.check.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
                            overlap_judge, llm_checker, run_checks, ragchecker_calls)
-from ragnb.scripted import scripted_check
-from ragnb.samples import sample_path
+from ragnb.testing.scripted import scripted_check
+from ragnb.core.samples import sample_path
 
 DATA = sample_path('ragchecker', 'examples')
 
@@ -144,7 +144,7 @@ def test_faults_are_retried(tmp_path):
 
 
 def test_cli_check_end_to_end(tmp_path, monkeypatch, capsys):
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     out = tmp_path/'checked.json'
     with ScriptedServer() as srv:
         for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
@@ -185,14 +185,14 @@ def test_empty_response_and_no_chunks_need_no_calls(tmp_path):
 
 
 def test_json_reply_keeps_code_fences_inside_claims():
-    from ragnb.checker import json_reply, parse_claims
+    from ragnb.check.checker import json_reply, parse_claims
     reply = '```json\n{"claims": ["Run ```pip install openai``` first", "The key goes in OPENAI_API_KEY"]}\n```'
     assert json_reply(reply)['claims'][0] == 'Run ```pip install openai``` first'
     assert parse_claims(reply, 'sentence')[1] == 'The key goes in OPENAI_API_KEY'
 
 
 def test_one_bad_triplet_drops_only_that_claim_with_a_warning(tmp_path):
-    from ragnb.scripted import scripted_extract_triplet
+    from ragnb.testing.scripted import scripted_extract_triplet
     def two_fields_in_third(messages, rng):   # the third triplet of every extraction has two fields
         claims = json_reply(scripted_extract_triplet(messages, rng))['claims']
         if len(claims) > 3: claims[2] = claims[2][:2]
@@ -209,8 +209,8 @@ def test_one_bad_triplet_drops_only_that_claim_with_a_warning(tmp_path):
 
 
 def test_zero_claims_from_a_text_is_a_warning_and_left_out_of_the_metrics_it_would_zero(tmp_path, capsys):
-    from ragnb.scripted import scripted_extract_triplet
-    from ragnb.cli import main
+    from ragnb.testing.scripted import scripted_extract_triplet
+    from ragnb.app.cli import main
     rs = inputs()
     resp1 = rs[1].response[:40]
     def rule(messages, rng):   # result 1's response yields no claim, even after the repair turn
@@ -229,7 +229,7 @@ def test_zero_claims_from_a_text_is_a_warning_and_left_out_of_the_metrics_it_wou
     assert o['overall_metrics']['precision'] == round(pr.loc['0', 'precision'] * 100, 1)   # the mean of result 0 alone, not (p0 + 0) / 2
     assert 'left out' in run.scores._repr_html_() and 'no claim was extracted' in run._repr_html_()
     out = tmp_path/'out.json'
-    from ragnb.metrics import save_results
+    from ragnb.check.metrics import save_results
     save_results(run.results, out)
     doc = json.loads(out.read_text())   # valid JSON: left-out metrics are null, the reason is kept
     assert doc['results'][1]['metrics']['precision'] is None and doc['results'][1]['ragnb']['excluded_metrics'][0] == 'precision'
@@ -247,7 +247,7 @@ def test_schema_sent_and_bad_label_entries_salvaged(tmp_path):
 
 def test_a_reply_cut_off_at_the_token_limit_keeps_its_complete_claims_and_labels(tmp_path):
     "A small model repeating itself until `max_tokens`: the claims and labels written before the cut are kept."
-    from ragnb.scripted import scripted_extract_triplet
+    from ragnb.testing.scripted import scripted_extract_triplet
     def looping(messages, rng):   # the real claims, then the last one again and again (as Qwen2.5-Coder-1.5B did)
         claims = json_reply(scripted_extract_triplet(messages, rng))['claims']
         return json.dumps({'claims': claims + [claims[-1]] * 200})

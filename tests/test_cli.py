@@ -1,8 +1,8 @@
-"The `ragnb` command: each command's one-line help is defined once, in ragnb.cli.COMMANDS."
+"The `ragnb` command: each command's one-line help is defined once, in ragnb.app.cli.COMMANDS."
 import argparse, ast, contextlib, io
 from pathlib import Path
 import pytest
-from ragnb.cli import COMMANDS, Subcommands, build_parser, main
+from ragnb.app.cli import COMMANDS, Subcommands, build_parser, main
 
 PKG = Path(__file__).resolve().parents[1]/'ragnb'
 
@@ -28,12 +28,12 @@ def test_command_parser_keeps_the_help(command):
 
 def add_parser_helps():
     "(module, command, help text or None) for every `sub.add_parser(...)` call in ragnb's modules."
-    for f in sorted(PKG.glob('*.py')):
+    for f in sorted(PKG.rglob('*.py')):
         if f.stem in ('cli', '_modidx'): continue
         for n in ast.walk(ast.parse(f.read_text(encoding='utf-8'))):
             if isinstance(n, ast.Call) and getattr(n.func, 'attr', None) == 'add_parser':
                 help = next((k.value for k in n.keywords if k.arg == 'help'), None)
-                yield f.stem, ast.literal_eval(n.args[0]), None if help is None else ast.literal_eval(help)
+                yield '.'.join(f.relative_to(PKG).with_suffix('').parts), ast.literal_eval(n.args[0]), None if help is None else ast.literal_eval(help)
 
 def test_no_module_passes_its_own_help():
     found = list(add_parser_helps())

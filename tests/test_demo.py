@@ -2,12 +2,12 @@
 import json, math, os, subprocess, sys
 from pathlib import Path
 import pytest
-from ragnb.demo import (DEFAULTS, DemoModel, SCRIPTED_MODEL, export_calls, load_recording, read_recording, recording_path,
+from ragnb.app.demo import (DEFAULTS, DemoModel, SCRIPTED_MODEL, export_calls, load_recording, read_recording, recording_path,
                         replay_problem, run_demo)
-from ragnb.llm import LLM
-from ragnb.cache import CallCache
-from ragnb.metrics import score, load_results
-from ragnb.scripted import ScriptedServer
+from ragnb.core.llm import LLM
+from ragnb.core.cache import CallCache
+from ragnb.check.metrics import score, load_results
+from ragnb.testing.scripted import ScriptedServer
 
 FIGURES = ('critique_scores', 'retrieval_by_k', 'ragchecker_metrics', 'claim_shares', 'entailment_map')
 
@@ -109,7 +109,7 @@ def test_scripted_run_is_labelled_and_rerun_reuses_its_calls(tmp_path):
 
 def test_report_escapes_model_text(tmp_path):
     "A question with markup in it is shown as text in the report, never as markup."
-    from ragnb.scripted import scripted_factoid
+    from ragnb.testing.scripted import scripted_factoid
     evil = '<img src=x onerror=alert(1)>'
     five = lambda messages, rng: 'Evaluation: clear and useful.\nTotal rating: 5'
     rules = {'factoid_qa': lambda m, rng: scripted_factoid(m, rng).replace('Factoid question: ', f'Factoid question: {evil} ', 1),
@@ -123,7 +123,7 @@ def test_report_escapes_model_text(tmp_path):
 
 def test_auto_mode_order(tmp_path, monkeypatch):
     "An endpoint first, then the local model, then the recording for its own settings, then the scripted server."
-    from ragnb.demo import choose_mode
+    from ragnb.app.demo import choose_mode
     quiet = lambda s: None
     for v in ('RAGNB_GGUF', 'RAGNB_LOCAL_PYTHON', 'AZURE_OPENAI_ENDPOINT'): monkeypatch.delenv(v, raising=False)
     said = []

@@ -1,16 +1,16 @@
 "Diverse questions against ragnb's scripted server: types, linked passages, hop evidence, personas, language checks."
 import argparse, json, re
 import pytest
-from ragnb.llm import LLM, ParseError
-from ragnb.scripted import ScriptedServer, scripted_typed
-from ragnb.samples import sample_path
-from ragnb.documents import Document, Chunk, load_folder, split_documents
-from ragnb.generate import generate_dataset, Dataset, sample_chunks, text_language, check_languages
-from ragnb.diversity import (QUESTION_TYPES, parse_question_types, allocate, parse_typed, parse_entities, parse_personas,
+from ragnb.core.llm import LLM, ParseError
+from ragnb.testing.scripted import ScriptedServer, scripted_typed
+from ragnb.core.samples import sample_path
+from ragnb.docs.documents import Document, Chunk, load_folder, split_documents
+from ragnb.synth.generate import generate_dataset, Dataset, sample_chunks, text_language, check_languages
+from ragnb.synth.diversity import (QUESTION_TYPES, parse_question_types, allocate, parse_typed, parse_entities, parse_personas,
                              as_personas, link_chunks, noisy_terms, offline_terms, mixed_dataset, cost_by_type, mix_table,
                              outcome, scenarios, STYLES, LENGTHS, MixedQA, link_passages, add_cli)
-from ragnb.retrieval import evaluate, BM25Retriever, by_question_type
-from ragnb.widgets import highlight_spans, review_html
+from ragnb.rag.retrieval import evaluate, BM25Retriever, by_question_type
+from ragnb.view.widgets import highlight_spans, review_html
 
 TYPES = 'factoid,multi_hop,comparative,reasoning,conditional'
 
@@ -183,7 +183,7 @@ def test_german_corpus_keeps_german_rows(tmp_path):
     assert (lang.question_language.ne('de') | lang.answer_language.ne('de')).all()
 
 def test_check_languages_on_plain_factoids():
-    from ragnb.generate import QA
+    from ragnb.synth.generate import QA
     qs = [QA('a/q0', 'a', 'a', 'a#0', 0, 'ctx', question='Comment fonctionne la recherche hybride avec BM25 ?',
              answer='Elle combine BM25 et les embeddings.', kept=True),
           QA('b/q0', 'b', 'b', 'b#0', 0, 'ctx', question='How does hybrid search work with BM25?',
@@ -262,7 +262,7 @@ def test_hops_survive_parquet_and_show_highlighted(mixed, tmp_path):
     assert shown.count('title="hop 1"') == shown.count('title="hop 2"') == 2 and 'characters]' in shown and '<details>' in shown
 
 def test_retrieval_cli_reports_by_question_type(mixed, tmp_path, capsys):
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     ds, _ = mixed
     path = ds.save(tmp_path/'mixed.jsonl')
     assert main(['retrieval', str(path), '--docs', str(sample_path('openai-cookbook')), '--k', '1,5']) == 0

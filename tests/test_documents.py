@@ -2,9 +2,9 @@
 import os, subprocess
 from pathlib import Path
 import pytest
-from ragnb.documents import (Document, Documents, LoadIssue, load_folder, load_git, load_documents, read_text, LoadError,
+from ragnb.docs.documents import (Document, Documents, LoadIssue, load_folder, load_git, load_documents, read_text, LoadError,
                              split_document, split_documents, chunk_offsets, splitter)
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 
 COOKBOOK = sample_path('openai-cookbook')
 

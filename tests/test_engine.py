@@ -1,19 +1,19 @@
-"Engines (ragnb.engine): the CPU-heavy stages on local processes and on a local 2-CPU Ray give the local engine's output."
+"Engines (ragnb.core.engine): the CPU-heavy stages on local processes and on a local 2-CPU Ray give the local engine's output."
 import io, json, sys
 from contextlib import redirect_stdout
 from pathlib import Path
 import pandas as pd
 import pytest
-from ragnb.engine import map_items, ray_init
-from ragnb.pdf import pdf_regions, regions_many, find_regions, parse_pdf
-from ragnb.pages import DocumentError
-from ragnb.documents import load_folder, split_documents, split_many
-from ragnb.metrics import score, score_many, load_results
-from ragnb.llm import LLM
-from ragnb.cache import CallCache
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import sample_path
-from ragnb.cli import main
+from ragnb.core.engine import map_items, ray_init
+from ragnb.docs.pdf import pdf_regions, regions_many, find_regions, parse_pdf
+from ragnb.docs.pages import DocumentError
+from ragnb.docs.documents import load_folder, split_documents, split_many
+from ragnb.check.metrics import score, score_many, load_results
+from ragnb.core.llm import LLM
+from ragnb.core.cache import CallCache
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
+from ragnb.app.cli import main
 
 EU = sample_path('documents', 'camelot', 'tests', 'files', 'tabula', 'icdar2013-dataset', 'competition-dataset-eu')
 PDFS = [EU/'eu-004.pdf', EU/'eu-001.pdf']

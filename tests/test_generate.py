@@ -2,16 +2,16 @@
 import argparse, json, random
 from pathlib import Path
 import pytest
-from ragnb.llm import LLM, ParseError
-from ragnb.scripted import ScriptedServer
-from ragnb.prompts import get_prompt
-from ragnb.documents import Document, load_folder, split_document, split_documents
-from ragnb.evidence import locate, ground, normalise
-from ragnb.generate import (parse_factoid, parse_rating, generate_questions, critique, select, generate_dataset,
+from ragnb.core.llm import LLM, ParseError
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.prompts import get_prompt
+from ragnb.docs.documents import Document, load_folder, split_document, split_documents
+from ragnb.docs.evidence import locate, ground, normalise
+from ragnb.synth.generate import (parse_factoid, parse_rating, generate_questions, critique, select, generate_dataset,
                             Dataset, QA, SEED_EXAMPLE, CRITERIA)
-from ragnb.diversity import add_cli  # `ragnb generate` lives above both dataset builders
-from ragnb.scripted import scripted_factoid
-from ragnb.samples import sample_path
+from ragnb.synth.diversity import add_cli  # `ragnb generate` lives above both dataset builders
+from ragnb.testing.scripted import scripted_factoid
+from ragnb.core.samples import sample_path
 
 COOKBOOK = sample_path('openai-cookbook')
 
@@ -130,7 +130,7 @@ def test_out_of_range_rating_is_a_failure(tmp_path):
     assert row.failures[0]['stage'] == 'critique_relevance' and 'outside 1-5' in row.failures[0]['message']
 
 def test_dedupe_in_blocks(monkeypatch):
-    import ragnb.generate as g
+    import ragnb.synth.generate as g
     def q(i, text): return QA(f'c#{i}/q0', 'd', 'd', f'c#{i}', 0, 'ctx', question=text, answer='a', evidence='e',
                               evidence_found=True, groundedness_score=5, relevance_score=5, standalone_score=5)
     topics = ['embeddings', 'rate limits', 'fine-tuning', 'the Batch API', 'structured outputs', 'function calling', 'vision']
@@ -232,7 +232,7 @@ def test_normalise_maps_back(text):
 
 
 def test_structured_questions_and_ratings_through_a_schema_and_without(tmp_path):
-    from ragnb.generate import critic_consistency
+    from ragnb.synth.generate import critic_consistency
     chunks = split_document(EN, 3000, 0)
     with ScriptedServer() as srv, ScriptedServer(structured='refuse') as plain:
         got = {}
@@ -240,7 +240,7 @@ def test_structured_questions_and_ratings_through_a_schema_and_without(tmp_path)
             ds = generate_dataset([EN], _llm(s, tmp_path/s.structured), structured=True)
             sent = {(q['prompt'].split('@')[0], (q['body'].get('response_format') or {}).get('type')) for q in s.requests}
             got[s.structured] = (ds, sent)
-        from ragnb.generate import _qa_request
+        from ragnb.synth.generate import _qa_request
         rq = _qa_request(chunks[0], 'English', [], 0, structured=True)
         r = _llm(srv, tmp_path/'x').call(rq.messages, rq.prompt, 'x', rq.parse, schema=rq.schema)
         assert r.ok and json.loads(r.text)['question'] == r.value['question']   # the reply was JSON; the parser read it
@@ -252,7 +252,7 @@ def test_structured_questions_and_ratings_through_a_schema_and_without(tmp_path)
 
 
 def test_self_consistency_with_a_second_critic_and_agreement_with_review(tmp_path):
-    from ragnb.generate import critic_consistency, critic_agreement
+    from ragnb.synth.generate import critic_consistency, critic_agreement
     harsh = {'critique_groundedness': lambda m, rng: 'Evaluation: Not answerable.\nTotal rating: 1'}
     with ScriptedServer() as srv, ScriptedServer(rules=harsh) as other:
         qs = generate_questions(split_document(EN, 200, 0), _llm(srv, tmp_path))

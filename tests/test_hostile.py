@@ -8,19 +8,19 @@ import pandas as pd
 import pymupdf
 import pytest
 
-from ragnb.cli import main
-from ragnb.demo import sample_docs
-from ragnb.documents import Chunk, Document, Documents, LoadIssue, load_documents, load_folder, split_documents
-from ragnb.generate import QA, Critique, Dataset, generate_dataset
-from ragnb.llm import LLM, Failure, Result
-from ragnb.cache import cache_key
-from ragnb.metrics import RAGResult, ResultError, load_results, score
-from ragnb.office import MAX_IMAGE_BYTES, docx_segments, parse_office, pptx_segments
-from ragnb.pages import DocumentError, ParsedDoc, ParsedPage, Segment
-from ragnb.pdf import parse_pdf
-from ragnb.retrieval import RETRIEVAL_METRICS, Relevance, RetrievalReport
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import sample_path
+from ragnb.app.cli import main
+from ragnb.app.demo import sample_docs
+from ragnb.docs.documents import Chunk, Document, Documents, LoadIssue, load_documents, load_folder, split_documents
+from ragnb.synth.generate import QA, Critique, Dataset, generate_dataset
+from ragnb.core.llm import LLM, Failure, Result
+from ragnb.core.cache import cache_key
+from ragnb.check.metrics import RAGResult, ResultError, load_results, score
+from ragnb.docs.office import MAX_IMAGE_BYTES, docx_segments, parse_office, pptx_segments
+from ragnb.docs.pages import DocumentError, ParsedDoc, ParsedPage, Segment
+from ragnb.docs.pdf import parse_pdf
+from ragnb.rag.retrieval import RETRIEVAL_METRICS, Relevance, RetrievalReport
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sample_path('documents')
@@ -231,7 +231,7 @@ def test_office_xml_part_over_its_cap_names_the_file(tmp_path, capsys):
 # --- 5. Memory stays proportional to the largest document ---
 
 def test_grounding_memory_does_not_grow_with_the_number_of_documents():
-    from ragnb.evidence import ground
+    from ragnb.docs.evidence import ground
     docs = [Document(f"Intro {i}.\n\n" + ''.join(f"Fact {i}-{k} is written down here.\n\n" for k in range(150_000)),
                      'mem', f'd{i}.md', f'd{i}.md', '.md') for i in range(3)]
     def peak(ds):
@@ -322,7 +322,7 @@ def test_the_checks_catch_a_live_tag():   # the helpers above can fail
 def test_a_fifo_named_md_is_skipped_not_read(tmp_path):
     os.mkfifo(tmp_path/'pipe.md'); (tmp_path/'good.md').write_text('# Good\n\nThis file is fine.\n')
     code = textwrap.dedent(f'''
-        from ragnb.documents import load_documents
+        from ragnb.docs.documents import load_documents
         d = load_documents({str(tmp_path)!r})
         print([x.id for x in d], [(i.path, i.reason) for i in d.issues])
         d = load_documents({str(tmp_path/'pipe.md')!r})
@@ -397,7 +397,7 @@ def test_metrics_say_over_how_many_results(tmp_path, monkeypatch, capsys):
 def test_no_progress_bars_in_logs(tmp_path):
     with ScriptedServer() as srv:
         env = {**os.environ, 'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}
-        r = subprocess.run([sys.executable, '-c', 'import sys; from ragnb.cli import main; sys.exit(main())', 'generate',
+        r = subprocess.run([sys.executable, '-c', 'import sys; from ragnb.app.cli import main; sys.exit(main())', 'generate',
                             str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '3'],   # as the `ragnb` script does
                            capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -451,7 +451,7 @@ def test_latin1_files_load_with_encoding(tmp_path, monkeypatch, capsys):
 
 def test_regions_pages_are_checked_by_argparse(capsys):
     "`ragnb regions --pages 1,abc` is a usage error naming the bad page, not a ValueError from int()."
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     pdf = sample_path('documents', 'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf')
     with pytest.raises(SystemExit) as e: main(['regions', str(pdf), '--pages', '1,abc'])
     assert e.value.code == 2 and "'abc'" in capsys.readouterr().err
@@ -511,7 +511,7 @@ def test_dataset_doc_source_is_never_followed(tmp_path, monkeypatch, capsys):
     assert 'hit rate' in capsys.readouterr().out and (tmp_path/'cache'/'repos').exists()
 
 def test_retrieval_reads_documents_bounded(tmp_path, capsys):
-    from ragnb.documents import read_text
+    from ragnb.docs.documents import read_text
     big = tmp_path/'big.md'; big.write_text('x' * 5000)
     with pytest.raises(Exception, match='over the 1,000-byte limit'): read_text(big, limit=1000)
     fifo = tmp_path/'ds'/'pipe.md'; fifo.parent.mkdir(); os.mkfifo(fifo)
@@ -520,7 +520,7 @@ def test_retrieval_reads_documents_bounded(tmp_path, capsys):
     assert 'not a regular file' in capsys.readouterr().err
 
 def test_clone_never_reads_a_url_as_an_option(tmp_path):
-    from ragnb.documents import LoadError, clone
+    from ragnb.docs.documents import LoadError, clone
     flag = tmp_path/'ran'
     with pytest.raises(LoadError, match=f"repository '--upload-pack=touch {flag}' does not exist"):  # a repository
         clone(f'--upload-pack=touch {flag}', dest=tmp_path/'dest')
@@ -587,7 +587,7 @@ def assert_no_escapes(text:str):
     assert not re.search('[\x00-\x08\x0b-\x1f\x7f-\x9f]', text.replace('\r', '')), repr(text[:300])
 
 def test_show_prints_model_and_file_text_without_escapes(tmp_path, monkeypatch, capsys):
-    from ragnb.scripted import scripted_factoid
+    from ragnb.testing.scripted import scripted_factoid
     monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
     evil = {'factoid_qa': lambda msgs, rng: scripted_factoid(msgs, rng) + ESCAPES}
     with ScriptedServer(rules=evil) as srv:
@@ -622,7 +622,7 @@ def test_every_command_prints_file_text_without_escapes(tmp_path, capsys):
     assert out.count('\\x1b]0;pwned-title') >= 1 and err.count('\\x1b]0;pwned-title') >= 2
 
 def test_progress_bars_keep_their_carriage_return():
-    from ragnb.cli import TerminalSafe
+    from ragnb.app.cli import TerminalSafe
     buf = io.StringIO(); TerminalSafe(buf, keep_cr=True).write('\r 50%|#####     |\x1b[A')
     assert buf.getvalue() == '\r 50%|#####     |\\x1b[A'
 
@@ -744,8 +744,8 @@ def test_retrieval_names_the_row_and_field_of_a_wrong_type(tmp_path, capsys, row
 
 import resource, sqlite3, zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from ragnb.llm import Request
-from ragnb.cache import CacheError, CallCache
+from ragnb.core.llm import Request
+from ragnb.core.cache import CacheError, CallCache
 
 KEY = 'sk-hostile27-' + 'Qx7' * 12   # this test's own marker, not a credential
 
@@ -786,7 +786,7 @@ def folder_bytes(d:Path) -> bytes:
 def ragnb_cli(*args, env=None, limit=None):
     "Run the `ragnb` command in a new process (optionally with files capped at `limit` bytes, a full disk)."
     cap = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))) if limit else None
-    return subprocess.run([sys.executable, '-c', 'import sys; from ragnb.cli import main; sys.exit(main())', *args],
+    return subprocess.run([sys.executable, '-c', 'import sys; from ragnb.app.cli import main; sys.exit(main())', *args],
                           capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300,
                           preexec_fn=cap)
 
@@ -903,7 +903,7 @@ def test_a_full_cache_disk_keeps_the_replies(tmp_path):
     with ScriptedServer() as srv:
         script = textwrap.dedent(f'''
             import json, warnings
-            from ragnb.llm import LLM
+            from ragnb.core.llm import LLM
             warnings.simplefilter('always')
             with warnings.catch_warnings(record=True) as w:
                 llm = LLM(base_url={srv.base_url!r}, api_key='sk-test', model='m', cache_path={str(db)!r}, progress=False)

@@ -2,12 +2,12 @@
 import base64, io, struct, zipfile, zlib
 from pathlib import Path
 import pymupdf, pytest
-from ragnb.cli import main
-from ragnb.llm import LLM
-from ragnb.office import docx_segments, image_pixels, parse_office, pptx_segments
-from ragnb.pages import DocumentError
-from ragnb.pdf import MAX_SIDE, big_images, cap_images, fit_zoom, mark_page, page_messages, parse_pdf, render_page
-from ragnb.scripted import ScriptedServer
+from ragnb.app.cli import main
+from ragnb.core.llm import LLM
+from ragnb.docs.office import docx_segments, image_pixels, parse_office, pptx_segments
+from ragnb.docs.pages import DocumentError
+from ragnb.docs.pdf import MAX_SIDE, big_images, cap_images, fit_zoom, mark_page, page_messages, parse_pdf, render_page
+from ragnb.testing.scripted import ScriptedServer
 
 # --- hostile files, built small: the declared sizes are huge, the bytes are not ---
 

@@ -6,13 +6,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragnb.documents import Document
-from ragnb.generate import Dataset, generate_dataset
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer
+from ragnb.docs.documents import Document
+from ragnb.synth.generate import Dataset, generate_dataset
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
-PY = [sys.executable, '-c', 'import sys; from ragnb.cli import main; sys.exit(main())']
+PY = [sys.executable, '-c', 'import sys; from ragnb.app.cli import main; sys.exit(main())']
 
 
 def env(**kw):
@@ -43,8 +43,8 @@ def test_dataset_write_failing_midway_keeps_the_old_file(tmp_path):
 
 
 def test_every_writer_leaves_no_temporary_file_and_keeps_permissions(tmp_path):
-    from ragnb.metrics import load_results, save_results
-    from ragnb.samples import sample_path
+    from ragnb.check.metrics import load_results, save_results
+    from ragnb.core.samples import sample_path
     results = load_results(sample_path('ragchecker', 'examples', 'checking_outputs.json'))
     out = tmp_path/'checked.json'
     save_results(results, out)
@@ -91,7 +91,7 @@ def test_cli_generate_on_a_full_disk_keeps_the_old_dataset(tmp_path):
 
 
 def test_check_on_a_full_disk_keeps_the_old_results(tmp_path):
-    from ragnb.samples import sample_path
+    from ragnb.core.samples import sample_path
     one = json.loads(sample_path('ragchecker', 'examples', 'checking_outputs.json').read_text())['results']
     src = tmp_path/'in.json'  # labelled results: `check` scores them without a model call
     src.write_text(json.dumps({'results': [{**r, 'query_id': f"{r['query_id']}-{i}"} for i in range(12) for r in one]}))
@@ -111,7 +111,7 @@ def test_check_on_a_full_disk_keeps_the_old_results(tmp_path):
 KILLED_WRITER = textwrap.dedent('''
     import sys, time
     import pandas as pd
-    from ragnb.generate import Dataset
+    from ragnb.synth.generate import Dataset
     class Stall:
         "The last row: says the write is under way, then waits to be killed."
         def __str__(self):
@@ -182,7 +182,7 @@ def test_quoted_evidence_is_kept_fuzzy_too(tmp_path):
 
 
 def test_cli_generate_drops_and_reports_unfound_evidence(tmp_path, monkeypatch, capsys):
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     (tmp_path/'docs').mkdir(); (tmp_path/'docs'/'notes.md').write_text(INJECTED.text)
     with ScriptedServer(rules=RULES) as srv:
         monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')

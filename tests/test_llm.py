@@ -2,10 +2,10 @@
 import asyncio, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
-from ragnb.llm import LLM, Request, PRICES, run_sync
-from ragnb.cache import CallCache, cache_key
-from ragnb.scripted import lesson_llm
-from ragnb.scripted import ScriptedServer
+from ragnb.core.llm import LLM, Request, PRICES, run_sync
+from ragnb.core.cache import CallCache, cache_key
+from ragnb.testing.scripted import lesson_llm
+from ragnb.testing.scripted import ScriptedServer
 
 def msg(t): return [{'role': 'user', 'content': t}]
 
@@ -148,7 +148,7 @@ def test_embeddings_cached_per_text(llm, server):
 
 KILL_SCRIPT = textwrap.dedent('''
     import sys
-    from ragnb.llm import LLM
+    from ragnb.core.llm import LLM
     llm = LLM(base_url=sys.argv[1], model='m', cache_path=sys.argv[2], concurrency=4, progress=False)
     llm.batch([[{'role':'user','content':f'item {i}'}] for i in range(60)])
 ''')

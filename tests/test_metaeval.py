@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ragnb.metaeval import (ASPECTS, load_human, load_pair_scores, preference, correlations, bootstrap_ci,
+from ragnb.check.metaeval import (ASPECTS, load_human, load_pair_scores, preference, correlations, bootstrap_ci,
                             annotator_agreement, meta_evaluate, add_cli)
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 
 META = sample_path('ragchecker', 'meta_evaluation')
 
@@ -82,7 +82,7 @@ def test_cli(capsys):
 
 
 def test_pairs_from_ragnb_scores_correlate_like_the_file(human, pairs):
-    from ragnb.metaeval import pairs_from_scores
+    from ragnb.check.metaeval import pairs_from_scores
     import pandas as pd
     first = pd.DataFrame({'f1': pairs['overall_label/1'], 'name': 'x'})
     second = pd.DataFrame({'f1': pairs['overall_label/2'], 'name': 'y'})
@@ -97,9 +97,9 @@ def test_pairs_from_ragnb_scores_correlate_like_the_file(human, pairs):
 # --- the shipped pairs and `meta-eval --run` (the judge through the real client, against the scripted server) ---
 import csv, gzip, hashlib
 
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer
-from ragnb.metaeval import (load_meta_pairs, meta_pairs_path, human_labels, run_meta_eval, table2, judge_pair_scores,
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.check.metaeval import (load_meta_pairs, meta_pairs_path, human_labels, run_meta_eval, table2, judge_pair_scores,
                             pair_results)
 
 JUDGE = 'scripted-test-model (small)'
@@ -187,7 +187,7 @@ def test_run_sample_3_table_intervals_and_budget(tmp_path, capsys):
 
 
 def test_cli_run_interrupted_by_server_faults_resumes(tmp_path, monkeypatch, capsys):
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     out = tmp_path/'run.json'
     for k, v in {'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
                  'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
@@ -217,7 +217,7 @@ def test_cli_run_interrupted_by_server_faults_resumes(tmp_path, monkeypatch, cap
 
 
 def test_cli_bad_human_file_is_named(tmp_path, capsys):
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     (tmp_path/'h.json').write_text('[{"instance_id": 0, "query": "q"}]')
     assert main(['meta-eval', '--run', '--human', str(tmp_path/'h.json')]) == 1
     assert f"{tmp_path/'h.json'}: row 0 (instance 0): field 'gt_answer' is missing" in capsys.readouterr().err
@@ -226,7 +226,7 @@ def test_cli_bad_human_file_is_named(tmp_path, capsys):
 
 
 def test_cli_help_shows_run_options_with_defaults(capsys):
-    from ragnb.cli import main
+    from ragnb.app.cli import main
     with pytest.raises(SystemExit): main(['meta-eval', '--help'])
     h = ' '.join(capsys.readouterr().out.split())
     assert '--run' in h and '--sample' in h and '--judge-profile {small,default,auto}' in h

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ragnb.metrics import (METRICS, METRIC_GROUPS, METRIC_SPECS, MetricSpec, LabelBatch, CheckingDataError,
+from ragnb.check.metrics import (METRICS, METRIC_GROUPS, METRIC_SPECS, MetricSpec, LabelBatch, CheckingDataError,
                            claim_metrics, score, compare, add_cli, register_metric, unregister_metric)
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 
 DATA = sample_path('ragchecker', 'examples')
 
@@ -156,7 +156,7 @@ def test_cli_metrics(capsys, tmp_path, outputs):
 
 
 # --- RAGChecker files in and out ---
-from ragnb.metrics import RAGResult, load_results, save_results, results_frame
+from ragnb.check.metrics import RAGResult, load_results, save_results, results_frame
 
 
 def test_roundtrip_file_dataframe_objects(outputs, tmp_path):
@@ -228,8 +228,8 @@ def test_a_broken_result_never_changes_the_others(rs, data):
 
 def test_a_results_file_of_20000_results_is_not_refused(tmp_path):
     "RAGChecker's output for 20,000 results with their passages (150 MB) is read; a file over the limit is refused."
-    from ragnb.metrics import RESULTS_LIMIT, read_json
-    from ragnb.safe import UnsafeInput
+    from ragnb.check.metrics import RESULTS_LIMIT, read_json
+    from ragnb.core.safe import UnsafeInput
     example = (DATA/'checking_outputs.json').read_bytes()
     assert RESULTS_LIMIT > 20_000 * len(example) / 2 * 1.2   # the example holds 2 results; 20% to spare
     p = tmp_path/'results.json'; p.write_bytes(example)
@@ -240,9 +240,9 @@ def test_a_results_file_of_20000_results_is_not_refused(tmp_path):
 
 def test_a_metric_registered_in_one_place_shows_everywhere(outputs):
     "One `register_metric` row: scored, in the overall table, the comparison, the figure and the metrics viewer."
-    from ragnb.systems import compare as compare_systems
-    from ragnb.widgets import metric_sets, result_html
-    from ragnb.plots import plot_metrics
+    from ragnb.rag.systems import compare as compare_systems
+    from ragnb.view.widgets import metric_sets, result_html
+    from ragnb.view.plots import plot_metrics
     register_metric(MetricSpec('toy_unsupported', 'generator_metrics', 'Toy', 'toy: response claims no chunk entails',
                                lambda c, m: c.mean_r(~c.faithful), ('response', 'chunks'),
                                counts=('response', ('unfaithful',), ()), lower_is_better=True))

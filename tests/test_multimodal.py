@@ -1,12 +1,12 @@
-"Behaviour of ragnb.multimodal: contexts, evidence ids that must exist, critique and rows through the test server."
+"Behaviour of ragnb.synth.multimodal: contexts, evidence ids that must exist, critique and rows through the test server."
 from pathlib import Path
 import pandas as pd, pytest
-from ragnb.llm import LLM, ParseError
-from ragnb.multimodal import (build_context, context_messages, context_text, multimodal_dataset, multimodal_questions,
+from ragnb.core.llm import LLM, ParseError
+from ragnb.synth.multimodal import (build_context, context_messages, context_text, multimodal_dataset, multimodal_questions,
                               parse_multimodal)
-from ragnb.pdf import Segment, parse_pdf, pdf_regions, render_regions
-from ragnb.scripted import ScriptedServer
-from ragnb.samples import sample_path
+from ragnb.docs.pdf import Segment, parse_pdf, pdf_regions, render_regions
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.samples import sample_path
 
 DOCS = sample_path('documents')
 EU004 = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu/eu-004.pdf'

@@ -1,13 +1,13 @@
-"Behaviour of ragnb.office: DOCX/PPTX segments, fidelity against docling's ground truth, bad input."
+"Behaviour of ragnb.docs.office: DOCX/PPTX segments, fidelity against docling's ground truth, bad input."
 import argparse, io, json, zipfile
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 import pytest
-from ragnb.office import (docling_grids, docx_cells, docx_segments, expand, grid_html, open_docx, open_pptx,
+from ragnb.docs.office import (docling_grids, docx_cells, docx_segments, expand, grid_html, open_docx, open_pptx,
                           parse_office, pptx_cells, pptx_segments)
-from ragnb.pages import DocumentError, sanitize_html
-from ragnb.multimodal import add_cli
-from ragnb.samples import sample_path
+from ragnb.docs.pages import DocumentError, sanitize_html
+from ragnb.synth.multimodal import add_cli
+from ragnb.core.samples import sample_path
 
 DOCS = sample_path('documents')
 DL = DOCS/'docling/tests/data'
@@ -26,7 +26,7 @@ def test_docx_tables_match_docling_cell_for_cell():
     assert len(truth) == 7 and ours == truth
 
 def test_rich_cells_nested_tables_match_docling():
-    from ragnb.office import docx_tables
+    from ragnb.docs.office import docx_tables
     strip = lambda g: [[c.strip() for c in row] for row in g]
     truth = [strip(g) for g in docling_grids(DL/'docx/groundtruth/docx_rich_cells.docx.json')]
     ours = [strip(expand(docx_cells(t))) for t in docx_tables(open_docx(DL/'docx/sources/docx_rich_cells.docx'))]
@@ -95,9 +95,9 @@ def test_bad_office_files_name_the_file(tmp_path):
 
 
 def test_a_format_registered_once_is_parsed_and_listed(tmp_path):
-    "One row of ragnb.documents.DOCUMENT_FORMATS: parse_document dispatches on it and `ragnb parse --help` lists it."
-    from ragnb.documents import DOCUMENT_FORMATS, DEFAULT_GLOB, DocumentFormat, register_format
-    from ragnb.multimodal import parse_document
+    "One row of ragnb.docs.documents.DOCUMENT_FORMATS: parse_document dispatches on it and `ragnb parse --help` lists it."
+    from ragnb.docs.documents import DOCUMENT_FORMATS, DEFAULT_GLOB, DocumentFormat, register_format
+    from ragnb.synth.multimodal import parse_document
     assert DEFAULT_GLOB == ('*.md', '*.mdx') and {s for s, f in DOCUMENT_FORMATS.items() if f.parse} == {
         '.pdf', '.docx', '.pptx'}
     got = []

@@ -1,12 +1,12 @@
-"Behaviour of ragnb.pdf: regions, rendering, the regions command, bad input."
+"Behaviour of ragnb.docs.pdf: regions, rendering, the regions command, bad input."
 import argparse, hashlib, io, json, sqlite3, subprocess, sys
 from contextlib import redirect_stdout
 from pathlib import Path
 import pymupdf, pytest
-from ragnb.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, find_regions, fit_zoom, has_layout,
+from ragnb.docs.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, find_regions, fit_zoom, has_layout,
                        icdar_tables, iou, mark_page, merge_rects, open_pdf, page_regions, pdf_regions, regions_many,
                        render_regions, table_boxes, table_grid)
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 
 DOCS = sample_path('documents')
 EU = DOCS/'camelot/tests/files/tabula/icdar2013-dataset/competition-dataset-eu'
@@ -14,8 +14,8 @@ ICDAR = DOCS/'icdar2013'
 needs_layout = pytest.mark.skipif(not has_layout(), reason='the layout model needs pymupdf-layout (pip install "ragnb[layout]")')
 
 def run_cli(*argv):
-    "Run a `ragnb` subcommand (`regions` from ragnb.pdf, `parse` from ragnb.multimodal); return (exit code, stdout, stderr)."
-    from ragnb.multimodal import add_cli as add_parse_cli
+    "Run a `ragnb` subcommand (`regions` from ragnb.docs.pdf, `parse` from ragnb.synth.multimodal); return (exit code, stdout, stderr)."
+    from ragnb.synth.multimodal import add_cli as add_parse_cli
     parser = argparse.ArgumentParser(prog='ragnb'); sub = parser.add_subparsers(); add_cli(sub); add_parse_cli(sub)
     args = parser.parse_args([str(a) for a in argv])
     out, err = io.StringIO(), io.StringIO()
@@ -132,9 +132,9 @@ def test_bad_pdfs_name_the_file(tmp_path):
     assert rc == 2 and str(enc) in err and 'encrypted' in err and out == ''
 
 # ---- parsing -------------------------------------------------------------------------------------------------
-from ragnb.llm import LLM
-from ragnb.pdf import OFFLINE_MARK, ParsedPage, parse_pdf, read_page_reply, sanitize_html
-from ragnb.scripted import ScriptedServer
+from ragnb.core.llm import LLM
+from ragnb.docs.pdf import OFFLINE_MARK, ParsedPage, parse_pdf, read_page_reply, sanitize_html
+from ragnb.testing.scripted import ScriptedServer
 
 def test_sanitize_html_keeps_tables_only():
     dirty = ('<table onclick="x()" style="color:red"><tr><th onmouseover="y()" colspan="2">A</th></tr>'
@@ -359,7 +359,7 @@ def test_regions_cli_contract(sample_pdf):
 
 
 def test_snap_to_words_takes_in_the_words_a_box_cuts():
-    from ragnb.pdf import snap_to_words
+    from ragnb.docs.pdf import snap_to_words
     words = [(10, 10, 50, 20, 'Age'), (60, 10, 120, 20, 'Proportion'),   # a header row half inside the box
              (10, 30, 40, 40, '20-29'), (200, 30, 260, 40, 'caption')]   # a word barely touched stays out
     assert snap_to_words((12, 14, 118, 45), words) == (10, 10, 120, 45)

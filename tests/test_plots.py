@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Rectangle
 
-from ragnb.plots import (save_figure, plot_entailment_map, plot_metrics, plot_systems, plot_claim_shares, claim_shares,
+from ragnb.view.plots import (save_figure, plot_entailment_map, plot_metrics, plot_systems, plot_claim_shares, claim_shares,
                          plot_critique_scores, plot_hit_rate, plot_page_regions, relevant_chunks, flat_metrics,
                          short_label, LABEL_COLOURS, chunk_labels, min_text_px, MIN_FONT_PX, model_label)
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 
 DATA = sample_path()
 OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
@@ -96,7 +96,7 @@ def test_metrics_plot_reads_both_scales(rc):
     assert widths == sorted(flat_metrics(rc['metrics']).values())
     with pytest.raises(KeyError, match='faithfulness'):
         plot_metrics({k: v for k, v in rc['results'][0]['metrics'].items() if k != 'faithfulness'})
-    from ragnb.metrics import score
+    from ragnb.check.metrics import score
     fig = plot_metrics(score(rc['results']))  # a Scores object: its overall bars and one dot per result per metric
     assert sorted(round(p.get_width(), 1) for p in fig.axes[0].patches) == widths
     assert [len(c.get_offsets()) for c in fig.axes[0].collections] == [2] * 11
@@ -165,7 +165,7 @@ def test_page_regions_scaled_to_image():
 
 def _all_figures(rc, model=None):
     "One figure of every kind that shows a model's output, drawn from RAGChecker's example file."
-    from ragnb.metrics import score
+    from ragnb.check.metrics import score
     crit = pd.DataFrame({'groundedness_score': [5, 2], 'relevance_score': [4, 4], 'standalone_score': [3, 5], 'kept': [True, False]})
     return {'map': plot_entailment_map(rc['results'][0], model=model),
             'map_key': plot_entailment_map(rc['results'][1], key=True, model=model),

@@ -1,12 +1,12 @@
 "The labelled-reply protocol (`Output:::` then `Label: value` fields): one reader for every stage and the scripted server."
 import re
 import pytest
-from ragnb.prompts import labelled_fields
-from ragnb.generate import parse_factoid
-from ragnb.diversity import parse_typed
-from ragnb.llm import ParseError
-from ragnb.scripted import ScriptedServer
-from ragnb.llm import LLM
+from ragnb.core.prompts import labelled_fields
+from ragnb.synth.generate import parse_factoid
+from ragnb.synth.diversity import parse_typed
+from ragnb.core.llm import ParseError
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.core.llm import LLM
 
 LAB = re.compile(r'(?im)^(question|answer|evidence(?: \d)?):[ \t]*')
 
@@ -42,8 +42,8 @@ def test_the_three_readers_share_it():
     with pytest.raises(ParseError, match="'Evidence 2:'"): parse_typed('Question: Q\nAnswer: A\nEvidence 1: x', 2)
     with ScriptedServer() as srv:   # a schema-constrained request answered from the scripted text protocol
         llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache=False, progress=False)
-        from ragnb.generate import RATING_SCHEMA
-        from ragnb.prompts import get_prompt
+        from ragnb.synth.generate import RATING_SCHEMA
+        from ragnb.core.prompts import get_prompt
         p = get_prompt('critique_relevance')
         r = llm.call(p.messages(question='What does the Batch API cost?', audience='developers'), prompt=p.id,
                      schema=RATING_SCHEMA)

@@ -17,7 +17,7 @@ def test_nbdev_leaves_the_handwritten_readme_alone():
 
 def test_module_docstrings_are_whole_sentences():
     # nbdev takes the docstring from the notebook's `> subtitle` line: a subtitle wrapped over two lines is cut
-    for f in sorted((ROOT/'ragnb').glob('*.py')):
+    for f in sorted((ROOT/'ragnb').rglob('*.py')):
         doc = ast.get_docstring(ast.parse(f.read_text(encoding='utf-8')))
         if doc is not None: assert doc.rstrip().endswith(('.', '?', '!')), (f.name, doc[-60:])
 
@@ -29,4 +29,4 @@ def test_every_notebook_is_under_500_kb(nb):
     # a lesson's figures and page images are palette PNGs (`compact_figures`, `compact_png`), so it stays small when
     # re-run; a notebook over this is one to clone, diff and review slowly
     size = (ROOT/'nbs'/nb).stat().st_size
-    assert size < 500_000, f"{nb}: {size:,} bytes, over 500 KB: compact its images (see nbs/08_plots.ipynb)"
+    assert size < 500_000, f"{nb}: {size:,} bytes, over 500 KB: compact its images (see nbs/50_plots.ipynb)"

@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.documents import Chunk, Document, split_documents
-from ragnb.llm import LLM
-from ragnb.scripted import ScriptedServer
-from ragnb.evidence import locate as find_evidence
-from ragnb.rag import rag_pipeline
-from ragnb.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
+from ragnb.docs.documents import Chunk, Document, split_documents
+from ragnb.core.llm import LLM
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.docs.evidence import locate as find_evidence
+from ragnb.rag.pipeline import rag_pipeline
+from ragnb.rag.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
                              read_dataset, relevance, score_ranking, summarize, sweep, plot_by_k, plot_sweep,
                              local_embedder)
-from ragnb.cli import main
+from ragnb.app.cli import main
 
 # A corpus where the right chunk for each question is known by construction: every topic has words no other topic uses,
 # and each paragraph is long enough that the splitter puts topics in different chunks.
@@ -274,7 +274,7 @@ def test_multimodal_rows_prefer_the_cited_content():
     assert relevance(dict(evidence='image_1', evidence_content='/out/crops/r_p3_1.png'), chunks).gold == ['r.pdf#2']
 
 def test_sweep_with_ragchecker_per_setting(corpus, tmp_path):
-    from ragnb.rag import ragchecker_per_setting
+    from ragnb.rag.pipeline import ragchecker_per_setting
     docs, chunks, ds = corpus
     few = ds.head(2)
     with ScriptedServer() as srv:
@@ -287,7 +287,7 @@ def test_sweep_with_ragchecker_per_setting(corpus, tmp_path):
         assert (sw.results[m].isna() | sw.results[m].between(0, 100)).all(), m
 
 def test_compare_is_paired(corpus):
-    from ragnb.retrieval import compare_retrievers
+    from ragnb.rag.retrieval import compare_retrievers
     docs, chunks, ds = corpus
     gold = {q: gold_chunk(chunks, d, ev)[0] for d, ev, q in QUESTIONS}
     ids = [c.id for c in chunks]

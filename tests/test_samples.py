@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import ragnb
-from ragnb.samples import SHARED_ENV, sample_path, shared_path, shared_root
+from ragnb.core.samples import SHARED_ENV, sample_path, shared_path, shared_root
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = {'README.md', 'PROVENANCE.tsv'}   # written for ragnb, not listed in PROVENANCE.tsv
@@ -54,7 +54,7 @@ def test_readmes_state_the_data_size():
 def test_an_installed_package_without_the_repository_says_where_the_data_is(tmp_path):
     site = tmp_path/'site'
     shutil.copytree(Path(ragnb.__file__).parent, site/'ragnb', ignore=shutil.ignore_patterns('data', '__pycache__'))
-    code = 'from ragnb.samples import sample_path; sample_path("documents")'
+    code = 'from ragnb.core.samples import sample_path; sample_path("documents")'
     r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True,
                        env={**os.environ, 'PYTHONPATH': str(site)})
     assert r.returncode == 1

@@ -1,9 +1,9 @@
 "Start-up: importing a stage and a command's --help load none of the big libraries a stage needs on one path only."
 import gc, json, subprocess, sys
 import pytest
-from ragnb.cli import COMMANDS
-from ragnb.llm import follows_schema, schema_error
-from ragnb.metrics import CheckingDataError, score
+from ragnb.app.cli import COMMANDS
+from ragnb.core.llm import follows_schema, schema_error
+from ragnb.check.metrics import CheckingDataError, score
 
 HEAVY = ('jsonschema', 'openai', 'pandas', 'langchain_text_splitters', 'scipy', 'matplotlib', 'aiohttp', 'bm25s')
 LIGHT = ['generate', 'check', 'metrics', 'regions', 'retrieval', 'meta-eval', 'run', 'compare']  # commands whose --help is light
@@ -15,21 +15,21 @@ def loaded_after(code):
     assert r.returncode == 0, r.stderr[-800:]
     return json.loads(r.stdout.splitlines()[-1])
 
-@pytest.mark.parametrize('mod', ['ragnb.generate', 'ragnb.checker', 'ragnb.pdf', 'ragnb.metrics', 'ragnb.cli'])
+@pytest.mark.parametrize('mod', ['ragnb.synth.generate', 'ragnb.check.checker', 'ragnb.docs.pdf', 'ragnb.check.metrics', 'ragnb.app.cli'])
 def test_import_loads_no_heavy_library(mod):
     assert loaded_after(f'import {mod}') == []
 
 @pytest.mark.parametrize('command', LIGHT)
 def test_command_help_loads_no_heavy_library(command):
     assert command in COMMANDS
-    code = ("import contextlib, io\nfrom ragnb.cli import main\nout = io.StringIO()\n"
+    code = ("import contextlib, io\nfrom ragnb.app.cli import main\nout = io.StringIO()\n"
             f"with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit): main([{command!r}, '--help'])\n"
             f"assert out.getvalue().startswith('usage: ragnb {command}'), out.getvalue()[:200]")
     assert loaded_after(code) == []
 
 def test_ragnb_schemas_checked_without_jsonschema():
-    code = ("from ragnb.llm import follows_schema\nfrom ragnb.generate import QA_SCHEMA, RATING_SCHEMA\n"
-            "from ragnb.checker import LABELS_SCHEMA, claims_schema\n"
+    code = ("from ragnb.core.llm import follows_schema\nfrom ragnb.synth.generate import QA_SCHEMA, RATING_SCHEMA\n"
+            "from ragnb.check.checker import LABELS_SCHEMA, claims_schema\n"
             "assert follows_schema('{\"question\": \"q\", \"answer\": \"a\"}', QA_SCHEMA)\n"
             "assert follows_schema('{\"evaluation\": \"e\", \"total_rating\": 4}', RATING_SCHEMA) is None\n"
             "assert follows_schema('{\"labels\": [{\"claim\": 1, \"label\": \"Maybe\"}]}', LABELS_SCHEMA)\n"

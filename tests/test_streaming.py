@@ -1,10 +1,10 @@
 "Streamed replies and their deadlines, per-task reply caps, cached prompt tokens, prefix-ordered calls (issue 25)."
 import json
 import pytest
-from ragnb.llm import LLM, Request, DEADLINES, task_cap, cost_of, by_prefix, default_concurrency, is_local
-from ragnb.scripted import ScriptedServer, lesson_llm
-from ragnb.checker import run_checks
-from ragnb.samples import sample_path
+from ragnb.core.llm import LLM, Request, DEADLINES, task_cap, cost_of, by_prefix, default_concurrency, is_local
+from ragnb.testing.scripted import ScriptedServer, lesson_llm
+from ragnb.check.checker import run_checks
+from ragnb.core.samples import sample_path
 
 def msg(t): return [{'role': 'user', 'content': t}]
 

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.cli import main
-from ragnb.generate import Dataset
-from ragnb.llm import LLM
-from ragnb.metrics import load_results, save_results, score
-from ragnb.systems import (HTTPSystem, OutputError, SystemRun, as_context, as_output, as_system, claim_moves, compare,
+from ragnb.app.cli import main
+from ragnb.synth.generate import Dataset
+from ragnb.core.llm import LLM
+from ragnb.check.metrics import load_results, save_results, score
+from ragnb.rag.systems import (HTTPSystem, OutputError, SystemRun, as_context, as_output, as_system, claim_moves, compare,
                            evaluate_system, from_ragas, json_path, load_checked, load_system, read_questions, run_system,
                            arun_system, ComparisonViewer, moves_html)
 
@@ -262,7 +262,7 @@ def test_langchain(server, no_internet):
     from langchain_core.prompts import ChatPromptTemplate
     from langchain_core.output_parsers import StrOutputParser
     from langchain_core.runnables import RunnableParallel, RunnablePassthrough
-    from ragnb.systems import LangChainSystem
+    from ragnb.rag.systems import LangChainSystem
     # check_embedding_ctx_length=False: otherwise OpenAIEmbeddings tokenises with tiktoken, which downloads its encoding
     emb = OpenAIEmbeddings(model='scripted-embedding', base_url=server.base_url, api_key='sk-test', check_embedding_ctx_length=False)
     store = InMemoryVectorStore.from_documents([Document(page_content=t, id=k) for k, t in PASSAGES.items()], emb)
@@ -284,7 +284,7 @@ def test_langchain(server, no_internet):
 
 def test_langchain_failures_are_recorded(no_internet):
     pytest.importorskip('langchain_openai', reason="the langchain extra is not installed (pip install 'ragnb[langchain]')")
-    from ragnb.scripted import ScriptedServer
+    from ragnb.testing.scripted import ScriptedServer
     from langchain_openai import ChatOpenAI
     from langchain_core.runnables import RunnableParallel, RunnableLambda
     with ScriptedServer(faults={'400': 1.0}) as srv:
@@ -302,7 +302,7 @@ def test_llamaindex(server, no_internet):
     from llama_index.core.schema import TextNode
     from llama_index.llms.openai import OpenAI
     from llama_index.embeddings.openai import OpenAIEmbedding
-    from ragnb.systems import LlamaIndexSystem
+    from ragnb.rag.systems import LlamaIndexSystem
     # llama-index's OpenAI classes check model names against OpenAI's list: known names, served by the scripted server
     emb = OpenAIEmbedding(model_name='text-embedding-3-small', api_base=server.base_url, api_key='sk-test')
     llm = OpenAI(model='gpt-4o-mini', api_base=server.base_url, api_key='sk-test', default_headers=ROUTE)
@@ -340,7 +340,7 @@ def _haystack_pipeline(server, answer_builder=False):
 
 def test_haystack(server, no_internet):
     pytest.importorskip('haystack', reason="the haystack extra is not installed (pip install 'ragnb[haystack]')")
-    from ragnb.systems import HaystackSystem
+    from ragnb.rag.systems import HaystackSystem
     p = _haystack_pipeline(server)
     s = as_system(p)
     assert isinstance(s, HaystackSystem) and (s.answer, s.contexts) == (('llm', 'replies'), ('retriever', 'documents'))
@@ -360,10 +360,10 @@ def test_haystack(server, no_internet):
 @pytest.mark.parametrize('adapter,module,extra', [('LlamaIndexSystem', 'llama_index.core', 'llamaindex'),
                                                   ('LangChainSystem', 'langchain_core', 'langchain'), ('HaystackSystem', 'haystack', 'haystack')])
 def test_missing_framework_gives_the_install_line(monkeypatch, adapter, module, extra):
-    import ragnb.systems
+    import ragnb.rag.systems
     monkeypatch.setitem(sys.modules, module, None)   # as if it were not installed
     with pytest.raises(ImportError, match=rf"{adapter} needs {module.split('.')[0]}: pip install 'ragnb\[{extra}\]'"):
-        getattr(ragnb.systems, adapter)(object())
+        getattr(ragnb.rag.systems, adapter)(object())
 
 
 # ---------------------------------------------------------------- comparing checked runs
@@ -423,7 +423,7 @@ def test_compare_needs_checked_runs_and_pairs_on_common_questions(tmp_path):
 
 
 def test_load_checked_reads_ragchecker_output():
-    from ragnb.samples import sample_path
+    from ragnb.core.samples import sample_path
     out = sample_path('ragchecker', 'examples', 'checking_outputs.json')
     run = load_checked(out)
     stored = json.loads(out.read_text())['metrics']
@@ -451,7 +451,7 @@ def test_ragas_round_trip(tmp_path):
 
 def test_ragas_evaluation_dataset(no_internet):
     ragas = pytest.importorskip('ragas', reason="ragas is not installed (pip install 'ragnb[ragas]')")
-    from ragnb.systems import to_ragas_dataset
+    from ragnb.rag.systems import to_ragas_dataset
     rs = pd.DataFrame({'user_input': ['q1?', 'q2?'], 'reference': ['a1', 'a2'], 'reference_contexts': [['c1'], ['c2a', 'c2b']]})
     ev = ragas.EvaluationDataset.from_pandas(rs)
     ds = from_ragas(ev)
@@ -547,7 +547,7 @@ def test_cli_run_then_check_then_compare(tmp_path, scripted_env, monkeypatch, ca
 
 
 def test_run_in_loop_refuses_to_block_its_own_loop():
-    from ragnb.systems import run_in_loop, System
+    from ragnb.rag.systems import run_in_loop, System
     class Nested(System):
         async def acall(self, q): return lookup(q)
     class Outer(System):

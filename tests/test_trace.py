@@ -3,13 +3,13 @@ import base64, hashlib, json, re, sqlite3, zlib
 from collections import defaultdict
 from pathlib import Path
 import pytest
-from ragnb.cli import main
-from ragnb.llm import LLM, Request, text_part, image_part
-from ragnb.cache import cache_key
-from ragnb.scripted import ScriptedServer
-from ragnb.documents import load_documents
-from ragnb.generate import generate_dataset, Dataset
-from ragnb.trace import (TraceViewer, chain_exchanges, checking_trace, generation_steps, generation_trace, parsing_trace,
+from ragnb.app.cli import main
+from ragnb.core.llm import LLM, Request, text_part, image_part
+from ragnb.core.cache import cache_key
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.docs.documents import load_documents
+from ragnb.synth.generate import generate_dataset, Dataset
+from ragnb.view.trace import (TraceViewer, chain_exchanges, checking_trace, generation_steps, generation_trace, parsing_trace,
                          show, tracer)
 
 def msg(t): return [{'role': 'user', 'content': t}]
@@ -225,7 +225,7 @@ RESULT = {'query_id': 'r1', 'query': 'Which river is the longest?',
                                 {'doc_id': 'b', 'text': 'The Nile flows north into the Mediterranean Sea.'}]}
 
 def test_checking_chain_and_show(llm, tmp_path, capsys):
-    from ragnb.checker import run_checks
+    from ragnb.check.checker import run_checks
     out = tmp_path/'checked.json'
     run = run_checks([dict(RESULT)], llm, out=out)
     st = checking_trace(run, llm)
@@ -259,7 +259,7 @@ def _table_pdf(path:Path) -> Path:
     return path
 
 def test_page_chain_and_show(tmp_path, capsys):
-    from ragnb.pdf import parse_pdf
+    from ragnb.docs.pdf import parse_pdf
     pdf = _table_pdf(tmp_path/'table.pdf')
     bad = '<table onclick="alert(1)"><tr><td>1<script>alert(2)</script></td></tr></table>'
     with ScriptedServer(rules={'pdf_page': lambda m, rng: f"## Page\n\n{bad}\n\n![](nothing.png)"}) as srv:

@@ -1,4 +1,4 @@
-"Widget logic without a browser: state changes on click, saved decisions, safe HTML, metric sets that match ragnb.metrics."
+"Widget logic without a browser: state changes on click, saved decisions, safe HTML, metric sets that match ragnb.check.metrics."
 import copy, json
 from pathlib import Path
 
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragnb.widgets import (Stepper, StepView, PageView, ParsingViewer, img_tag, page_html, safe_table, evidence_span, highlight,
+from ragnb.view.widgets import (Stepper, StepView, PageView, ParsingViewer, img_tag, page_html, safe_table, evidence_span, highlight,
                            ReviewState, ReviewViewer, metric_sets, response_claim_roles, gt_claim_roles, MetricsViewer,
                            evidence_window, passage_html, PT_PX)
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 
 OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
 PNG = bytes.fromhex('89504e470d0a1a0a0000000d4948445200000001000000010806000000'
@@ -74,8 +74,8 @@ PDF = sample_path('documents', 'camelot/tests/files/tabula/icdar2013-dataset/com
 
 
 def test_parsing_viewer_shows_ragnb_pdf_pages(tmp_path):
-    from ragnb.pdf import parse_pdf
-    from ragnb.llm import Failure
+    from ragnb.docs.pdf import parse_pdf
+    from ragnb.core.llm import Failure
     parsed = parse_pdf(PDF, tmp_path / 'eu4', offline=True, pages=[2], page_zoom=1, crop_zoom=1)
     pv = ParsingViewer(parsed)
     body = pv.view.body.value
@@ -87,8 +87,8 @@ def test_parsing_viewer_shows_ragnb_pdf_pages(tmp_path):
 
 
 def test_parsing_viewer_labels_crops_with_kind_and_source(tmp_path):
-    from ragnb.pdf import Region, parse_pdf
-    from ragnb.plots import REGION_STYLES
+    from ragnb.docs.pdf import Region, parse_pdf
+    from ragnb.view.plots import REGION_STYLES
     parsed = parse_pdf(PDF, tmp_path / 'eu4', offline=True, pages=[2], page_zoom=1, crop_zoom=1)
     v = ParsingViewer(parsed).pages[0]
     assert set(v.regions) == set(v.crops) and {k for k, _ in v.regions.values()} == {'table'}  # eu-004 p2: two tables
@@ -160,7 +160,7 @@ def test_review_rejects_bad_decisions_and_input():
 
 
 def test_metric_sets_agree_with_ragnb_metrics():
-    from ragnb.metrics import score
+    from ragnb.check.metrics import score
     rc = json.loads(OUTPUTS.read_text())
     per = score(rc['results']).per_result
     for r in rc['results']:
@@ -255,7 +255,7 @@ def test_people_count_from_one():
 
 def test_chunks_have_one_name_in_map_text_and_tables():
     import re
-    from ragnb.plots import plot_entailment_map, chunk_labels
+    from ragnb.view.plots import plot_entailment_map, chunk_labels
     r = json.loads(OUTPUTS.read_text())['results'][0]
     names = chunk_labels(r)
     assert names == ['c1', 'c2', 'c3', 'c4']
@@ -301,9 +301,9 @@ def test_viewers_name_the_model():
 
 
 def test_page_image_is_shown_at_a_fixed_scale_per_point():
-    "At PT_PX screen pixels a PDF point, the 8 pt labels ragnb.pdf writes on a marked page read at 10 px or more."
+    "At PT_PX screen pixels a PDF point, the 8 pt labels ragnb.docs.pdf writes on a marked page read at 10 px or more."
     import inspect
-    from ragnb.pdf import mark_page
+    from ragnb.docs.pdf import mark_page
     assert inspect.signature(mark_page).parameters['fontsize'].default * PT_PX >= 10
     body = page_html(PageView(1, PNG, page_width=595))
     assert f'width:{round(595 * PT_PX)}px' in body
@@ -312,8 +312,8 @@ def test_page_image_is_shown_at_a_fixed_scale_per_point():
 
 
 NOTEBOOK_CELLS = ['''import json, pandas as pd
-from ragnb.widgets import ReviewViewer, MetricsViewer
-from ragnb.plots import plot_hit_rate
+from ragnb.view.widgets import ReviewViewer, MetricsViewer
+from ragnb.view.plots import plot_hit_rate
 rv = ReviewViewer(pd.DataFrame({'context': ['The Nile is about 6,650 km long. The Amazon may be longer.'],
     'question': ['How long is the Nile?'], 'answer': ['About 6,650 km'], 'evidence': ['The Nile is about 6,650 km long.']}),
     model='scripted-test-model')

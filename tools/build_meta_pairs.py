@@ -18,7 +18,7 @@ def side(v, where):
     return v
 
 def main():
-    from ragnb.samples import shared_path
+    from ragnb.core.samples import shared_path
     src = Path(sys.argv[1]) if len(sys.argv) > 1 else shared_path('ragchecker', 'meta_evaluation')
     human = json.loads((src/'human_labeled_data.json').read_text())
     base = json.loads((src/'baseline_ragchecker.json').read_text())

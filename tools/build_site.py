@@ -106,13 +106,15 @@ def nav(pages:list, here:str) -> str:
     links = ''.join(f'<a href="{p}"{here_cls if p == here else ""}>{html.escape(t)}</a>' for p, t in pages)
     return f'<nav id="ragnb-nav"><b>ragnb</b>{links}</nav>'
 
+RUN_CLI = 'import sys; from ragnb.app.cli import main; sys.exit(main())'  # the module has no __main__ block
+
 def cli_notebook():
     "A page of every command's `--help`."
-    from ragnb.cli import COMMANDS
+    from ragnb.app.cli import COMMANDS
     cells = [nbformat.v4.new_markdown_cell('# Every command\n\n> Every `ragnb` command and its options, with defaults, '
                                            'as `ragnb COMMAND --help` prints them.')]
     for name in ['', *COMMANDS]:
-        r = subprocess.run([sys.executable, '-m', 'ragnb.cli', *([name] if name else []), '--help'],
+        r = subprocess.run([sys.executable, '-c', RUN_CLI, *([name] if name else []), '--help'],
                            capture_output=True, text=True, timeout=120)
         cmd = f'ragnb {name}'.strip()
         cells.append(nbformat.v4.new_markdown_cell(f'## `{cmd}`'))

@@ -1,9 +1,9 @@
 """Record a lesson's model calls from a real endpoint into `nbs/cache/<name>.sqlite`, and refresh its outputs.
 
-    python tools/record_lesson.py nbs/06_checker.ipynb --base-url http://127.0.0.1:8097/v1 [--fresh]
-    python tools/record_lesson.py nbs/06_checker.ipynb --replay    # then: outputs as a reader sees them, offline
+    python tools/record_lesson.py nbs/41_checker.ipynb --base-url http://127.0.0.1:8097/v1 [--fresh]
+    python tools/record_lesson.py nbs/41_checker.ipynb --replay    # then: outputs as a reader sees them, offline
 
-Runs the notebook in place with `RAGNB_RECORD=<base_url>` (see `lesson_llm` in nbs/02_scripted.ipynb); cells marked
+Runs the notebook in place with `RAGNB_RECORD=<base_url>` (see `lesson_llm` in nbs/00_scripted.ipynb); cells marked
 `#| live` or `#| slow` are not run and keep their outputs, as under `nbdev_test`. `--fresh` first removes the lesson's cache, so it
 holds only the calls the lesson makes now. Prints the calls recorded and their wall time.
 """
@@ -20,7 +20,7 @@ def calls(db:Path) -> int:
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('notebook', help='the lesson, e.g. nbs/06_checker.ipynb')
+    p.add_argument('notebook', help='the lesson, e.g. nbs/41_checker.ipynb')
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument('--base-url', help='OpenAI-compatible endpoint serving the lesson\'s `model`')
     how.add_argument('--replay', action='store_true', help='no endpoint: refresh the outputs from the cache, as a reader sees them')

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -36,14 +36,14 @@ def browser_present():
 
 
 METRICS_SOURCE = '''import json
-from ragnb.widgets import MetricsViewer
+from ragnb.view.widgets import MetricsViewer
 results = json.load(open({path!r}))['results']
 mv = MetricsViewer(results, model='scripted-test-model')
 mv'''
 
 # a real passage of 3,000 characters whose evidence is its last sentence: the case where a scroll box hid it
 REVIEW_SOURCE = '''import pandas as pd
-from ragnb.widgets import ReviewViewer
+from ragnb.view.widgets import ReviewViewer
 ctx = open({path!r}).read()[:3000]
 ev = ctx[ctx.rindex('. ', 0, 2900) + 2:][:120].rsplit(' ', 1)[0]
 short = "The Nile is about 6,650 km long. <b>Egypt</b> depends on it. The Amazon may be longer."
@@ -56,8 +56,8 @@ rv'''
 
 PARSING_SOURCE = '''import tempfile
 from pathlib import Path
-from ragnb.pdf import parse_pdf
-from ragnb.widgets import ParsingViewer
+from ragnb.docs.pdf import parse_pdf
+from ragnb.view.widgets import ParsingViewer
 parsed = parse_pdf({path!r}, Path(tempfile.mkdtemp()) / 'eu-004', offline=True, pages=[2, 3], page_zoom=1.5, crop_zoom=1.5)
 ParsingViewer(parsed)'''
 
@@ -93,7 +93,7 @@ def lab(tmp_path_factory):
     _notebook(root / 'widget_check.ipynb', METRICS_SOURCE.format(path=str(OUTPUTS)))
     _notebook(root / 'review_check.ipynb', REVIEW_SOURCE.format(path=str(ARTICLE)))
     _notebook(root / 'parsing_check.ipynb', PARSING_SOURCE.format(path=str(PDF)))
-    shutil.copy(ROOT / 'nbs' / '10_workshop.ipynb', root / 'saved_workshop.ipynb')  # as saved in git, outputs and all
+    shutil.copy(ROOT / 'nbs' / '90_workshop.ipynb', root / 'saved_workshop.ipynb')  # as saved in git, outputs and all
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(cfg), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / 'settings'),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / 'workspaces'), JUPYTER_RUNTIME_DIR=str(tmp_path / 'runtime'),

@@ -46,6 +46,14 @@ def test_every_lesson_has_a_page_and_every_local_link_resolves(site):
             if target and not (site/target).exists(): broken.append(f'{p.name} -> {ref}')
     assert not broken, broken[:20]
 
+def test_the_cli_page_shows_every_commands_help(site):
+    "cli.html holds each command's real `--help` (usage line and defaults), not an empty output."
+    from ragnb.app.cli import COMMANDS
+    text = (site/'cli.html').read_text(encoding='utf-8')
+    missing = [c for c in COMMANDS if f'usage: ragnb {c}' not in text]
+    assert not missing, missing
+    assert '(default: 3000)' in text   # generate's --chunk-size, with its default
+
 def test_no_page_shows_a_raw_widget_repr(site):
     raw = {p.name: RAW_WIDGET.search(p.read_text(encoding='utf-8'))[0] for p in site.glob('*.html')
            if RAW_WIDGET.search(p.read_text(encoding='utf-8'))}
@@ -75,18 +83,18 @@ def test_home_page_names_the_two_commands_and_shows_the_report(browser, site):
     page = _open(browser, site, 'index.html')
     text = page.inner_text('body')
     assert 'ragnb demo --out demo-out' in text and 'pytest' in text
-    assert page.locator('a[href="10_workshop.html"]').count() >= 1 and page.locator('a[href="cli.html"]').count() >= 1
+    assert page.locator('a[href="90_workshop.html"]').count() >= 1 and page.locator('a[href="cli.html"]').count() >= 1
     imgs = _images(page)
     assert imgs and all(w > 0 for _, w in imgs), imgs
 
 def test_workshop_page_shows_figures_and_widget_snapshots(browser, site):
-    page = _open(browser, site, '10_workshop.html')
+    page = _open(browser, site, '90_workshop.html')
     imgs = _images(page)
     assert len(imgs) >= 5 and all(w > 0 for _, w in imgs), imgs
     assert page.locator('.ragnb-snapshot').count() >= 1
 
 def test_api_page_documents_the_exported_functions(browser, site):
-    page = _open(browser, site, '06a_metrics.html')
+    page = _open(browser, site, '40_metrics.html')
     text = page.inner_text('body')
     assert 'RAGChecker metrics' in text
     # show_doc of each exported function: a heading with its name, its signature with the documented parameters

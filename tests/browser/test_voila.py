@@ -6,7 +6,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 SHOTS = Path(os.environ.get('RAGNB_SCREENSHOTS', HERE / 'screenshots'))
-from ragnb.samples import sample_path
+from ragnb.core.samples import sample_path
 OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')
 CHROMIUM = os.environ.get('RAGNB_CHROMIUM', '/usr/bin/chromium')
 
@@ -14,8 +14,8 @@ pytestmark = [pytest.mark.skipif(os.environ.get('RAGNB_BROWSER') != '1', reason=
               pytest.mark.skipif(not OUTPUTS.exists(), reason='shared data not present')]
 
 SOURCE = '''import json, pandas as pd
-from ragnb.widgets import ReviewViewer, MetricsViewer
-from ragnb.plots import plot_hit_rate
+from ragnb.view.widgets import ReviewViewer, MetricsViewer
+from ragnb.view.plots import plot_hit_rate
 rv = ReviewViewer(pd.DataFrame({{'context': ["The Nile is about 6,650 km long. The Amazon may be longer."] * 2,
     'question': ['How long is the Nile?', 'Which river may be longer?'], 'answer': ['About 6,650 km', 'The Amazon'],
     'evidence': ['The Nile is about 6,650 km long.', 'The Amazon may be longer.']}}), model='scripted-test-model')

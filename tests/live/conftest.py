@@ -8,7 +8,7 @@ folder, so every call is made), RAGNB_LIVE_REPORT (write the figures as JSON the
 import json, os, time
 from pathlib import Path
 import pytest
-from ragnb.llm import LLM
+from ragnb.core.llm import LLM
 
 REPORT: dict = {}
 
@@ -33,7 +33,7 @@ def live_llm(tmp_path_factory):
 @pytest.fixture
 def shared():
     "The repository's own sample data (nbs/data): the same files the live tests read."
-    from ragnb.samples import sample_path
+    from ragnb.core.samples import sample_path
     return sample_path()
 
 @pytest.fixture

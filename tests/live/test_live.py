@@ -1,11 +1,11 @@
 "ragnb's stages against a real endpoint: claims and labels on RAGChecker's example, generation on small documents, one PDF page."
 import collections, os, time
 import pytest
-from ragnb.metrics import LABEL_FIELDS, LABELS, load_results
-from ragnb.checker import run_checks
-from ragnb.generate import generate_dataset
-from ragnb.documents import load_documents
-from ragnb.llm import LLM
+from ragnb.check.metrics import LABEL_FIELDS, LABELS, load_results
+from ragnb.check.checker import run_checks
+from ragnb.synth.generate import generate_dataset
+from ragnb.docs.documents import load_documents
+from ragnb.core.llm import LLM
 
 
 def usage_figures(llm:LLM, seconds:float) -> dict:
@@ -59,8 +59,8 @@ def test_generate_small_documents_without_parse_failures(live_llm, shared, recor
 
 def test_parse_one_pdf_page_if_the_model_sees_images(live_llm, shared, record, tmp_path):
     import pymupdf
-    from ragnb.llm import image_part, text_part
-    from ragnb.pdf import parse_pdf
+    from ragnb.core.llm import image_part, text_part
+    from ragnb.docs.pdf import parse_pdf
     probe = pymupdf.open(); page = probe.new_page(width=300, height=120)
     page.insert_text((30, 70), 'ZEBRA 47', fontsize=36)
     png = page.get_pixmap(dpi=96).tobytes('png')
