@@ -28,12 +28,14 @@ def default_exp(nb:Path) -> str|None:
     "The module notebook `nb` exports to, if any."
     for src in cells(nb):
         for line in src:
-            if m := re.match(r'^#\|\s*default_exp\s+(\S+)', line): return m.group(1).split('.')[-1]
+            if m := re.match(r'^#\|\s*default_exp\s+(\S+)', line): return m.group(1)   # dotted: 'core.llm'
     return None
+
+def dotted(p:Path) -> str: return '.'.join(p.relative_to(PKG).with_suffix('').parts)   # 'core.llm'
 
 def texts() -> dict:
     "Every text this measure searches for uses, keyed by path (code cells only for notebooks)."
-    out = {p: p.read_text() for p in PKG.glob('*.py') if p.stem not in ('_modidx',)}
+    out = {p: p.read_text() for p in PKG.rglob('*.py') if p.stem not in ('_modidx',)}
     out |= {p: '\n'.join('\n'.join(c) for c in cells(p)) for p in NBS.glob('*.ipynb')}
     for d in ('tests', 'bench', 'tools', 'docs'):
         for p in (ROOT/d).rglob('*'):
@@ -58,17 +60,17 @@ def main():
     ap.add_argument('--top', type=int, default=15, help='how many of the biggest exported cells to list')
     a = ap.parse_args()
     nb_of = {m: nb for nb in sorted(NBS.glob('*.ipynb')) if (m := default_exp(nb))}
-    alls = {p.stem: module_all(p) for p in sorted(PKG.glob('*.py')) if p.stem not in ('__init__', '_modidx')}
+    alls = {dotted(p): module_all(p) for p in sorted(PKG.rglob('*.py')) if p.stem not in ('__init__', '_modidx')}
     ts = texts()
     unused = {}
     for mod, names in alls.items():
-        own = {PKG/f'{mod}.py', nb_of.get(mod)}
+        own = {PKG/(mod.replace('.', '/') + '.py'), nb_of.get(mod)}
         others = '\n'.join(t for p, t in ts.items() if p not in own)
         unused[mod] = [n for n in names if not re.search(rf'(?<!\w){re.escape(n)}(?!\w)', others)]
     print('__all__ per module (size, unused outside its module and notebook):')
     for mod, names in sorted(alls.items(), key=lambda kv: -len(kv[1])):
-        print(f'  {mod:12} {len(names):4} {len(unused[mod]):4}')
-    print(f'  {"total":12} {sum(map(len, alls.values())):4} {sum(map(len, unused.values())):4}')
+        print(f'  {mod:18} {len(names):4} {len(unused[mod]):4}')
+    print(f'  {"total":18} {sum(map(len, alls.values())):4} {sum(map(len, unused.values())):4}')
     print('\nnames unused outside their module:')
     for mod, names in unused.items():
         if names: print(f'  {mod}: {", ".join(names)}')

@@ -45,3 +45,18 @@ def test_subcommands_rejects_another_help():
     sc = Subcommands(argparse.ArgumentParser(prog='ragnb').add_subparsers())
     with pytest.raises(ValueError, match='help differs'): sc.add_parser('metrics', help='something else')
     assert sc.add_parser('metrics', description='own text').description == 'own text'
+
+@pytest.mark.parametrize('command', sorted(COMMANDS))
+def test_every_option_with_a_default_shows_it_in_help(command):
+    "Each option of each command whose default is a value (not None or a flag's False) says it in `--help`."
+    parser = build_parser(command)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    sub.format_help()   # DefaultsHelp gives an option without help text its '(default: ...)' line as it formats
+    fmt = sub._get_formatter()
+    missing = []
+    for a in sub._actions:
+        if not a.option_strings or a.default in (None, False, argparse.SUPPRESS) or isinstance(a, argparse._HelpAction):
+            continue
+        text = fmt._expand_help(a) if a.help else ''
+        if 'default' not in text: missing.append(a.option_strings[-1])
+    assert not missing, f"ragnb {command}: options without their default in --help: {missing}"

@@ -59,7 +59,9 @@ class Subcommands:
         "Add command `name` with its help from `COMMANDS` (also its description unless the module gives one)."
         help = COMMANDS[name][1]
         if kw.pop('help', help) != help: raise ValueError(f"ragnb {name}: help differs from ragnb.app.cli.COMMANDS")
-        return self.sub.add_parser(name, help=help, **{'description': help, 'formatter_class': DefaultsHelp, **kw})
+        fc = kw.pop('formatter_class', None)   # a command's own formatter (e.g. a raw epilog) keeps the defaults too
+        fc = type(f'DefaultsHelp_{fc.__name__}', (DefaultsHelp, fc), {}) if fc else DefaultsHelp
+        return self.sub.add_parser(name, help=help, **{'description': help, 'formatter_class': fc, **kw})
 
 # %% ../../nbs/80_cli.ipynb #0ac1fad1
 def build_parser(command:str|None=None # The command being run, if any (only its module is imported)
