@@ -22,8 +22,14 @@ Configurations (one claim per call unless said otherwise):
 Measured with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama-cpp-python, one thread, 2 December 2026; the table is computed
 again in nbs/41_checker.ipynb, "Judge profiles, measured"): on 60 report checks `binary` agrees with RAGChecker on
 95.0% entailed-or-not (kappa 0.87) and 91.7% 3-way, the default profile on the same checks 70.0% (kappa 0.02);
-`binary_lp` (threshold 0.416, tuned on tune) 90.0% (kappa 0.77), so the `small` profile reads the word. `vote3` and
-the `_sent` variants were not measured. The `small` profile over all 217 checks (`ragnb audit`, 41_checker/53_audit):
+`binary_lp` (threshold 0.416, tuned on tune) 90.0% (kappa 0.77), so the `small` profile reads the word. Measured
+later on the same 60 report checks (less loaded machine): `binary_sent` 91.7% entailed-or-not (kappa 0.78), 88.3% 3-way
+(kappa 0.72), 1 call, 158 prompt + 1.3 completion tokens per label, 4.4 s a call; `vote3` 73.3% (kappa 0.43), 71.7%
+3-way (kappa 0.41), 3 calls, 861 + 3.0 tokens per label, 1.1 s a call (repeats hit the prompt cache). Neither beats
+`binary`. Caveat on `vote3`: sample s is sent with seed s at every check, so each sample is the same random draw at
+every check (sample 1 said Yes to 40 of 60, sample 2 No to 40, never all three agreed): the vote likely acts as a
+threshold on P(Yes), not as independent samples. `example_sent` was not measured.
+The `small` profile over all 217 checks (`ragnb audit`, 41_checker/53_audit):
 82.5% 3-way, 86.2% entailed-or-not, kappa 0.59 (3-way) 0.65 (binary), metrics 7.5 points from the reference on
 average (default profile: 9.2%, 73.3%, -0.02, 0.15, 48.9 points); 108.5 calls, 18,604 prompt + 199 completion tokens
 per result (default: 5.5 calls, 3,078 + 1,583 tokens); 6-10 s a call on one loaded CPU thread.
