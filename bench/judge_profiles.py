@@ -24,11 +24,10 @@ again in nbs/41_checker.ipynb, "Judge profiles, measured"): on 60 report checks 
 95.0% entailed-or-not (kappa 0.87) and 91.7% 3-way, the default profile on the same checks 70.0% (kappa 0.02);
 `binary_lp` (threshold 0.416, tuned on tune) 90.0% (kappa 0.77), so the `small` profile reads the word. Measured
 later on the same 60 report checks (less loaded machine): `binary_sent` 91.7% entailed-or-not (kappa 0.78), 88.3% 3-way
-(kappa 0.72), 1 call, 158 prompt + 1.3 completion tokens per label, 4.4 s a call; `vote3` 73.3% (kappa 0.43), 71.7%
-3-way (kappa 0.41), 3 calls, 861 + 3.0 tokens per label, 1.1 s a call (repeats hit the prompt cache). Neither beats
-`binary`. Caveat on `vote3`: sample s is sent with seed s at every check, so each sample is the same random draw at
-every check (sample 1 said Yes to 40 of 60, sample 2 No to 40, never all three agreed): the vote likely acts as a
-threshold on P(Yes), not as independent samples. `example_sent` was not measured.
+(kappa 0.72), 1 call, 158 prompt + 1.3 completion tokens per label, 4.4 s a call; `vote3` (a seed per check and
+sample) 66.7% (kappa 0.30), 66.7% 3-way (kappa 0.33), 3 calls, 861 + 3.0 tokens per label; each sample alone
+62-63%, the three agree on 17 of 60. Neither beats `binary`. (A first `vote3` run sent seed s for sample s at every check, so each sample was one
+fixed draw everywhere; its records were replaced.) `example_sent` was not measured.
 The `small` profile over all 217 checks (`ragnb audit`, 41_checker/53_audit):
 82.5% 3-way, 86.2% entailed-or-not, kappa 0.59 (3-way) 0.65 (binary), metrics 7.5 points from the reference on
 average (default profile: 9.2%, 73.3%, -0.02, 0.15, 48.9 points); 108.5 calls, 18,604 prompt + 199 completion tokens
@@ -95,6 +94,11 @@ def word_label(text, three):
     return 'Entailment' if t.startswith('yes') else 'Neutral' if t.startswith('no') else None
 
 
+def draw_seed(key, s):
+    "A sampling seed per (check, sample): with seed s at every check, sample s was one fixed draw everywhere."
+    return int(hashlib.sha256(f'{key}/{s}'.encode()).hexdigest()[:8], 16)
+
+
 def run_single(base, p, cfg, log, done, three=False, samples=1, temperature=0.0):
     pr = get_prompt({'3way': 'judge_claim_3way', 'binary': 'judge_claim_binary', 'binary_sent': 'judge_claim_binary',
                      'example': 'judge_claim_binary_example', 'example_sent': 'judge_claim_binary_example',
@@ -105,7 +109,8 @@ def run_single(base, p, cfg, log, done, three=False, samples=1, temperature=0.0)
         if k in done: continue
         body = dict(model='qwen', messages=pr.messages(question=p['question'], reference=p['reference'],
                                                         claim=claim),
-                    max_tokens=4, temperature=temperature, seed=s, logprobs=not three and samples == 1,
+                    max_tokens=4, temperature=temperature, seed=draw_seed(p['key'], s),
+                    logprobs=not three and samples == 1,
                     top_logprobs=5 if not three and samples == 1 else None)
         t0 = time.time()
         try: r = post(base, {k_: v for k_, v in body.items() if v is not None})
