@@ -26,8 +26,8 @@ again in nbs/41_checker.ipynb, "Judge profiles, measured"): on 60 report checks 
 later on the same 60 report checks (less loaded machine): `binary_sent` 91.7% entailed-or-not (kappa 0.78), 88.3% 3-way
 (kappa 0.72), 1 call, 158 prompt + 1.3 completion tokens per label, 4.4 s a call; `vote3` (a seed per check and
 sample) 66.7% (kappa 0.30), 66.7% 3-way (kappa 0.33), 3 calls, 861 + 3.0 tokens per label; each sample alone
-62-63%, the three agree on 17 of 60. Neither beats `binary`. (A first `vote3` run sent seed s for sample s at every check, so each sample was one
-fixed draw everywhere; its records were replaced.) `example_sent` was not measured.
+62-63%, the three agree on 17 of 60. Neither beats `binary`. (A first `vote3` run sent seed s for sample s at every
+check, so each sample was one fixed draw everywhere; its records were replaced.) `example_sent` was not measured.
 The `small` profile over all 217 checks (`ragnb audit`, 41_checker/53_audit):
 82.5% 3-way, 86.2% entailed-or-not, kappa 0.59 (3-way) 0.65 (binary), metrics 7.5 points from the reference on
 average (default profile: 9.2%, 73.3%, -0.02, 0.15, 48.9 points); 108.5 calls, 18,604 prompt + 199 completion tokens
