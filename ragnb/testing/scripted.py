@@ -213,6 +213,11 @@ class _Handler(BaseHTTPRequestHandler):
         # headers and body go out in two writes: without NODELAY, Nagle and delayed ACKs add 40 ms
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _done(self):
+        "Leave the in-flight count, once, before the last bytes go out: the client cannot call again before this."
+        if getattr(self, '_inflight', False):
+            self._inflight = False
+            with self.server.srv.lock: self.server.srv.inflight -= 1
     def _send(self, code, obj, headers=None):
         srv = self.server.srv
         body = json.dumps(obj).encode()
@@ -223,8 +228,9 @@ class _Handler(BaseHTTPRequestHandler):
             for k, v in {**(srv.rate_headers() if srv.rate_limits else {}), **(headers or {})}.items():
                 self.send_header(k, v)
             self.end_headers()
-            if not srv.trickle: return self.wfile.write(body)
+            if not srv.trickle: self._done(); return self.wfile.write(body)
             for i in range(len(body)):
+                if i == len(body) - 1: self._done()
                 self.wfile.write(body[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
         except (BrokenPipeError, ConnectionResetError): pass
     def do_GET(self):
@@ -248,9 +254,9 @@ class _Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests.append(entry)
             srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
+        self._inflight = True
         try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
-        finally:
-            with srv.lock: srv.inflight -= 1
+        finally: self._done()
 
 # %% ../../nbs/00_scripted.ipynb #d6a2fd99
 @patch
@@ -359,7 +365,7 @@ def _stream(self:_Handler, srv, body, text, finish, usage, seed, fault):
         out(ev({}, finish))
         if srv.stream_usage and (body.get('stream_options') or {}).get('include_usage'):
             out(b'data: ' + json.dumps({**head, 'choices':[], 'usage':usage}).encode() + b'\n\n')
-        out(b'data: [DONE]\n\n')
+        self._done(); out(b'data: [DONE]\n\n')
     except (BrokenPipeError, ConnectionResetError): pass
 
 # %% ../../nbs/00_scripted.ipynb #5197bf9f
