@@ -4,7 +4,7 @@ import json
 import pytest
 
 from ragnb.core.llm import LLM
-from ragnb.testing.scripted import ScriptedServer, user_text
+from ragnb.testing.scripted import ScriptedServer
 from ragnb.check.metrics import load_results
 from ragnb.check.checker import judge_profile, run_checks, small_checker, CheckTask
 from ragnb.view.audit import audit, metric_moves, cohen_kappa, DisagreementViewer
@@ -19,8 +19,8 @@ TOY = {'results': [dict(
     retrieved2response=[['Entailment'], ['Neutral']], retrieved2answer=[['Neutral'], ['Neutral']])]}
 
 
-def nile_judge(messages, rng):
-    claim = user_text(messages).split('\nClaim: ', 1)[1].split('\n', 1)[0]
+def nile_judge(call, rng):
+    claim = call.inputs['claim']
     return 'Yes' if 'Nile' in claim else 'No.'
 
 

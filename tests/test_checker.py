@@ -9,7 +9,7 @@ from ragnb.testing.scripted import ScriptedServer, user_text
 from ragnb.check.metrics import LABELS, load_results
 from ragnb.check.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
                            overlap_judge, llm_checker, run_checks, ragchecker_calls)
-from ragnb.testing.scripted import scripted_check
+from ragnb.testing.rules import scripted_check
 from ragnb.core.samples import sample_path
 
 DATA = sample_path('ragchecker', 'examples')
@@ -64,8 +64,8 @@ def test_end_to_end_one_call_per_reference(tmp_path):
 
 
 def test_reask_only_missing_claims(tmp_path):
-    def drop_second(messages, rng):
-        out = json_reply(scripted_check(messages, rng))
+    def drop_second(call, rng):
+        out = json_reply(scripted_check(call, rng))
         if len(out['labels']) > 1: out['labels'] = [x for x in out['labels'] if x['claim'] != 2]
         return json.dumps(out)
     claims = ['The Nile flows into the Mediterranean Sea.', 'The Nile is in Africa.', 'The Amazon is in Asia.']
@@ -78,9 +78,9 @@ def test_reask_only_missing_claims(tmp_path):
 
 
 def test_malformed_reply_repaired_then_failure_only_for_that_result(tmp_path):
-    garbage = lambda messages, rng: "I'm sorry, I can't do that."
-    def garbage_for_flag(messages, rng):   # only the second query (the flag) gets unusable replies
-        return garbage(messages, rng) if 'flag' in user_text(messages[:2]).lower() else scripted_check(messages, rng)
+    garbage = lambda call, rng: "I'm sorry, I can't do that."
+    def garbage_for_flag(call, rng):   # only the second query (the flag) gets unusable replies
+        return garbage(call, rng) if 'flag' in ' '.join(call.turn(0).inputs.values()).lower() else scripted_check(call, rng)
     with ScriptedServer(rules={'check_claims': garbage}) as srv:   # repair turn fixes it
         run = run_checks(inputs(), make_llm(srv, tmp_path))
         assert len(srv.calls('repair_json')) > 0
@@ -179,7 +179,8 @@ def test_empty_response_and_no_chunks_need_no_calls(tmp_path):
     e = run.results[0]
     assert e.response_claims == [] and e.answer2response == [] and e.retrieved2response == []
     assert e.retrieved2answer == [[] for _ in e.gt_answer_claims] and len(e.response2answer) == len(e.gt_answer_claims)
-    assert prompts == ['extract_claims_triplet', 'check_claims']   # gt claims, then gt claims against the (empty) response
+    # gt claims, then gt claims against the (empty) response (re-asked only for a label the model left out)
+    assert prompts[:2] == ['extract_claims_triplet', 'check_claims'] and set(prompts[2:]) <= {'check_claims', 'repair_json'}
     pr = run.scores.per_result.loc['empty']
     assert pr.precision == 0 and 'precision' in pr.zero_from_empty and 'claim_recall' in pr.zero_from_empty
 
@@ -192,9 +193,9 @@ def test_json_reply_keeps_code_fences_inside_claims():
 
 
 def test_one_bad_triplet_drops_only_that_claim_with_a_warning(tmp_path):
-    from ragnb.testing.scripted import scripted_extract_triplet
-    def two_fields_in_third(messages, rng):   # the third triplet of every extraction has two fields
-        claims = json_reply(scripted_extract_triplet(messages, rng))['claims']
+    from ragnb.testing.rules import scripted_extract_triplet
+    def two_fields_in_third(call, rng):   # the third triplet of every extraction has two fields
+        claims = json_reply(scripted_extract_triplet(call, rng))['claims']
         if len(claims) > 3: claims[2] = claims[2][:2]
         return json.dumps({'claims': claims})
     with ScriptedServer(rules={'extract_claims_triplet': two_fields_in_third}) as srv:
@@ -209,12 +210,13 @@ def test_one_bad_triplet_drops_only_that_claim_with_a_warning(tmp_path):
 
 
 def test_zero_claims_from_a_text_is_a_warning_and_left_out_of_the_metrics_it_would_zero(tmp_path, capsys):
-    from ragnb.testing.scripted import scripted_extract_triplet
+    from ragnb.testing.rules import scripted_extract_triplet
     from ragnb.app.cli import main
     rs = inputs()
     resp1 = rs[1].response[:40]
-    def rule(messages, rng):   # result 1's response yields no claim, even after the repair turn
-        return '{"claims": []}' if resp1 in user_text(messages[:2]) else scripted_extract_triplet(messages[:2], rng)
+    def rule(call, rng):   # result 1's response yields no claim, even after the repair turn
+        first = call.turn(0)   # the extraction (a repair turn re-answers it)
+        return '{"claims": []}' if resp1 in first.inputs['text'] else scripted_extract_triplet(first, rng)
     with ScriptedServer(rules={'extract_claims_triplet': rule, 'repair_json': rule}) as srv:
         run = run_checks(rs, make_llm(srv, tmp_path))
         assert sum(resp1 in user_text(q['body']['messages'][:2]) for q in srv.requests if q['prompt'].startswith(('extract', 'repair'))) == 2
@@ -247,12 +249,12 @@ def test_schema_sent_and_bad_label_entries_salvaged(tmp_path):
 
 def test_a_reply_cut_off_at_the_token_limit_keeps_its_complete_claims_and_labels(tmp_path):
     "A small model repeating itself until `max_tokens`: the claims and labels written before the cut are kept."
-    from ragnb.testing.scripted import scripted_extract_triplet
-    def looping(messages, rng):   # the real claims, then the last one again and again (as Qwen2.5-Coder-1.5B did)
-        claims = json_reply(scripted_extract_triplet(messages, rng))['claims']
+    from ragnb.testing.rules import scripted_extract_triplet
+    def looping(call, rng):   # the real claims, then the last one again and again (as Qwen2.5-Coder-1.5B did)
+        claims = json_reply(scripted_extract_triplet(call, rng))['claims']
         return json.dumps({'claims': claims + [claims[-1]] * 200})
-    def chatty(messages, rng):    # every label, then a note that never ends
-        return scripted_check(messages, rng)[:-1] + ', "note": "' + 'the claim is supported ' * 400
+    def chatty(call, rng):    # every label, then a note that never ends
+        return scripted_check(call, rng)[:-1] + ', "note": "' + 'the claim is supported ' * 400
     rules = {'extract_claims_triplet': looping, 'check_claims': chatty}
     with ScriptedServer(rules=rules, structured='refuse') as srv:
         llm = make_llm(srv, tmp_path, max_tokens=1000, retry_truncated=0)

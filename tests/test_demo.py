@@ -109,10 +109,10 @@ def test_scripted_run_is_labelled_and_rerun_reuses_its_calls(tmp_path):
 
 def test_report_escapes_model_text(tmp_path):
     "A question with markup in it is shown as text in the report, never as markup."
-    from ragnb.testing.scripted import scripted_factoid
+    from ragnb.testing.rules import scripted_factoid
     evil = '<img src=x onerror=alert(1)>'
-    five = lambda messages, rng: 'Evaluation: clear and useful.\nTotal rating: 5'
-    rules = {'factoid_qa': lambda m, rng: scripted_factoid(m, rng).replace('Factoid question: ', f'Factoid question: {evil} ', 1),
+    five = lambda call, rng: 'Evaluation: clear and useful.\nTotal rating: 5'
+    rules = {'factoid_qa': lambda call, rng: scripted_factoid(call, rng).replace('Factoid question: ', f'Factoid question: {evil} ', 1),
              'critique_groundedness': five, 'critique_relevance': five, 'critique_standalone': five}
     with ScriptedServer(rules=rules) as srv:
         llm = LLM(base_url=srv.base_url, api_key='x', model=SCRIPTED_MODEL, cache_path=tmp_path/'c.sqlite', progress=False)

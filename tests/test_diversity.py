@@ -2,7 +2,8 @@
 import argparse, json, re
 import pytest
 from ragnb.core.llm import LLM, ParseError
-from ragnb.testing.scripted import ScriptedServer, scripted_typed
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.testing.rules import scripted_typed
 from ragnb.core.samples import sample_path
 from ragnb.docs.documents import Document, Chunk, load_folder, split_documents
 from ragnb.synth.generate import generate_dataset, Dataset, sample_chunks, text_language, check_languages
@@ -153,9 +154,9 @@ def test_retrieval_by_question_type(mixed, cookbook):
     single = rep.per_question[rep.per_question.n_hops == 1]
     assert (single['any_hop@5'] == single['all_hops@5']).all()
 
-def _english_multi_hop(messages, rng):
+def _english_multi_hop(call, rng):
     "A model that writes its multi-hop questions in English, whatever language is asked for (ragas #1435)."
-    reply = scripted_typed(messages, rng)
+    reply = scripted_typed(call, rng)
     return re.sub(r'(?m)^(\**Question:\**) .*$', r'\1 How do these two search settings differ when the index gets large?', reply)
 
 def test_language_check_drops_a_planted_english_row(tmp_path):
@@ -193,7 +194,7 @@ def test_check_languages_on_plain_factoids():
     assert 'answer in en' in qs[1].drop_reason
 
 def test_failed_entity_and_embedding_calls_fall_back(tmp_path, cookbook):
-    def broken(messages, rng): raise RuntimeError('entity model down')
+    def broken(call, rng): raise RuntimeError('entity model down')
     with ScriptedServer(rules={'chunk_entities': broken}) as srv:
         llm = _llm(srv, tmp_path/'c.sqlite', max_retries=0)
         ds = mixed_dataset(cookbook, llm, 'multi_hop', max_chunks=12, seed=1, personas=['Developer: builds apps'])

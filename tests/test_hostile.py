@@ -587,9 +587,9 @@ def assert_no_escapes(text:str):
     assert not re.search('[\x00-\x08\x0b-\x1f\x7f-\x9f]', text.replace('\r', '')), repr(text[:300])
 
 def test_show_prints_model_and_file_text_without_escapes(tmp_path, monkeypatch, capsys):
-    from ragnb.testing.scripted import scripted_factoid
+    from ragnb.testing.rules import scripted_factoid
     monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
-    evil = {'factoid_qa': lambda msgs, rng: scripted_factoid(msgs, rng) + ESCAPES}
+    evil = {'factoid_qa': lambda call, rng: scripted_factoid(call, rng) + ESCAPES}
     with ScriptedServer(rules=evil) as srv:
         use_endpoint(monkeypatch, srv.base_url)
         # the escapes end the reply, so they land in its evidence, which is then not in the passage: keep the row

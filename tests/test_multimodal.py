@@ -61,8 +61,8 @@ def test_table_question_through_test_server(tmp_path):
 
 def test_missing_evidence_id_is_a_recorded_failure(tmp_path):
     parsed = parse_pdf(EU004, tmp_path/'p', offline=True, pages=[2, 3], page_zoom=0.5, crop_zoom=0.5)
-    def rule(messages, rng):  # cites table_2 where it exists, an absent table_5 where it does not
-        texts = [c.get('text', '') for c in messages[-1]['content']]
+    def rule(call, rng):  # cites table_2 where it exists, an absent table_5 where it does not
+        texts = [c.get('text', '') for c in call.messages[-1]['content']]
         name = 'table_2' if any(t.startswith('table_2:') for t in texts) else 'table_5'
         return f"Output:::\nFactoid question: What is the number of outlets in Greece?\nAnswer: 54\nEvidence: {name}"
     with ScriptedServer(rules={'multimodal_qa': rule}) as srv:

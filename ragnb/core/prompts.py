@@ -5,7 +5,7 @@
 # %% ../../nbs/17_prompts.ipynb #0e4e72cb
 from __future__ import annotations
 from dataclasses import dataclass, field
-import re, string
+import functools, re, string
 
 # %% auto #0
 __all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'Prompt', 'register',
@@ -40,9 +40,34 @@ class Prompt:
         msgs = [{'role':'system', 'content':self.system}] if self.system else []
         return msgs + [{'role':'user', 'content':self.render(**kw)}]
 
+    def parse(self, text:str) -> dict[str, str]:
+        "The field values `render` put into `text` (as strings), read by the inverted template; else a `ValueError`."
+        m = _template_re(self.template).fullmatch(text)
+        if m is None: raise ValueError(f"the text is not prompt {self.id!r} filled in (its wording differs)")
+        return m.groupdict()
+
+    def inputs(self, messages:list) -> dict[str, str]:
+        "The field values of the last user message of `messages` (its first text part), as `parse` reads them."
+        user = [m.get('content') for m in messages if m.get('role') == 'user']
+        c = user[-1] if user else ''
+        if isinstance(c, list): c = next((p.get('text', '') for p in c if p.get('type') == 'text'), '')
+        return self.parse(c or '')
+
     def _repr_markdown_(self):
         sys = f"**system:** {self.system}\n\n" if self.system else ''
         return f"**{self.id}** — {self.description}\n\n{sys}```text\n{self.template}\n```"
+
+# %% ../../nbs/17_prompts.ipynb #6c57ced5
+@functools.lru_cache(maxsize=None)
+def _template_re(template:str) -> re.Pattern:
+    "A pattern for `template` filled in: literal parts as written, each field a group, a repeated field the same text."
+    out, seen = [], set()
+    for lit, f, _, _ in string.Formatter().parse(template):   # `{{` and `}}` come back as the braces they print
+        out.append(re.escape(lit))
+        if f is None: continue
+        if not f.isidentifier(): raise ValueError(f"field {f!r} of a template cannot be read back: name it")
+        out.append(f'(?P={f})' if f in seen else f'(?P<{f}>.*?)'); seen.add(f)
+    return re.compile(''.join(out), re.S)
 
 # %% ../../nbs/17_prompts.ipynb #a4933c7d
 PROMPTS: dict[str, Prompt] = {}
