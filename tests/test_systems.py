@@ -9,6 +9,7 @@ os.environ.setdefault('RAGAS_DO_NOT_TRACK', 'true')
 import numpy as np
 import pandas as pd
 import pytest
+from ragnb.core.prompts import get_prompt
 
 from ragnb.app.cli import main
 from ragnb.synth.generate import Dataset
@@ -240,7 +241,7 @@ def test_http_system(service):
 
 # ---------------------------------------------------------------- frameworks, against the scripted server
 
-RAG_TEMPLATE = 'Passages:\n{context}\n\nQuestion: {question}\nAnswer:'   # the shape the scripted `rag_answer` rule reads
+RAG_TEMPLATE = get_prompt('rag_answer').template   # ragnb's wording: the scripted server reads its inputs back
 ROUTE = {'X-Ragnb-Prompt': 'rag_answer'}                                  # the scripted server picks its rule by this header
 
 
