@@ -111,7 +111,7 @@ def read_call(header:str|None, # The `X-Ragnb-Prompt` header: 'name@version', or
     if p is None: return Call(name or None, {}, messages, [(None, {})] * len(users))
     if version and version != p.version:
         raise PromptMismatch(f"the request says prompt {header!r}, but the registered prompt is {p.id!r}")
-    inputs = p.parse(_text_of(users[-1].get('content')) if users else '')
+    inputs = p.inputs(messages)   # the last user message, read by the registered template
     return Call(name, inputs, messages, [_identify(_text_of(m.get('content'))) for m in users[:-1]] + [(name, inputs)])
 
 # %% ../../nbs/00a_rules.ipynb #a97f1d46

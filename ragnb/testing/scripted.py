@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from ..core.llm import LLM, env_number
 from ..core.prompts import labelled_fields
-from .rules import (RULES, Call, PromptMismatch, default_reply, hashed_embedding, read_call, scripted_reply,
-                                 user_text)
+from .rules import RULES, PromptMismatch, default_reply, hashed_embedding, read_call
+from .rules import scripted_reply, user_text  # also importable from here, as before the rules moved
 
 # %% auto #0
 __all__ = ['LESSON_ENDPOINT', 'LESSON_MODEL', 'ScriptedServer', 'add_cli', 'lesson_llm']
