@@ -9,7 +9,7 @@ from ragnb.testing.scripted import ScriptedServer, user_text
 from ragnb.check.metrics import LABELS, load_results
 from ragnb.check.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
                            overlap_judge, llm_checker, run_checks, ragchecker_calls)
-from ragnb.testing.rules import scripted_check
+from ragnb.testing.rules import scripted_check, read_call
 from ragnb.core.samples import sample_path
 
 DATA = sample_path('ragchecker', 'examples')
@@ -55,7 +55,7 @@ def test_end_to_end_one_call_per_reference(tmp_path):
     refs = sum(2 + len(r.retrieved_context) for r in run.results)
     assert refs <= n_check + n_repair and n_check + n_repair == run.usage.calls.sum() - n_extract
     for r in run.results:   # calls recorded per result = requests the server saw for that query; at least 2+2+k
-        seen = sum(f"Question: {r.query}" in user_text(q['body']['messages']) for q in srv.requests)
+        seen = sum(read_call(q['prompt'], q['body']['messages']).turn(0).inputs['question'] == r.query for q in srv.requests)
         assert run.usage.loc[r.query_id, 'calls'] == seen >= 4 + len(r.retrieved_context)
     assert (run.usage.prompt_tokens > 0).all() and (run.usage.failures == 0).all()
     assert list(run.scores.per_result.index) == ['0', '1'] and not run.scores.errors
@@ -71,9 +71,9 @@ def test_reask_only_missing_claims(tmp_path):
     claims = ['The Nile flows into the Mediterranean Sea.', 'The Nile is in Africa.', 'The Amazon is in Asia.']
     with ScriptedServer(rules={'check_claims': drop_second}) as srv:
         o = llm_checker(make_llm(srv, tmp_path))([CheckTask('t', 'q', 'The Nile is in Africa and flows into the Mediterranean Sea.', claims)])[0]
-        asks = [user_text(r['body']['messages']) for r in srv.calls('check_claims')]
+        asks = [read_call(r['prompt'], r['body']['messages']).inputs['claims'] for r in srv.calls('check_claims')]
     assert o.labels == ['Entailment', 'Entailment', 'Neutral'] and o.calls == 2
-    second = re.findall(r'(?m)^(\d+)\. ', asks[1].split('Claims:\n')[1])
+    second = re.findall(r'(?m)^(\d+)\. ', asks[1])
     assert second == ['2']
 
 
@@ -200,7 +200,8 @@ def test_one_bad_triplet_drops_only_that_claim_with_a_warning(tmp_path):
         return json.dumps({'claims': claims})
     with ScriptedServer(rules={'extract_claims_triplet': two_fields_in_third}) as srv:
         run = run_checks(inputs(), make_llm(srv, tmp_path))
-        assert not any('Text:\n<<<' in user_text(q['body']['messages'][:2]) for q in srv.calls('repair_json'))  # one bad of many: no repair
+        assert not any(read_call(q['prompt'], q['body']['messages']).turn(0).prompt == 'extract_claims_triplet'
+                       for q in srv.calls('repair_json'))  # one bad of many: no repair
     for r in run.results:
         assert_complete(r)
         drops = [w for w in r.ragnb['warnings'] if w['kind'] == 'dropped_claim']
