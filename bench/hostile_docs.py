@@ -4,6 +4,8 @@ The documents are built in a temporary folder, at the issue's full size:
 
 - `huge_image.pdf`: one letter page drawing one 30,000 x 30,000 greyscale image (900 Mpx) whose Flate stream of zeros
   is 0.9 MB on disk;
+
+(built by `ragnb.testing.hostile`, the same builders the tests use, at smaller sizes)
 - `page_14400.pdf`: one 14,400 x 14,400 pt page (200 inches, the largest page a PDF may declare) with a line of text;
 - `page_5000.pdf`: one 5,000 x 5,000 pt page with a line of text (zoom 3 would render it 15,000 px wide);
 - `paragraphs.docx`: a 0.4 MB Word file whose `word/document.xml` is 140 MB: 4 million one-word paragraphs.
@@ -16,71 +18,15 @@ code, the first line of its error output, and the size of the largest page image
     python bench/hostile_docs.py                      # this checkout
     python bench/hostile_docs.py --code /path/to/other/checkout
 """
-import argparse, os, re, struct, subprocess, sys, tempfile, time, zipfile, zlib
+import argparse, os, re, subprocess, sys, tempfile, time
 from pathlib import Path
+from ragnb.testing.hostile import big_page_pdf, paragraphs_docx, picture_pdf
 
 SIDE = 30_000  # pixels of the huge image, each way
 
-def pdf_bytes(objects:list[bytes])->bytes:
-    "A PDF file of `objects` (object 1 is the catalog), with its cross-reference table."
-    out, offsets = bytearray(b'%PDF-1.7\n%\xe2\xe3\xcf\xd3\n'), []
-    for i, body in enumerate(objects, 1):
-        offsets.append(len(out)); out += b'%d 0 obj\n' % i + body + b'\nendobj\n'
-    xref = len(out)
-    out += b'xref\n0 %d\n0000000000 65535 f \n' % (len(objects)+1)
-    out += b''.join(b'%010d 00000 n \n' % o for o in offsets)
-    out += b'trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n' % (len(objects)+1, xref)
-    return bytes(out)
-
-def zeros_flate(n:int, chunk:int=1 << 24)->bytes:
-    "A zlib stream of `n` zero bytes, in a second: one compressed block repeated (full flushes make blocks alike)."
-    c, block = zlib.compressobj(9, zlib.DEFLATED, -15), bytes(chunk)
-    first = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
-    again = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)  # any later block compresses to these same bytes
-    k, rest = divmod(n, chunk)
-    body = (first + again * (k - 1) if k else b'') + c.compress(bytes(rest)) + c.flush()
-    return b'\x78\xda' + body + struct.pack('>I', ((n % 65521) << 16) | 1)  # Adler-32 of n zeros
-
-def image_pdf(path:Path, w:int=SIDE, h:int=SIDE):
-    "A letter page drawing one `w` x `h` greyscale image (all black) over the whole page."
-    data = zeros_flate(w * h)
-    content = b'q 612 0 0 792 0 0 cm /Im1 Do Q'
-    path.write_bytes(pdf_bytes([
-        b'<< /Type /Catalog /Pages 2 0 R >>', b'<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-        b'<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im1 5 0 R >> >> '
-        b'/Contents 4 0 R >>',
-        b'<< /Length %d >>\nstream\n' % len(content) + content + b'\nendstream',
-        b'<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 '
-        b'/Filter /FlateDecode /Length %d >>\nstream\n' % (w, h, len(data)) + data + b'\nendstream']))
-
-def big_page_pdf(path:Path, side:float):
-    "One `side` x `side` pt page with a line of text near its top-left corner."
-    import pymupdf
-    doc = pymupdf.open(); page = doc.new_page(width=side, height=side)
-    page.insert_text((72, 72), f"A page of {side:g} x {side:g} points.", fontsize=24)
-    doc.save(path)
-
-def paragraphs_docx(path:Path, n:int=4_000_000):
-    "A Word file whose document.xml holds `n` one-word paragraphs (about 35 bytes each)."
-    ns = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main'
-    ctypes = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
-              'content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
-              'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName='
-              '"/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.'
-              'document.main+xml"/></Types>')
-    rels = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/'
-            '2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
-            'relationships/officeDocument" Target="word/document.xml"/></Relationships>')
-    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        z.writestr('[Content_Types].xml', ctypes); z.writestr('_rels/.rels', rels)
-        with z.open('word/document.xml', 'w', force_zip64=True) as f:
-            f.write(f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{ns}"><w:body>'.encode())
-            block = b'<w:p><w:r><w:t>x</w:t></w:r></w:p>' * 10_000
-            for _ in range(n // 10_000): f.write(block)
-            f.write(b'</w:body></w:document>')
-
-CASES = {'huge_image.pdf': image_pdf, 'page_14400.pdf': lambda p: big_page_pdf(p, 14_400),
-         'page_5000.pdf': lambda p: big_page_pdf(p, 5_000), 'paragraphs.docx': paragraphs_docx}
+CASES = {'huge_image.pdf': lambda p: picture_pdf(p, SIDE, SIDE, rows=None),  # every pixel stored: 0.9 MB of zeros
+         'page_14400.pdf': lambda p: big_page_pdf(p, 14_400),
+         'page_5000.pdf': lambda p: big_page_pdf(p, 5_000), 'paragraphs.docx': lambda p: paragraphs_docx(p, 4_000_000)}
 
 def largest_image(folder:Path)->str:
     "Width x height of the largest PNG in `folder` (read from its header), or '-'."

@@ -1,86 +1,14 @@
 "Unbounded documents (issue 27, item 10): pixel budgets for PDF pages and pictures, XML budgets for DOCX and PPTX."
-import base64, io, struct, zipfile, zlib
-from pathlib import Path
+import base64, zlib
 import pymupdf, pytest
 from ragnb.app.cli import main
 from ragnb.core.llm import LLM
 from ragnb.docs.office import docx_segments, image_pixels, parse_office, pptx_segments
 from ragnb.docs.pages import DocumentError
 from ragnb.docs.pdf import MAX_SIDE, big_images, cap_images, fit_zoom, mark_page, page_messages, parse_pdf, render_page
+from ragnb.testing.hostile import (big_page_pdf, docx_with_picture, paragraphs_docx, pdf_bytes, picture_pdf, png_header,
+                                   pptx_with_picture, repack)
 from ragnb.testing.scripted import ScriptedServer
-
-# --- hostile files, built small: the declared sizes are huge, the bytes are not ---
-
-def pdf_bytes(objects:list[bytes]) -> bytes:
-    "A PDF of `objects` (object 1 is the catalog) with its cross-reference table."
-    out, offsets = bytearray(b'%PDF-1.7\n'), []
-    for i, body in enumerate(objects, 1):
-        offsets.append(len(out)); out += b'%d 0 obj\n' % i + body + b'\nendobj\n'
-    xref = len(out)
-    out += b'xref\n0 %d\n0000000000 65535 f \n' % (len(objects)+1) + b''.join(b'%010d 00000 n \n' % o for o in offsets)
-    return bytes(out + b'trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n' % (len(objects)+1, xref))
-
-def picture_pdf(path:Path, w:int, h:int, rows:int=4) -> Path:
-    "A letter page with a line of text and one `w` x `h` greyscale picture; its stream holds only `rows` rows."
-    data = zlib.compress(bytes(w * rows))  # a decoder would read these, then pad: the declared size is what counts
-    content = b'BT /F1 12 Tf 72 720 Td (A page with one picture.) Tj ET q 400 0 0 400 100 200 cm /Im1 Do Q'
-    path.write_bytes(pdf_bytes([
-        b'<< /Type /Catalog /Pages 2 0 R >>', b'<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-        b'<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /XObject << /Im1 5 0 R >> '
-        b'/Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>',
-        b'<< /Length %d >>\nstream\n' % len(content) + content + b'\nendstream',
-        b'<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 '
-        b'/Filter /FlateDecode /Length %d >>\nstream\n' % (w, h, len(data)) + data + b'\nendstream']))
-    return path
-
-def big_page_pdf(path:Path, side:float) -> Path:
-    "One `side` x `side` pt page with a line of text."
-    doc = pymupdf.open(); doc.new_page(width=side, height=side).insert_text((72, 144), 'A very large page.', fontsize=72)
-    doc.save(path)
-    return path
-
-def png_header(w:int, h:int) -> bytes:
-    "A PNG declaring `w` x `h` greyscale pixels, with one short IDAT: a few hundred bytes."
-    def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
-    return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 0, 0, 0, 0))
-            + chunk(b'IDAT', zlib.compress(bytes(w + 1))) + chunk(b'IEND', b''))
-
-def repack(src:Path, dst:Path, media:bytes) -> Path:
-    "Copy the package `src` to `dst` with every picture's bytes replaced by `media`."
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w', zipfile.ZIP_DEFLATED) as zout:
-        for i in zin.infolist(): zout.writestr(i.filename, media if '/media/' in i.filename else zin.read(i))
-    return dst
-
-def docx_with_picture(path:Path) -> Path:
-    import docx
-    d = docx.Document(); d.add_paragraph('The revenue grew by four per cent in 2023.')
-    d.add_picture(io.BytesIO(png_header(4, 4))); d.add_paragraph('The end.'); d.save(path)
-    return path
-
-def pptx_with_picture(path:Path) -> Path:
-    import pptx
-    prs = pptx.Presentation(); s = prs.slides.add_slide(prs.slide_layouts[5]); s.shapes.title.text = 'Revenue'
-    s.shapes.add_picture(io.BytesIO(png_header(4, 4)), 0, 0); prs.save(path)
-    return path
-
-W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main'
-CTYPES = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-'
-          'types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-          '<Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType='
-          '"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')  # 4 elements
-RELS = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
-        'relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
-        'relationships/officeDocument" Target="word/document.xml"/></Relationships>')  # 2 elements
-
-def paragraphs_docx(path:Path, n:int) -> Path:
-    "A Word file of `n` one-word paragraphs: 3n + 8 XML elements in all, compressed a hundredfold."
-    body = b'<w:p><w:r><w:t>x</w:t></w:r></w:p>' * n
-    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as z:
-        z.writestr('[Content_Types].xml', CTYPES); z.writestr('_rels/.rels', RELS)
-        z.writestr('word/document.xml', f'<?xml version="1.0"?><w:document xmlns:w="{W}"><w:body>'.encode() + body
-                   + b'<!-- the end --></w:body></w:document>')
-    return path
-
 
 # --- PDF: pictures over the pixel cap are blanked before anything decodes them ---
 

@@ -99,6 +99,7 @@ border-right:1px solid #ddd;padding:12px;font:14px/1.5 system-ui,sans-serif;box-
 #ragnb-nav a{display:block;color:#1a4b8c;text-decoration:none;padding:2px 4px;border-radius:3px}
 #ragnb-nav a.here{background:#dde7f5;font-weight:600} #ragnb-nav b{display:block;margin:6px 0}
 .ragnb-page{margin-left:240px} details>summary{cursor:pointer;color:#555}
+.jp-RenderedMarkdown .highlight{margin-bottom:1em}  /* a code block in text keeps its distance from the next paragraph */
 </style>"""
 
 def nav(pages:list, here:str) -> str:
