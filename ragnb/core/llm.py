@@ -416,6 +416,7 @@ def _is_type(v, t:str) -> bool:
         return t == 'number' or isinstance(v, int) or float(v).is_integer()
     return isinstance(v, _TYPES[t])
 
+# %% ../../nbs/14_llm.ipynb #212613b4
 def schema_error(v, # A JSON value
                  schema:dict, # A JSON schema of `_KEYWORDS` only (`_simple`)
                  at:str='' # Where `v` is in the reply, for the message
@@ -447,6 +448,7 @@ def schema_error(v, # A JSON value
             if (e := schema_error(x, schema['items'], f"{at}[{i}]")): return e
     return None
 
+# %% ../../nbs/14_llm.ipynb #0aa522b6
 def follows_schema(text:str, # A reply
                    schema:dict # The JSON schema it was asked to follow
                   ) -> str|None:
@@ -1145,6 +1147,7 @@ def _vector(v) -> bool:
     "Whether a cached embedding is a list of numbers (an altered row is a miss)."
     return isinstance(v, list) and bool(v) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
 
+# %% ../../nbs/14_llm.ipynb #163ea787
 @patch
 async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Embedding vectors for `texts` (rows in order), from the cache where possible; each vector checked before use."
