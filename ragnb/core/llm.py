@@ -6,7 +6,7 @@
 from __future__ import annotations
 import asyncio, base64, json, math, mimetypes, os, re, sqlite3, sys, time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, fields, asdict, astuple
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from fastcore.basics import patch
@@ -22,9 +22,10 @@ openai = lazy('openai')  # imported at the first call: see below
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'PRICES', 'PLACEHOLDER_KEYS',
            'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'is_local', 'task_cap',
            'default_concurrency', 'by_prefix', 'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError',
-           'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'LLM', 'response_format', 'refuses_format',
-           'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'joined_content', 'fast_path',
-           'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
+           'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies',
+           'Endpoint', 'LLM', 'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode',
+           'content_text', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id',
+           'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -270,6 +271,88 @@ def _est_tokens(messages) -> int:
         n += 16
     return math.ceil(n / 4)
 
+# %% ../../nbs/14_llm.ipynb #6ef3501a
+@dataclass(frozen=True)
+class Deadlines:
+    "Seconds one attempt of a call may take; each one left None comes from its variable, else `DEADLINES`."
+    total:float|None=None  # The cap even on a server that keeps sending; `RAGNB_TIMEOUT`
+    first_token:float|None=None  # To the first token of a streamed reply; `RAGNB_FIRST_TOKEN_TIMEOUT`
+    idle:float|None=None  # Between two tokens of a streamed reply; `RAGNB_IDLE_TIMEOUT`
+
+    def resolved(self, base_url:str # The endpoint: one on this machine gets the `local` deadlines
+                ) -> Deadlines:
+        "These deadlines with each unset one from its variable, else from `DEADLINES` for `base_url`."
+        dl = DEADLINES['local' if is_local(base_url) else 'remote']
+        def pick(v, var, k): return env_number(var, dl[k]) if v is None else v
+        return Deadlines(pick(self.total, 'RAGNB_TIMEOUT', 'total'),
+                         pick(self.first_token, 'RAGNB_FIRST_TOKEN_TIMEOUT', 'first_token'),
+                         pick(self.idle, 'RAGNB_IDLE_TIMEOUT', 'idle'))
+
+@dataclass(frozen=True)
+class Retries:
+    "What a call does after an error worth another try (429, 5xx, timeout, lost connection) or a cut-off reply."
+    max_retries:int|None=None  # Retries of one call; default `RAGNB_MAX_RETRIES`, else 4
+    backoff:float=0.5  # First backoff delay in seconds (doubles each retry, with jitter)
+    max_backoff:float=30.0  # Longest backoff delay in seconds
+    retry_truncated:float=2.0  # Retry a reply cut at `max_tokens` once with this many times it (0: never)
+
+    def resolved(self) -> Retries:
+        "These retries with `max_retries` from `RAGNB_MAX_RETRIES`, else 4, when it is unset."
+        if self.max_retries is not None: return self
+        return Retries(env_number('RAGNB_MAX_RETRIES', 4, int), self.backoff, self.max_backoff, self.retry_truncated)
+
+# %% ../../nbs/14_llm.ipynb #d714635f
+@dataclass(frozen=True)
+class Pacing:
+    "How many calls run at once, and how fast (see `RateLimiter`)."
+    concurrency:int=16  # Calls in flight at once in a batch
+    max_concurrency:int|None=None  # Most calls in flight when rate-limit headers show room; default 4×`concurrency`
+    tpm:int|None=None  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
+    adaptive:bool=True  # Adapt calls in flight to rate-limit headers and 429s
+
+    def limiter(self) -> RateLimiter:
+        "A `RateLimiter` that paces calls this way."
+        return RateLimiter(self.concurrency, self.max_concurrency, self.tpm, self.adaptive)
+
+@dataclass(frozen=True)
+class Replies:
+    "What each reply is asked to be."
+    temperature:float=0.0
+    max_tokens:int|None=None  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`; 0: no cap at all
+    task_caps:bool=True  # Without `max_tokens`: cap each reply at its task's `task_cap`
+    structured:str|None=None  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`, else auto
+    stream:bool|None=None  # Stream replies (aiohttp path); default `RAGNB_STREAM` (0/1), else True
+
+    def resolved(self) -> Replies:
+        "These replies with unset fields from their variables; a `max_tokens` of 0 (no cap) turns task caps off too."
+        mt = env_number('RAGNB_MAX_TOKENS', None, int) if self.max_tokens is None else self.max_tokens
+        structured = self.structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
+        if structured not in ('auto', 'off', 'json_schema', 'json_object'):
+            raise ValueError(f"structured must be auto, off, json_schema or json_object, not {structured!r}")
+        stream = bool(env_number('RAGNB_STREAM', 1, int)) if self.stream is None else self.stream
+        return Replies(self.temperature, mt or None, self.task_caps and mt is None, structured, stream)
+
+@dataclass(frozen=True)
+class Endpoint:
+    "Where Azure OpenAI is, and the endpoint's name in cache keys."
+    azure_endpoint:str|None=None  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT` (without `base_url`)
+    api_version:str|None=None  # Azure API version; default `OPENAI_API_VERSION`
+    cache_endpoint:str|None=None  # Name in cache keys instead of `base_url` (a local port changes)
+
+# %% ../../nbs/14_llm.ipynb #e38e666a
+_GROUPS = {'deadlines': Deadlines, 'retries': Retries, 'pacing': Pacing, 'replies': Replies, 'endpoint': Endpoint}
+_RENAMED = {'timeout': 'total', 'first_token_timeout': 'first_token', 'idle_timeout': 'idle'}
+
+def _check_groups(groups:dict, client_kw:dict):
+    "Each group of the right class, and no group's setting given flat (it would go to the client, unused)."
+    for name, g in groups.items():
+        if not isinstance(g, _GROUPS[name]):
+            raise TypeError(f"LLM({name}=...) takes a {_GROUPS[name].__name__}, not {g!r}")
+    for k in client_kw:
+        f = _RENAMED.get(k, k)
+        if g := next((n for n, c in _GROUPS.items() if f in {x.name for x in fields(c)}), None):
+            raise TypeError(f"LLM({k}=...) is given in a group: LLM({g}={_GROUPS[g].__name__}({f}=...))")
+
 # %% ../../nbs/14_llm.ipynb #d09f60d5
 class LLM:
     "Cached, concurrent, retrying access to any OpenAI-compatible chat and embeddings endpoint."
@@ -280,84 +363,61 @@ class LLM:
                  cache:bool=True,  # Use the call cache on disk
                  cache_path:str|Path|None=None,  # SQLite file (or folder); default `RAGNB_CACHE_DIR`/calls.sqlite
                  replay:bool=False,  # Answer only from the cache; a miss is a `replay_miss` failure naming the call
-                 concurrency:int=16,  # Calls in flight at once in a batch
-                 max_retries:int|None=None,  # Retries on 429/5xx/timeout/connection; default `RAGNB_MAX_RETRIES` or 4
-                 timeout:float|None=None,  # Total seconds per attempt; default `RAGNB_TIMEOUT`, else `DEADLINES`
-                 temperature:float=0.0,
-                 backoff:float=0.5,  # First backoff delay in seconds (doubles each retry, with jitter)
-                 max_backoff:float=30.0,
                  vision_model:str|None=None,  # Default `RAGNB_VISION_MODEL`, else `model`
                  embed_model:str|None=None,  # Default `RAGNB_EMBED_MODEL` or text-embedding-3-small
                  progress:bool|None=None,  # A tqdm progress bar for batches; default: on a terminal or in Jupyter
-                 retry_truncated:float=2.0,  # Retry a reply cut at `max_tokens` once with this many times it (0: never)
-                 azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
-                 api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
-                 cache_endpoint:str|None=None,  # Name in cache keys instead of `base_url` (a local port changes)
-                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`; 0: no cap
-                 task_caps:bool=True,  # Without `max_tokens`: cap each reply at its task's `task_cap`
-                 structured:str|None=None,  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`
                  batch:Callable|None=None,  # Batch runner of `batch()`, e.g. `ragnb.core.batch.BatchAPI()`
-                 tpm:int|None=None,  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
-                 adaptive:bool=True,  # Adapt calls in flight to rate-limit headers and 429s
-                 max_concurrency:int|None=None,  # Most calls in flight when headers show room; default 4×`concurrency`
                  fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client for Azure, typed parameters)
-                 stream:bool|None=None,  # Stream replies (aiohttp path); default `RAGNB_STREAM` (0/1), else True
-                 first_token_timeout:float|None=None,  # Seconds to the first token; `RAGNB_FIRST_TOKEN_TIMEOUT`
-                 idle_timeout:float|None=None,  # Seconds between tokens; default `RAGNB_IDLE_TIMEOUT`, else `DEADLINES`
+                 deadlines:Deadlines=Deadlines(),  # Seconds an attempt may take (total, to the first token, idle)
+                 retries:Retries=Retries(),  # How often a failed call is tried again, and how long it waits
+                 pacing:Pacing=Pacing(),  # Calls in flight, and a tokens-per-minute budget
+                 replies:Replies=Replies(),  # Temperature, reply caps, structured output and streaming
+                 endpoint:Endpoint=Endpoint(),  # Azure OpenAI, and the endpoint's name in cache keys
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
+        _check_groups(dict(deadlines=deadlines, retries=retries, pacing=pacing, replies=replies, endpoint=endpoint),
+                      client_kw)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
         self.embed_model = embed_model or os.environ.get('RAGNB_EMBED_MODEL') or DEFAULT_EMBED_MODEL
-        self.azure_endpoint = azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
-        self.api_version = api_version or os.environ.get('OPENAI_API_VERSION')
+        self.azure_endpoint = endpoint.azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
+        self.api_version = endpoint.api_version or os.environ.get('OPENAI_API_VERSION')
         self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL')
                          or 'https://api.openai.com/v1').rstrip('/')
-        self.cache_endpoint = (cache_endpoint or self.base_url).rstrip('/')
+        self.cache_endpoint = (endpoint.cache_endpoint or self.base_url).rstrip('/')
         self._api_key = (api_key or os.environ.get('OPENAI_API_KEY')
                          or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None))
-        self.max_retries = env_number('RAGNB_MAX_RETRIES', 4, int) if max_retries is None else max_retries
-        dl = DEADLINES['local' if is_local(self.base_url) else 'remote']
-        self.timeout = env_number('RAGNB_TIMEOUT', dl['total']) if timeout is None else timeout
-        self.first_token_timeout = (env_number('RAGNB_FIRST_TOKEN_TIMEOUT', dl['first_token'])
-                                    if first_token_timeout is None else first_token_timeout)
-        self.idle_timeout = env_number('RAGNB_IDLE_TIMEOUT', dl['idle']) if idle_timeout is None else idle_timeout
-        self.stream = bool(env_number('RAGNB_STREAM', 1, int)) if stream is None else stream
-        self.replay, self.concurrency, self.retry_truncated = replay, concurrency, retry_truncated
-        self.temperature, self.backoff, self.max_backoff = temperature, backoff, max_backoff
+        self.timeout, self.first_token_timeout, self.idle_timeout = astuple(deadlines.resolved(self.base_url))
+        self.max_retries, self.backoff, self.max_backoff, self.retry_truncated = astuple(retries.resolved())
+        self.temperature, self.max_tokens, self.task_caps, self.structured, self.stream = astuple(replies.resolved())
+        self.replay, self.concurrency, self.limiter = replay, pacing.concurrency, pacing.limiter()
         self.progress = show_progress() if progress is None else progress
-        self._client_kw = client_kw
-        mt = env_number('RAGNB_MAX_TOKENS', None, int) if max_tokens is None else max_tokens
-        self.max_tokens, self.task_caps = mt or None, task_caps and mt is None  # 0: no cap at all
-        self.structured = structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
-        if self.structured not in ('auto', 'off', 'json_schema', 'json_object'):
-            raise ValueError(f"structured must be auto, off, json_schema or json_object, not {self.structured!r}")
-        self._features = {}
-        self.cache = None
+        self._client_kw, self._features, self.cache = client_kw, {}, None
         if cache or replay:
             p = Path(cache_path) if cache_path else default_cache_dir()
             self.cache = CallCache(p if p.suffix else p/'calls.sqlite')
-        self.usage = Usage()
-        self._clients = {}
+        self.usage, self._clients = Usage(), {}
         if batch is True or isinstance(batch, dict):  # the runner lives above the client (ragnb.core.batch)
             raise TypeError("LLM(batch=...) takes a batch runner: LLM(batch=ragnb.core.batch.BatchAPI(**options))")
         if batch and not callable(batch): raise TypeError(f"LLM(batch=...) takes a batch runner, not {batch!r}")
         self.batch_runner, self.fast, self._sessions = batch or None, fast, {}
-        self.limiter = RateLimiter(concurrency, max_concurrency, tpm, adaptive)
 
-    def __repr__(self):
-        mode = 'replay' if self.replay else ('cached' if self.cache is not None else 'no cache')
-        return f"LLM({self.model!r} at {self.base_url}, {mode}, concurrency={self.concurrency}; {self.usage})"
+# %% ../../nbs/14_llm.ipynb #57e6664b
+@patch
+def __repr__(self:LLM):
+    mode = 'replay' if self.replay else ('cached' if self.cache is not None else 'no cache')
+    return f"LLM({self.model!r} at {self.base_url}, {mode}, concurrency={self.concurrency}; {self.usage})"
 
-    def _client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        c = self._clients.get(id(loop))
-        if c is None or c[0] is not loop:
-            self._clients = {k:v for k,v in self._clients.items() if not v[0].is_closed()}
-            kw = dict(api_key=self._api_key or 'no-key', max_retries=0, timeout=self.timeout, **self._client_kw)
-            c = (loop, openai.AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, api_version=self.api_version, **kw)
-                       if self.azure_endpoint else openai.AsyncOpenAI(base_url=self.base_url, **kw))
-            self._clients[id(loop)] = c
-        return c[1]
+@patch
+def _client(self:LLM) -> openai.AsyncOpenAI:
+    loop = asyncio.get_running_loop()
+    c = self._clients.get(id(loop))
+    if c is None or c[0] is not loop:
+        self._clients = {k:v for k,v in self._clients.items() if not v[0].is_closed()}
+        kw = dict(api_key=self._api_key or 'no-key', max_retries=0, timeout=self.timeout, **self._client_kw)
+        c = (loop, openai.AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, api_version=self.api_version, **kw)
+                   if self.azure_endpoint else openai.AsyncOpenAI(base_url=self.base_url, **kw))
+        self._clients[id(loop)] = c
+    return c[1]
 
 # %% ../../nbs/14_llm.ipynb #bca74445
 PLACEHOLDER_KEYS = {'no-key', 'none', 'local', 'replay', 'scripted'}  # keys sent where none is needed: not secret
