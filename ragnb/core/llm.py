@@ -701,20 +701,37 @@ def joined_content(messages:list # Chat messages
 
 
 
+# %% ../../nbs/14_llm.ipynb #fd00d90b
+def _cached_answer(self:LLM, res:Result, messages) -> Result|None:
+    "`res` answered by the cache (or failed, where a replay-only LLM has no usable reply); None: make the call."
+    rec = self.cache.get(res.key) if self.cache is not None else None
+    if rec is not None and (why := _unusable(rec)):  # an old or tampered row: not a reply
+        if self.replay: res.failure = Failure(res.id, 'bad_reply', f"the cached reply {why} ({self.cache.path}, key "
+                                              f"{res.key[:12]})", 0); return res
+        rec = None
+    if rec is None and self.replay:
+        res.failure = _replay_miss(self, messages, res.prompt, res.id, res.model, res.key); return res
+    return None if rec is None else _from_cache(self, res, rec, res.model)
+
+def _kept(self:LLM, res:Result, text:str, finish:str|None, answered:str, pt:int, ct:int, kt:int) -> Result:
+    "`res` of a call that got its reply (`res.usage`: what it spent), counted, and its reply kept in the cache."
+    asked, res.model = res.model, answered  # the model that answered, as the server names it
+    res.usage.calls, res.usage.unpriced = 1, int(price_of(res.model) is None)
+    self.usage.add(res.usage)
+    res.text, res.finish_reason = text, finish
+    if self.cache is not None:
+        self.cache.put(res.key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct,
+                                                                           **({'cached_tokens':kt} if kt else {})},
+                                 'finish_reason':res.finish_reason}, 'chat', asked, res.prompt)
+    return res
+
 # %% ../../nbs/14_llm.ipynb #cd5789dc
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
     "Cache lookup, else the call with retries, a total deadline per attempt and the cache write; no parsing."
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
     res = Result(id=item_id, model=model, prompt=pid, key=key)
-    rec = self.cache.get(key) if self.cache is not None else None
-    if rec is not None and (why := _unusable(rec)):  # an old or tampered row: not a reply
-        if self.replay: res.failure = Failure(item_id, 'bad_reply', f"the cached reply {why} ({self.cache.path}, key "
-                                              f"{key[:12]})", 0); return res
-        rec = None
-    if rec is None and self.replay:
-        res.failure = _replay_miss(self, messages, pid, item_id, model, key); return res
-    if rec is not None: return _from_cache(self, res, rec, model)
+    if (hit := _cached_answer(self, res, messages)) is not None: return hit
     headers = {'X-Ragnb-Prompt': pid} if pid else {}
     attempt, errors, call, grown, spent, r, text = 0, 0, params, False, Usage(), None, None
     joined = joined_content(messages) if self._features.get('join_text_parts') else None
@@ -761,15 +778,7 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             self.cache.put(key, {'text':text or '', 'model':answered, 'finish_reason':'length',
                                  'usage':{'prompt_tokens':pt, 'completion_tokens':ct}}, 'chat', model, pid)
         return res
-    res.model = answered  # the model that answered, as the server names it
-    spent.calls, spent.unpriced = 1, int(price_of(res.model) is None)
-    self.usage.add(spent)
-    res.text, res.finish_reason = text, finish
-    if self.cache is not None:
-        self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct,
-                                                                       **({'cached_tokens':kt} if kt else {})},
-                             'finish_reason':res.finish_reason}, 'chat', model, pid)
-    return res
+    return _kept(self, res, text, finish, answered, pt, ct, kt)
 
 # %% ../../nbs/14_llm.ipynb #599ea7cb
 class _Empty(Exception): pass
