@@ -881,6 +881,18 @@ def _refuses_stream(self:LLM, msg:str) -> str|None:
     if re.search(r'\bstream', msg) and not self._features.get('no_stream'): return 'no_stream'
     return None
 
+# %% ../../nbs/14_llm.ipynb #00bcda8e
+def _completion(body:dict, parts:list|None, finish:str|None, usage:dict|None, meta:dict, chunks:int) -> dict:
+    "The chat completion (a dict) a whole reply would be, from a stream's text `parts` (None: no content), ids, usage."
+    if usage is None:   # a server that ignores stream_options: prompt estimated, completion counted in chunks
+        pt = _est_tokens(body['messages']); usage = {'prompt_tokens':pt, 'completion_tokens':chunks,
+                                                     'total_tokens':pt + chunks}
+    return {'id':meta.get('id') or 'stream', 'object':'chat.completion',
+            'created':meta.get('created') or int(time.time()), 'model':meta.get('model') or body.get('model'),
+            'usage':usage,
+            'choices':[{'index':0, 'finish_reason':finish or 'stop',
+                        'message':{'role':'assistant', 'content':None if parts is None else ''.join(parts)}}]}
+
 # %% ../../nbs/14_llm.ipynb #f74fd452
 async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
     ("Read a server-sent-event reply into the chat completion (a dict) a whole reply would be, holding it to the "
@@ -923,14 +935,7 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
     if finish is None and not done:
         raise openai.APIConnectionError(message=f"the stream from {self.base_url} ended before the reply was complete "
                                         f"(after {chunks} chunk(s))", request=_httpx.Request('POST', url))
-    if usage is None:   # a server that ignores stream_options: prompt estimated, completion counted in chunks
-        pt = _est_tokens(body['messages']); usage = {'prompt_tokens':pt, 'completion_tokens':chunks,
-                                                     'total_tokens':pt + chunks}
-    d = {'id':meta.get('id') or 'stream', 'object':'chat.completion', 'created':meta.get('created') or int(time.time()),
-         'model':meta.get('model') or body.get('model'), 'usage':usage,
-         'choices':[{'index':0, 'finish_reason':finish or 'stop',
-                     'message':{'role':'assistant', 'content':''.join(parts) if seen else None}}]}
-    return d
+    return _completion(body, parts if seen else None, finish, usage, meta, chunks)
 
 # %% ../../nbs/14_llm.ipynb #445bf095
 async def _post_chat(self:LLM, body:dict, headers:dict):
