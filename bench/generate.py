@@ -7,7 +7,7 @@ import argparse, math, tempfile, time
 from pathlib import Path
 from ragnb.docs.documents import load_folder, split_documents
 from ragnb.synth.generate import generate_dataset
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Pacing
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.core.samples import sample_path
 
@@ -26,7 +26,7 @@ def main():
     n_chunks = len(split_documents(docs))
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer(latency=a.latency) as srv:
         llm = LLM(base_url=srv.base_url, api_key='bench', model='scripted-test-model', cache_path=Path(tmp)/'c.sqlite',
-                  concurrency=a.concurrency, progress=False)
+                  pacing=Pacing(concurrency=a.concurrency), progress=False)
         t1 = time.perf_counter()
         ds = generate_dataset(docs, llm, n_per_chunk=a.questions_per_chunk)
         wall = time.perf_counter() - t1

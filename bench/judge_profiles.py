@@ -37,6 +37,7 @@ import argparse, hashlib, json, math, sys, time, urllib.request
 from collections import Counter
 from pathlib import Path
 
+from ragnb.core.llm import Replies, Retries
 from ragnb.core.samples import sample_path
 from ragnb.check.checker import claim_text
 from ragnb.core.prompts import get_prompt
@@ -129,8 +130,8 @@ def default_from_lesson(log, done):
     from ragnb.testing.scripted import lesson_llm
     from ragnb.view.audit import audit
     cache = Path(__file__).resolve().parents[1]/'nbs'/'cache'
-    llm = lesson_llm('41_checker', cache_dir=cache, model='qwen2.5-coder-1.5b-instruct-q4_k_m', max_tokens=1024,
-                     retry_truncated=0)
+    llm = lesson_llm('41_checker', cache_dir=cache, model='qwen2.5-coder-1.5b-instruct-q4_k_m', replies=Replies(max_tokens=1024),
+                     retries=Retries(retry_truncated=0))
     a = audit(sample_path('ragchecker', 'examples', 'checking_outputs.json'), llm, 'default', quiet=True)
     n, est = len(a.pairs), a.estimated   # replayed calls report no tokens: the estimate (4 characters a token)
     for x in a.pairs.itertuples():

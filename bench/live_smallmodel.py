@@ -9,7 +9,7 @@ takes one, learnt by ragnb.core.llm; questions and ratings then come as JSON too
 import argparse, json, os, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-from ragnb.core.llm import LLM, Request
+from ragnb.core.llm import LLM, Request, Deadlines, Pacing, Replies
 from ragnb.core.prompts import get_prompt
 from ragnb.check.checker import salvage_claims, claims_schema, claim_text, llm_checker, CheckTask, _words
 from ragnb.synth.generate import generate_questions, critique, parse_rating, QA, RATING_SCHEMA, _critique_request
@@ -120,8 +120,8 @@ def main(argv=None):
     out = {}
     for mode in a.modes.split(','):
         llm = LLM(base_url=os.environ['RAGNB_LIVE_BASE_URL'], api_key=os.environ.get('RAGNB_LIVE_API_KEY') or 'none',
-                  model=os.environ.get('RAGNB_LIVE_MODEL') or 'gpt-4o-mini', cache_path=cache/'calls.sqlite', timeout=float(os.environ.get('RAGNB_TIMEOUT') or 1800),
-                  concurrency=1, progress=False, structured='auto' if mode == 'schema' else 'off')
+                  model=os.environ.get('RAGNB_LIVE_MODEL') or 'gpt-4o-mini', cache_path=cache/'calls.sqlite', deadlines=Deadlines(total=float(os.environ.get('RAGNB_TIMEOUT') or 1800)),
+                  pacing=Pacing(concurrency=1), progress=False, replies=Replies(structured='auto' if mode == 'schema' else 'off'))
         t0 = time.perf_counter()
         schema = mode == 'schema'
         res = dict(claims=run_claims(llm, cases['claims'], schema) if cases['claims'] else [],

@@ -9,7 +9,7 @@ Usage: python bench/llm_batch.py [--calls 1000] [--latency 0.2] [--concurrency 1
 """
 import argparse, os, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Pacing
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--calls', type=int, default=1000)
@@ -41,7 +41,7 @@ try:
     for path, c, trace in configs:
         with tempfile.TemporaryDirectory() as d:
             llm = LLM(base_url=base_url, api_key='bench', model='scripted-test-model', cache_path=Path(d)/'c.sqlite',
-                      concurrency=c, progress=False, fast=path == 'fast')
+                      pacing=Pacing(concurrency=c), progress=False, fast=path == 'fast')
             llm.tracing = trace
             reqs = [[{'role': 'user', 'content': f'benchmark question {c}-{i}'}] for i in range(a.calls)]
             t, cpu, scpu = time.perf_counter(), time.process_time(), server_cpu(); rs = llm.batch(reqs, show_estimate=0)

@@ -4,7 +4,7 @@ Tests read the sample data committed in nbs/data (`ragnb.core.samples.sample_pat
 data sets carries `@pytest.mark.extended(*parts)` (the parts name the set, as for `ragnb.core.samples.shared_path`): it
 skips, on its own and saying why, when that set is absent."""
 import pytest
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.core.samples import shared_path
 
@@ -31,7 +31,7 @@ def server():
 @pytest.fixture
 def llm(server, tmp_path):
     return LLM(base_url=server.base_url, api_key='sk-test', model='scripted-test-model',
-               cache_path=tmp_path/'calls.sqlite', progress=False, backoff=0.01)
+               cache_path=tmp_path/'calls.sqlite', progress=False, retries=Retries(backoff=0.01))
 
 # The order tests start in, for pytest-xdist (pyproject's addopts: -n auto --dist worksteal): the notebooks first, the
 # longest first, so that no long notebook starts last and keeps one core busy while the other waits. Only the order

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.check.metrics import load_results
 from ragnb.check.checker import judge_profile, run_checks, small_checker, CheckTask
@@ -26,7 +26,7 @@ def nile_judge(call, rng):
 
 def make_llm(srv, tmp_path):
     return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-               progress=False, backoff=0.01)
+               progress=False, retries=Retries(backoff=0.01))
 
 
 def test_agreement_kappa_confusion_and_metric_moves_by_hand(tmp_path):
@@ -147,7 +147,7 @@ def test_a_yes_no_reply_cut_at_the_token_cap_still_gives_its_label(tmp_path):
     chatty = lambda m, rng: 'Yes. The reference says so in its first sentence, which states exactly this fact.'
     with ScriptedServer(rules={'judge_claim_binary': chatty}) as srv:
         llm = LLM(base_url=srv.base_url, api_key='t', model='scripted-test-model', cache=False, progress=False,
-                  retry_truncated=0)
+                  retries=Retries(retry_truncated=0))
         o = small_checker(llm)([CheckTask('t', 'q', 'The Nile is long.', ['The Nile is long.'])])[0]
         assert srv.requests[0]['model'] and len(srv.requests) == 1
     assert o.labels == ['Entailment'] and o.replies[0].startswith('Yes.')

@@ -2,7 +2,7 @@
 import asyncio, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
-from ragnb.core.llm import LLM, Request, run_sync
+from ragnb.core.llm import LLM, Request, run_sync, Deadlines, Pacing, Retries
 from ragnb.core.cache import CallCache
 from ragnb.core.limits import RateLimiter
 from ragnb.core.batch import BatchAPI, BatchJobs, submit
@@ -14,7 +14,7 @@ REQS = [Request(msg(f'Say hello to number {i}'), prompt='greeting@1', id=f'q{i}'
 
 def make(srv, path, **kw):
     return LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=path, progress=False,
-               backoff=0.01, **kw)
+               **{'retries': Retries(backoff=0.01), **kw})
 
 def records(path):
     c = CallCache(path)
@@ -149,7 +149,7 @@ def test_check_and_parse_in_batch_mode_equal_online(tmp_path):
 def test_rate_limit_headers_prevent_a_429_storm(tmp_path):
     def run(adaptive):
         with ScriptedServer(latency=0.01, rate_limits={'requests': 10, 'window': 0.5}) as srv:
-            rs = make(srv, None, cache=False, concurrency=8, adaptive=adaptive, max_retries=8).batch([msg(f'q{i}') for i in range(40)])
+            rs = make(srv, None, cache=False, pacing=Pacing(concurrency=8, adaptive=adaptive), retries=Retries(backoff=0.01, max_retries=8)).batch([msg(f'q{i}') for i in range(40)])
             return sum(r.ok for r in rs), sum(q['fault'] == '429' for q in srv.requests), srv
     ok, n429, srv = run(True)
     _, storm, _ = run(False)   # the same run with the headers ignored
@@ -159,7 +159,7 @@ def test_rate_limit_headers_prevent_a_429_storm(tmp_path):
 def test_token_budget_from_headers(tmp_path):
     def run(adaptive):
         with ScriptedServer(latency=0.01, rate_limits={'tokens': 400, 'window': 0.5}) as srv:
-            rs = make(srv, None, cache=False, concurrency=8, adaptive=adaptive, max_retries=8).batch(
+            rs = make(srv, None, cache=False, pacing=Pacing(concurrency=8, adaptive=adaptive), retries=Retries(backoff=0.01, max_retries=8)).batch(
                 [msg(f'question number {i} ' * 5) for i in range(30)])
             return sum(r.ok for r in rs), sum(q['fault'] == '429' for q in srv.requests)
     ok, n429 = run(True)
@@ -170,13 +170,13 @@ def test_token_budget_from_headers(tmp_path):
 
 def test_speeds_up_to_the_ceiling_when_headers_show_room(tmp_path):
     with ScriptedServer(latency=0.05, rate_limits={'requests': 10_000, 'window': 60}) as srv:
-        l = make(srv, None, cache=False, concurrency=4, max_concurrency=12)
+        l = make(srv, None, cache=False, pacing=Pacing(concurrency=4, max_concurrency=12))
         l.batch([msg(f'q{i}') for i in range(200)])
     assert l.limiter.stats['highest'] > 4 and srv.max_inflight > 4 and srv.max_inflight <= 12
 
 def test_without_headers_concurrency_stays_put(tmp_path):
     with ScriptedServer(latency=0.02) as srv:
-        l = make(srv, None, cache=False, concurrency=4)
+        l = make(srv, None, cache=False, pacing=Pacing(concurrency=4))
         l.batch([msg(f'q{i}') for i in range(40)])
     assert srv.max_inflight == 4 and l.limiter.stats['highest'] == 4
 
@@ -196,8 +196,8 @@ def test_a_429_halves_concurrency_and_pauses():
 
 def test_typed_and_fast_paths_give_the_same_results(tmp_path):
     with ScriptedServer(faults={'429': 0.1, '500': 0.1}, seed=3) as srv:
-        rf = make(srv, tmp_path/'f.sqlite', max_retries=8).batch(REQS)
-        rt = make(srv, tmp_path/'t.sqlite', max_retries=8, fast=False).batch(REQS)
+        rf = make(srv, tmp_path/'f.sqlite', retries=Retries(backoff=0.01, max_retries=8)).batch(REQS)
+        rt = make(srv, tmp_path/'t.sqlite', retries=Retries(backoff=0.01, max_retries=8), fast=False).batch(REQS)
         ua = {v for q in online_calls(srv) for k, v in q['headers'].items() if k.lower() == 'user-agent'}
     assert [r.text for r in rf] == [r.text for r in rt] and all(r.ok for r in rf)
     assert records(tmp_path/'f.sqlite') == records(tmp_path/'t.sqlite')
@@ -205,9 +205,9 @@ def test_typed_and_fast_paths_give_the_same_results(tmp_path):
 
 def test_fast_path_timeouts_and_connection_errors_are_classified(tmp_path):
     with ScriptedServer(faults={'timeout': 1.0}, hang=1.0) as srv:
-        r = make(srv, None, cache=False, timeout=0.2, max_retries=0).call(msg('hi'))
+        r = make(srv, None, cache=False, deadlines=Deadlines(total=0.2), retries=Retries(backoff=0.01, max_retries=0)).call(msg('hi'))
     assert r.failure.kind == 'timeout'
-    r = LLM(base_url='http://127.0.0.1:9/v1', api_key='k', cache=False, max_retries=0).call(msg('hi'))
+    r = LLM(base_url='http://127.0.0.1:9/v1', api_key='k', cache=False, retries=Retries(max_retries=0)).call(msg('hi'))
     assert r.failure.kind == 'connection'
 
 CACHE_WRITER = """
@@ -233,7 +233,7 @@ def test_cached_and_replay_runs_make_no_batch(tmp_path):
 
 def test_a_call_larger_than_the_token_budget_still_runs(tmp_path):
     with ScriptedServer(latency=0.01, rate_limits={'tokens': 10_000, 'window': 0.3}) as srv:
-        l = make(srv, None, cache=False, concurrency=2, max_retries=6)
+        l = make(srv, None, cache=False, pacing=Pacing(concurrency=2), retries=Retries(backoff=0.01, max_retries=6))
         assert l.call(msg('short')).ok                       # the headers now say the budget is 10,000 tokens a window
         l.limiter.tokens.left = 0                              # spent, as if other calls had used it
         t = time.monotonic(); r = l.call(msg('word ' * 20_000))   # ~25,000 tokens: more than a whole window allows

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ragnb.core.llm import LLM, ParseError
+from ragnb.core.llm import LLM, ParseError, Replies, Retries
 from ragnb.testing.scripted import ScriptedServer, user_text
 from ragnb.check.metrics import LABELS, load_results
 from ragnb.check.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
@@ -17,7 +17,7 @@ DATA = sample_path('ragchecker', 'examples')
 
 def make_llm(srv, tmp_path, **kw):
     return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'calls.sqlite',
-               progress=False, backoff=0.01, **kw)
+               progress=False, **{'retries': Retries(backoff=0.01), **kw})
 
 def inputs(): return load_results(DATA/'checking_inputs.json')
 
@@ -138,7 +138,7 @@ def test_resume_recomputes_nothing_present(tmp_path):
 
 def test_faults_are_retried(tmp_path):
     with ScriptedServer(faults={'429': 0.2, '500': 0.1}, seed=3) as srv:
-        run = run_checks(inputs(), make_llm(srv, tmp_path, max_retries=8))
+        run = run_checks(inputs(), make_llm(srv, tmp_path, retries=Retries(backoff=0.01, max_retries=8)))
         assert any(r['fault'] for r in srv.requests)
     for r in run.results: assert_complete(r)
 
@@ -258,7 +258,7 @@ def test_a_reply_cut_off_at_the_token_limit_keeps_its_complete_claims_and_labels
         return scripted_check(call, rng)[:-1] + ', "note": "' + 'the claim is supported ' * 400
     rules = {'extract_claims_triplet': looping, 'check_claims': chatty}
     with ScriptedServer(rules=rules, structured='refuse') as srv:
-        llm = make_llm(srv, tmp_path, max_tokens=1000, retry_truncated=0)
+        llm = make_llm(srv, tmp_path, replies=Replies(max_tokens=1000), retries=Retries(backoff=0.01, retry_truncated=0))
         run = run_checks(inputs(), llm)
         cut = [q for q in srv.requests if q['prompt'] and q['prompt'].startswith(('extract', 'check'))]
         assert cut and not srv.calls('repair_json')   # every reply was cut off; none was sent back for repair
@@ -269,5 +269,5 @@ def test_a_reply_cut_off_at_the_token_limit_keeps_its_complete_claims_and_labels
         assert {('response_claims', 'truncated'), ('gt_answer_claims', 'truncated')} <= kinds
         assert not r.ragnb.get('failures')
     assert list(run.scores.per_result.index) == ['0', '1'] and not run.scores.errors
-    again = run_checks(inputs(), make_llm(srv, tmp_path, max_tokens=1000, retry_truncated=0, replay=True))
+    again = run_checks(inputs(), make_llm(srv, tmp_path, replies=Replies(max_tokens=1000), retries=Retries(backoff=0.01, retry_truncated=0), replay=True))
     assert [r.response_claims for r in again.results] == [r.response_claims for r in run.results]   # cached as cut off

@@ -1,7 +1,7 @@
 "Diverse questions against ragnb's scripted server: types, linked passages, hop evidence, personas, language checks."
 import argparse, json, re
 import pytest
-from ragnb.core.llm import LLM, ParseError
+from ragnb.core.llm import LLM, ParseError, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.testing.rules import scripted_typed
 from ragnb.core.samples import sample_path
@@ -17,7 +17,7 @@ TYPES = 'factoid,multi_hop,comparative,reasoning,conditional'
 
 def _llm(srv, path, **kw):
     return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=path, progress=False,
-               backoff=0.01, embed_model='scripted-embedding', **kw)
+               embed_model='scripted-embedding', **{'retries': Retries(backoff=0.01), **kw})
 
 @pytest.fixture(scope='module')
 def cookbook():
@@ -196,7 +196,7 @@ def test_check_languages_on_plain_factoids():
 def test_failed_entity_and_embedding_calls_fall_back(tmp_path, cookbook):
     def broken(call, rng): raise RuntimeError('entity model down')
     with ScriptedServer(rules={'chunk_entities': broken}) as srv:
-        llm = _llm(srv, tmp_path/'c.sqlite', max_retries=0)
+        llm = _llm(srv, tmp_path/'c.sqlite', retries=Retries(backoff=0.01, max_retries=0))
         ds = mixed_dataset(cookbook, llm, 'multi_hop', max_chunks=12, seed=1, personas=['Developer: builds apps'])
     s = ds.stats
     assert s['entity_fallbacks'] == s['entity_calls'] > 0 and s['failed_calls'] >= s['entity_calls']

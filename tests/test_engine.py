@@ -9,7 +9,7 @@ from ragnb.docs.pdf import pdf_regions, regions_many, find_regions, parse_pdf
 from ragnb.docs.pages import DocumentError
 from ragnb.docs.documents import load_folder, split_documents, split_many
 from ragnb.check.metrics import score, score_many, load_results
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Pacing
 from ragnb.core.cache import CallCache
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.core.samples import sample_path
@@ -89,7 +89,7 @@ def test_ray_errors_name_the_item(ray_local):
 def test_ray_vision_parse_calls_stay_in_one_llm(ray_local, tmp_path):
     "Regions on Ray, model calls from this process through one LLM: its concurrency bounds the whole run."
     with ScriptedServer(latency=0.05) as srv:
-        def llm(name): return LLM(base_url=srv.base_url, api_key='t', model='scripted-test-model', concurrency=2,
+        def llm(name): return LLM(base_url=srv.base_url, api_key='t', model='scripted-test-model', pacing=Pacing(concurrency=2),
                                   cache_path=tmp_path/name/'c.sqlite', progress=False)
         ray = parse_pdf(PDFS[0], tmp_path/'ray', llm('r'), page_zoom=0.5, crop_zoom=0.5, engine='ray', workers=2)
         assert srv.max_inflight <= 2

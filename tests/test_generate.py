@@ -2,7 +2,7 @@
 import argparse, json, random
 from pathlib import Path
 import pytest
-from ragnb.core.llm import LLM, ParseError
+from ragnb.core.llm import LLM, ParseError, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.core.prompts import get_prompt
 from ragnb.docs.documents import Document, load_folder, split_document, split_documents
@@ -31,7 +31,7 @@ The Batch API is a separate endpoint that accepts large jobs and returns results
 
 def _llm(srv, tmp_path, **kw):
     return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-               progress=False, backoff=0.01, **kw)
+               progress=False, **{'retries': Retries(backoff=0.01), **kw})
 
 def test_parse_factoid_variants():
     assert parse_factoid('Output:::\nFactoid question:  What is X? \nAnswer: "Y"\nEvidence: X is Y.') == \
@@ -107,7 +107,7 @@ def test_malformed_and_failed_calls_are_recorded(tmp_path):
     docs = [Document(f'# Doc {i}\n\nThe service number {i} stores embeddings in a vector database for search.\n', 'mem',
                      f'd{i}.md', f'd{i}.md', '.md') for i in range(30)]
     with ScriptedServer(malformed=0.3, faults={'500': 0.1}, seed=3) as srv:
-        ds = generate_dataset(docs, _llm(srv, tmp_path, max_retries=0))
+        ds = generate_dataset(docs, _llm(srv, tmp_path, retries=Retries(backoff=0.01, max_retries=0)))
     df = ds.df
     assert len(df) == 30
     gen_failed = df[df.question.isna()]

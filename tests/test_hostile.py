@@ -12,7 +12,7 @@ from ragnb.app.cli import main
 from ragnb.app.demo import sample_docs
 from ragnb.docs.documents import Chunk, Document, Documents, LoadIssue, load_documents, load_folder, split_documents
 from ragnb.synth.generate import QA, Critique, Dataset, generate_dataset
-from ragnb.core.llm import LLM, Failure, Result
+from ragnb.core.llm import LLM, Failure, Result, Deadlines, Pacing, Retries
 from ragnb.core.cache import cache_key
 from ragnb.check.metrics import RAGResult, ResultError, load_results, score
 from ragnb.docs.office import MAX_IMAGE_BYTES, docx_segments, parse_office, pptx_segments
@@ -33,7 +33,7 @@ def msg(t): return [{'role': 'user', 'content': t}]
 
 def make_llm(srv, tmp_path, **kw):
     return LLM(base_url=srv.base_url, api_key='sk-test', **{'model': 'scripted-test-model', 'cache_path': tmp_path/'c.sqlite',
-               'progress': False, 'backoff': 0.01, **kw})
+               'progress': False, 'retries': Retries(backoff=0.01), **kw})
 
 def use_endpoint(monkeypatch, url):
     "The environment of a user running ragnb's commands against `url`."
@@ -84,7 +84,7 @@ def test_truncated_reply_retried_once_with_larger_max_tokens(tmp_path):
         assert r.ok and r.text == 'Hello! How can I help you today?' and r.attempts == 2
         assert [q['body']['max_tokens'] for q in srv.requests] == [5, 10]
         assert llm.call(msg('hello'), max_tokens=5).cached   # the whole reply is cached under the call the caller made
-        no = make_llm(srv, tmp_path, retry_truncated=0, cache=False).call(msg('hello'), max_tokens=5)
+        no = make_llm(srv, tmp_path, retries=Retries(backoff=0.01, retry_truncated=0), cache=False).call(msg('hello'), max_tokens=5)
     assert (no.ok, no.failure.kind, no.attempts, no.value) == (False, 'truncated', 1, None)
 
 def test_cached_truncated_reply_is_not_a_value(tmp_path):
@@ -138,7 +138,7 @@ class TrickleServer:
 def test_a_trickling_server_cannot_hold_a_call(tmp_path):
     srv = TrickleServer(delay=1.0)   # the whole reply would take about 4 minutes
     try:
-        llm = LLM(base_url=srv.base_url, api_key='sk-test', model='m', cache=False, timeout=2, max_retries=1, backoff=0.01, progress=False)
+        llm = LLM(base_url=srv.base_url, api_key='sk-test', model='m', cache=False, deadlines=Deadlines(total=2), retries=Retries(max_retries=1, backoff=0.01), progress=False)
         t0 = time.perf_counter()
         r = llm.call(msg('hello'))
         took = time.perf_counter() - t0
@@ -150,7 +150,7 @@ def test_timeout_and_retries_from_the_environment(monkeypatch):
     monkeypatch.setenv('RAGNB_TIMEOUT', '1.5'); monkeypatch.setenv('RAGNB_MAX_RETRIES', '0')
     llm = LLM(cache=False)
     assert (llm.timeout, llm.max_retries) == (1.5, 0)
-    assert (LLM(cache=False, timeout=9, max_retries=2).timeout, LLM(cache=False, max_retries=2).max_retries) == (9, 2)
+    assert (LLM(cache=False, deadlines=Deadlines(total=9), retries=Retries(max_retries=2)).timeout, LLM(cache=False, retries=Retries(max_retries=2)).max_retries) == (9, 2)
     monkeypatch.setenv('RAGNB_TIMEOUT', 'soon')
     with pytest.raises(ValueError, match="RAGNB_TIMEOUT='soon'"): LLM(cache=False)
 
@@ -777,8 +777,8 @@ class Gateway:
     def __exit__(self, *a): self.httpd.shutdown(); self.httpd.server_close()
 
 def gw_llm(gw, tmp_path, **kw):
-    return LLM(base_url=gw.base_url, api_key=KEY, model='m', progress=False, backoff=0.01,
-               **{'cache_path': tmp_path/'cache'/'calls.sqlite', 'max_retries': 1, **kw})
+    return LLM(base_url=gw.base_url, api_key=KEY, model='m', progress=False,
+               **{'cache_path': tmp_path/'cache'/'calls.sqlite', 'retries': Retries(max_retries=1, backoff=0.01), **kw})
 
 def folder_bytes(d:Path) -> bytes:
     return b''.join(f.read_bytes() for f in sorted(Path(d).rglob('*')) if f.is_file())
@@ -847,17 +847,17 @@ def test_an_old_cache_row_without_text_is_a_miss(tmp_path):
 
 def test_a_refused_key_stops_the_run(tmp_path):
     with Gateway(401) as gw:
-        res = gw_llm(gw, tmp_path, concurrency=1).batch([msg(f'q{i}') for i in range(30)])
+        res = gw_llm(gw, tmp_path, pacing=Pacing(concurrency=1)).batch([msg(f'q{i}') for i in range(30)])
         assert len(gw.requests) == 1
     assert [r.failure.kind for r in res] == ['auth'] * 30
     assert [r.attempts for r in res].count(0) == 29
     later = res[-1].failure.message
     assert later.startswith('not sent: the endpoint refused the API key') and 'bad header' in later and KEY not in later
     with Gateway(401) as gw:   # calls already in flight come back refused; none is sent after
-        res = gw_llm(gw, tmp_path, concurrency=4).batch([msg(f'q{i}') for i in range(30)])
+        res = gw_llm(gw, tmp_path, pacing=Pacing(concurrency=4)).batch([msg(f'q{i}') for i in range(30)])
         assert len(gw.requests) <= 4 and all(r.failure.kind == 'auth' for r in res)
     with Gateway(403) as gw:   # a 403 that does not name the key (a model not allowed) stops nothing
-        gw_llm(gw, tmp_path, concurrency=1).batch([msg(f'q{i}') for i in range(3)])
+        gw_llm(gw, tmp_path, pacing=Pacing(concurrency=1)).batch([msg(f'q{i}') for i in range(3)])
         assert len(gw.requests) == 3
 
 def test_a_foreign_file_named_calls_sqlite_is_refused(tmp_path, monkeypatch, capsys):

@@ -8,7 +8,7 @@ import pytest
 
 from ragnb.docs.documents import Document
 from ragnb.synth.generate import Dataset, generate_dataset
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ RULES = {'factoid_qa': lambda messages, rng: FABRICATED, **FIVE}
 
 def llm_for(srv, tmp_path):
     return LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-               progress=False, backoff=0.01)
+               progress=False, retries=Retries(backoff=0.01))
 
 
 def test_fabricated_question_is_dropped_and_counted(tmp_path):

@@ -2,7 +2,7 @@
 import asyncio, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
-from ragnb.core.llm import LLM, Request, PRICES, run_sync
+from ragnb.core.llm import LLM, Request, PRICES, run_sync, Deadlines, Endpoint, Pacing, Replies, Retries
 from ragnb.core.cache import CallCache, cache_key
 from ragnb.testing.scripted import lesson_llm
 from ragnb.testing.scripted import ScriptedServer
@@ -48,7 +48,7 @@ def test_faults_every_item_gets_a_result(tmp_path, seed):
     N = 3
     with ScriptedServer(faults={'429': 0.08, '500': 0.07, 'timeout': 0.05}, seed=seed, hang=2.0) as srv:
         llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-                  timeout=1.0, max_retries=N, backoff=0.01, concurrency=16, progress=False)
+                  deadlines=Deadlines(total=1.0), retries=Retries(max_retries=N, backoff=0.01), pacing=Pacing(concurrency=16), progress=False)
         reqs = [Request(msg(f'question number {i}'), id=f'q{i}') for i in range(120)]
         rs = llm.batch(reqs)
     assert [r.id for r in rs] == [f'q{i}' for i in range(120)]
@@ -69,7 +69,7 @@ def test_faults_every_item_gets_a_result(tmp_path, seed):
 
 def test_retry_after_is_honoured_and_retries_are_bounded(tmp_path):
     with ScriptedServer(faults={'429': 1.0}, retry_after=0.2) as srv:
-        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', max_retries=2, backoff=0.001, progress=False)
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', retries=Retries(max_retries=2, backoff=0.001), progress=False)
         t = time.perf_counter()
         r = llm.call(msg('hi'), item_id='x')
         elapsed = time.perf_counter() - t
@@ -79,7 +79,7 @@ def test_retry_after_is_honoured_and_retries_are_bounded(tmp_path):
 
 def test_bad_request_is_not_retried(tmp_path):
     with ScriptedServer(faults={'400': 1.0}) as srv:
-        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', max_retries=4, progress=False)
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', retries=Retries(max_retries=4), progress=False)
         r = llm.call(msg('hi'))
     assert r.failure.kind == 'bad_request' and r.attempts == 1 and len(srv.requests) == 1
 
@@ -94,7 +94,7 @@ def test_parse_failure_is_recorded_and_batch_continues(llm):
 
 def test_concurrency_is_bounded(tmp_path):
     with ScriptedServer(latency=0.05) as srv:
-        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', concurrency=4, progress=False)
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=tmp_path/'c.sqlite', pacing=Pacing(concurrency=4), progress=False)
         llm.batch([msg(f'q{i}') for i in range(24)])
     assert srv.max_inflight == 4
 
@@ -148,8 +148,8 @@ def test_embeddings_cached_per_text(llm, server):
 
 KILL_SCRIPT = textwrap.dedent('''
     import sys
-    from ragnb.core.llm import LLM
-    llm = LLM(base_url=sys.argv[1], model='m', cache_path=sys.argv[2], concurrency=4, progress=False)
+    from ragnb.core.llm import LLM, Pacing
+    llm = LLM(base_url=sys.argv[1], model='m', cache_path=sys.argv[2], pacing=Pacing(concurrency=4), progress=False)
     llm.batch([[{'role':'user','content':f'item {i}'}] for i in range(60)])
 ''')
 
@@ -163,7 +163,7 @@ def test_killed_batch_rerun_makes_only_missing_calls(tmp_path):
         done = len(CallCache(cache))
         assert 0 < done < 60
         before = len(srv.requests)
-        llm = LLM(base_url=srv.base_url, model='m', cache_path=cache, concurrency=4, progress=False)
+        llm = LLM(base_url=srv.base_url, model='m', cache_path=cache, pacing=Pacing(concurrency=4), progress=False)
         rs = llm.batch([[{'role': 'user', 'content': f'item {i}'}] for i in range(60)])
         assert all(r.ok for r in rs)
         assert len(srv.requests) - before == 60 - done
@@ -250,16 +250,16 @@ def test_json_schema_refused_falls_back_and_is_remembered(tmp_path, behaviour, f
 
 def test_structured_off_and_replay_send_no_schema_unless_recorded(tmp_path):
     with ScriptedServer(rules=CLAIMS_RULE) as srv:
-        off = LLM(base_url=srv.base_url, api_key='k', model='scripted-test-model', cache_path=tmp_path/'a.sqlite', structured='off')
+        off = LLM(base_url=srv.base_url, api_key='k', model='scripted-test-model', cache_path=tmp_path/'a.sqlite', replies=Replies(structured='off'))
         assert _ask(off, 1).ok and 'response_format' not in srv.requests[-1]['body']
         rec = LLM(base_url=srv.base_url, api_key='k', model='scripted-test-model', cache_path=tmp_path/'b.sqlite')
         assert _ask(rec, 1).structured == 'json_schema'
     # replay: the recording says json_schema works, so the replayed key includes it; a recording without features sends none
     rp = LLM(base_url='http://127.0.0.1:9/v1', model='scripted-test-model', cache_path=tmp_path/'b.sqlite', replay=True,
-             cache_endpoint=srv.base_url)
+             endpoint=Endpoint(cache_endpoint=srv.base_url))
     assert _ask(rp, 1).cached
     rp0 = LLM(base_url='http://127.0.0.1:9/v1', model='scripted-test-model', cache_path=tmp_path/'a.sqlite', replay=True,
-              cache_endpoint=srv.base_url)
+              endpoint=Endpoint(cache_endpoint=srv.base_url))
     assert _ask(rp0, 1).cached and rp0.structured_mode() is None
 
 
@@ -267,7 +267,7 @@ def test_text_parts_joined_for_a_server_that_takes_only_string_content(tmp_path)
     "llama-cpp-python's templates fail on content lists: text-only lists are joined into one string and sent again."
     parts = lambda *ts: [{'role': 'user', 'content': [{'type': 'text', 'text': t} for t in ts]}]
     with ScriptedServer(string_content=True) as srv:
-        llm = LLM(base_url=srv.base_url, api_key='t', cache_path=tmp_path/'c.sqlite', progress=False, max_retries=0)
+        llm = LLM(base_url=srv.base_url, api_key='t', cache_path=tmp_path/'c.sqlite', progress=False, retries=Retries(max_retries=0))
         first = llm.call(parts('Say', 'hello'))
         assert first.ok and [type(q['body']['messages'][0]['content']) for q in srv.requests] == [list, str]
         assert srv.requests[1]['body']['messages'][0]['content'] == 'Say\n\nhello' and first.attempts == 2

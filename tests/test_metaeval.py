@@ -97,7 +97,7 @@ def test_pairs_from_ragnb_scores_correlate_like_the_file(human, pairs):
 # --- the shipped pairs and `meta-eval --run` (the judge through the real client, against the scripted server) ---
 import csv, gzip, hashlib
 
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.check.metaeval import (load_meta_pairs, meta_pairs_path, human_labels, run_meta_eval, table2, judge_pair_scores,
                             pair_results)
@@ -159,7 +159,7 @@ def test_bad_input_files_are_named(tmp_path):
 
 def make_llm(srv, tmp_path, **kw):
     return LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-               progress=False, backoff=0.01, **kw)
+               progress=False, **{'retries': Retries(backoff=0.01), **kw})
 
 
 def test_run_sample_3_table_intervals_and_budget(tmp_path, capsys):

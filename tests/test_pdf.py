@@ -132,7 +132,7 @@ def test_bad_pdfs_name_the_file(tmp_path):
     assert rc == 2 and str(enc) in err and 'encrypted' in err and out == ''
 
 # ---- parsing -------------------------------------------------------------------------------------------------
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Retries
 from ragnb.docs.pdf import OFFLINE_MARK, ParsedPage, parse_pdf, read_page_reply, sanitize_html
 from ragnb.testing.scripted import ScriptedServer
 
@@ -205,7 +205,7 @@ def test_vision_parse_through_test_server(tmp_path):
 def test_failed_pages_are_recorded_and_the_rest_continues(tmp_path):
     f = EU/'eu-004.pdf'
     with ScriptedServer(faults={'500': 0.5}, seed=3) as srv:
-        llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache=False, max_retries=0, progress=False)
+        llm = LLM(base_url=srv.base_url, api_key='test', model='scripted-test-model', cache=False, retries=Retries(max_retries=0), progress=False)
         res = parse_pdf(f, tmp_path, llm=llm, pages=[2, 3, 4, 6, 7, 8], page_zoom=0.5, crop_zoom=0.5)
     failed = [p.page for p in res.pages if p.failure is not None]
     assert 0 < len(failed) < 6, failed

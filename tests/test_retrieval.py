@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ragnb.docs.documents import Chunk, Document, split_documents
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.docs.evidence import locate as find_evidence
 from ragnb.rag.pipeline import rag_pipeline
@@ -212,7 +212,7 @@ def test_rag_pipeline_writes_ragchecker_input(corpus, tmp_path):
 def test_rag_pipeline_records_failed_calls(corpus, tmp_path):
     docs, chunks, ds = corpus
     with ScriptedServer(faults={'500': 1.0}) as srv:
-        llm = LLM(base_url=srv.base_url, api_key='test', model='m', cache_path=tmp_path / 'c.sqlite', max_retries=0, progress=False)
+        llm = LLM(base_url=srv.base_url, api_key='test', model='m', cache_path=tmp_path / 'c.sqlite', retries=Retries(max_retries=0), progress=False)
         run = rag_pipeline(ds.head(3), chunks, BM25Retriever(), llm, k=2)
     assert run.results == [] and [f.kind for f in run.failures] == ['server_error'] * 3
     assert '3 failed calls' in run._repr_html_()

@@ -1,7 +1,7 @@
 "Streamed replies and their deadlines, per-task reply caps, cached prompt tokens, prefix-ordered calls (issue 25)."
 import json
 import pytest
-from ragnb.core.llm import LLM, Request, DEADLINES, task_cap, cost_of, by_prefix, default_concurrency, is_local
+from ragnb.core.llm import LLM, Request, DEADLINES, task_cap, cost_of, by_prefix, default_concurrency, is_local, Deadlines, Pacing, Replies, Retries
 from ragnb.testing.scripted import ScriptedServer, lesson_llm
 from ragnb.check.checker import run_checks
 from ragnb.core.samples import sample_path
@@ -9,7 +9,7 @@ from ragnb.core.samples import sample_path
 def msg(t): return [{'role': 'user', 'content': t}]
 
 def make(srv, tmp_path=None, **kw):
-    kw = {'cache': tmp_path is not None, 'max_retries': 0, 'backoff': 0.01, 'progress': False, **kw}
+    kw = {'cache': tmp_path is not None, 'retries': Retries(max_retries=0, backoff=0.01), 'progress': False, **kw}
     return LLM(base_url=srv.base_url, api_key='sk-test', model='m',
                cache_path=tmp_path/'calls.sqlite' if tmp_path else None, **kw)
 
@@ -22,24 +22,24 @@ def records(tmp_path):
 def test_a_streamed_reply_is_cached_as_a_whole_one_would_be(tmp_path):
     with ScriptedServer() as srv:
         s = make(srv, tmp_path/'s').call(msg('hello there'), prompt='greet@1')
-        w = make(srv, tmp_path/'w', stream=False).call(msg('hello there'), prompt='greet@1')
+        w = make(srv, tmp_path/'w', replies=Replies(stream=False)).call(msg('hello there'), prompt='greet@1')
         assert srv.requests[0]['body']['stream'] is True and 'stream' not in srv.requests[1]['body']
     assert s.ok and (s.text, s.model, s.finish_reason, s.key) == (w.text, w.model, w.finish_reason, w.key)
     assert records(tmp_path/'s') == records(tmp_path/'w')   # text, model, usage and finish_reason, under the same key
-    again = make(srv, tmp_path/'s', stream=False, replay=True).call(msg('hello there'), prompt='greet@1')
+    again = make(srv, tmp_path/'s', replies=Replies(stream=False), replay=True).call(msg('hello there'), prompt='greet@1')
     assert again.cached and again.text == s.text
 
 
 def test_a_slow_but_steady_model_is_not_cut_off():
     # 8 chunks 0.3 s apart: the whole reply takes longer than both the first-token and the between-token deadline
     with ScriptedServer(chunk_delay=0.3, latency=0.5) as srv:
-        r = make(srv, first_token_timeout=0.9, idle_timeout=0.9, timeout=60).call(msg('hello there'))
+        r = make(srv, deadlines=Deadlines(first_token=0.9, idle=0.9, total=60)).call(msg('hello there'))
     assert r.ok and r.text == 'Hello! How can I help you today?', r.failure
 
 
 def test_keep_alive_comments_do_not_count_as_tokens():
     with ScriptedServer(faults={'drip': 1.0}, drip_every=0.05) as srv:
-        r = make(srv, first_token_timeout=0.5, idle_timeout=60, timeout=60, max_retries=1).call(msg('hello'))
+        r = make(srv, deadlines=Deadlines(first_token=0.5, idle=60, total=60), retries=Retries(backoff=0.01, max_retries=1)).call(msg('hello'))
     assert r.failure.kind == 'timeout' and r.attempts == 2
     assert 'no first token within 0.5 s' in r.failure.message and 'RAGNB_FIRST_TOKEN_TIMEOUT' in r.failure.message
 
@@ -48,21 +48,21 @@ def test_keep_alive_comments_do_not_count_as_tokens():
                          ids=['keep-alive drip', 'byte drip'])
 def test_a_dripping_server_is_stopped_by_the_total_cap(server):
     with ScriptedServer(**server) as srv:   # generous first-token and idle deadlines: only the cap can stop it
-        r = make(srv, first_token_timeout=300, idle_timeout=300, timeout=1).call(msg('hello there'))
+        r = make(srv, deadlines=Deadlines(first_token=300, idle=300, total=1)).call(msg('hello there'))
     assert r.failure.kind == 'timeout' and 'no complete reply within 1 s' in r.failure.message
     assert 'RAGNB_TIMEOUT' in r.failure.message
 
 
 def test_a_reply_that_stops_halfway_is_cut_by_the_idle_deadline():
     with ScriptedServer(faults={'stall': 1.0}, hang=5) as srv:
-        r = make(srv, idle_timeout=0.5, timeout=60).call(msg('hello there'))
+        r = make(srv, deadlines=Deadlines(idle=0.5, total=60)).call(msg('hello there'))
     assert r.failure.kind == 'timeout' and 'no new token for 0.5 s' in r.failure.message
     assert 'RAGNB_IDLE_TIMEOUT' in r.failure.message
 
 
 def test_a_stream_cut_mid_reply_is_a_retried_connection_failure():
     with ScriptedServer(faults={'drop': 1.0}) as srv:
-        r = make(srv, max_retries=2).call(msg('hello there'))
+        r = make(srv, retries=Retries(backoff=0.01, max_retries=2)).call(msg('hello there'))
     assert r.failure.kind == 'connection' and r.attempts == 3 and 'ended before the reply was complete' in r.failure.message
 
 
@@ -85,7 +85,7 @@ def test_a_server_that_ignores_include_usage_still_gives_token_counts():
 
 def test_streamed_faults_and_cut_offs(tmp_path):
     with ScriptedServer(truncate=1.0) as srv:
-        r = make(srv, tmp_path, retry_truncated=0).call(msg('hello there'))
+        r = make(srv, tmp_path, retries=Retries(max_retries=0, backoff=0.01, retry_truncated=0)).call(msg('hello there'))
     assert r.failure.kind == 'truncated' and r.text == 'Hello! How can I'
     (rec,) = records(tmp_path).values()
     assert rec['finish_reason'] == 'length'
@@ -109,7 +109,7 @@ def test_deadlines_are_chosen_per_endpoint(monkeypatch):
 def test_waiting_for_a_slot_does_not_eat_the_deadline():
     # one call at a time, each 0.6 s: the fourth waits 1.8 s for its turn, longer than its 1 s deadline
     with ScriptedServer(latency=0.6) as srv:
-        rs = make(srv, concurrency=1, adaptive=False, timeout=1, first_token_timeout=1).batch(
+        rs = make(srv, pacing=Pacing(concurrency=1, adaptive=False), deadlines=Deadlines(total=1, first_token=1)).batch(
             [msg(f'hello {i}') for i in range(4)])
     assert all(r.ok for r in rs), [r.failure for r in rs]
 
@@ -120,8 +120,8 @@ def test_each_task_gets_a_reply_cap(monkeypatch):
         make(srv).call(msg('check'), prompt='check_claims@1')
         make(srv).call(msg('page'), prompt='pdf_page@1')
         make(srv).call(msg('anything'))
-        make(srv, max_tokens=0).call(msg('uncapped'), prompt='check_claims@1')
-        make(srv, max_tokens=77).call(msg('capped'), prompt='pdf_page@1')
+        make(srv, replies=Replies(max_tokens=0)).call(msg('uncapped'), prompt='check_claims@1')
+        make(srv, replies=Replies(max_tokens=77)).call(msg('capped'), prompt='pdf_page@1')
         monkeypatch.setenv('RAGNB_MAX_TOKENS', '55')
         make(srv).call(msg('from env'), prompt='pdf_page@1')
         caps = [q['body'].get('max_tokens') for q in srv.requests]
@@ -154,8 +154,7 @@ def test_prefix_order_puts_calls_that_start_alike_together():
     got = {}
     for on in (False, True):
         with ScriptedServer(prompt_cache=True) as srv:
-            llm = LLM(base_url=srv.base_url, api_key='k', model='m', cache=False, progress=False, concurrency=1,
-                      adaptive=False)
+            llm = LLM(base_url=srv.base_url, api_key='k', model='m', cache=False, progress=False, pacing=Pacing(concurrency=1, adaptive=False))
             llm.batch(by_prefix(reqs) if on else reqs)
             got[on] = llm.usage.cached_tokens
     assert got[True] > 2 * got[False]
@@ -166,8 +165,7 @@ def test_checker_sends_calls_in_prefix_order(tmp_path):
     order = {}
     for on in (False, True):
         with ScriptedServer() as srv:
-            llm = LLM(base_url=srv.base_url, api_key='k', model='m', cache=False, progress=False, concurrency=1,
-                      adaptive=False)
+            llm = LLM(base_url=srv.base_url, api_key='k', model='m', cache=False, progress=False, pacing=Pacing(concurrency=1, adaptive=False))
             run = run_checks(inputs, llm, prefix_order=on)
             order[on] = [json.dumps(q['body']['messages'], sort_keys=True, ensure_ascii=False, separators=(',', ':')) for q in srv.calls('check_claims')]
         assert not any(r.ragnb.get('failures') for r in run.results)

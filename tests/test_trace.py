@@ -4,7 +4,7 @@ from collections import defaultdict
 from pathlib import Path
 import pytest
 from ragnb.app.cli import main
-from ragnb.core.llm import LLM, Request, text_part, image_part
+from ragnb.core.llm import LLM, Request, text_part, image_part, Deadlines, Retries
 from ragnb.core.cache import cache_key
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.docs.documents import load_documents
@@ -45,7 +45,7 @@ def test_every_item_traced_with_its_attempts_and_errors(tmp_path):
     kinds = {'429': 'rate_limit', '500': 'server_error', 'timeout': 'timeout'}
     with ScriptedServer(faults={'429': 0.2, '500': 0.2, 'timeout': 0.05}, seed=4, hang=2.5) as srv:
         llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-                  timeout=1.2, max_retries=2, backoff=0.01, progress=False)
+                  deadlines=Deadlines(total=1.2), retries=Retries(max_retries=2, backoff=0.01), progress=False)
         want_int = lambda t: int(t)  # the scripted default reply is prose: every successful call is a parse failure
         reqs = [Request(msg(f'question number {i}'), id=f'q{i}', parse=want_int if i % 5 == 0 else None) for i in range(60)]
         rs = llm.batch(reqs)
@@ -69,7 +69,7 @@ def test_every_item_traced_with_its_attempts_and_errors(tmp_path):
 def test_traces_read_back_by_a_new_llm_on_the_same_cache(tmp_path):
     with ScriptedServer(faults={'500': 0.3}, seed=3) as srv:
         llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-                  max_retries=1, backoff=0.01, progress=False)
+                  retries=Retries(max_retries=1, backoff=0.01), progress=False)
         rs = llm.batch([Request(msg(f'hello {i}'), prompt='greet@2', id=f'h{i}', parse=lambda t: {'n': len(t)}) for i in range(20)])
     assert any(not r.ok for r in rs) and any(r.ok for r in rs)
     later = LLM(base_url='http://127.0.0.1:9/v1', cache_path=tmp_path/'c.sqlite', progress=False)  # no server behind it
@@ -119,7 +119,7 @@ def test_no_api_key_and_no_image_bytes_in_the_cache(tmp_path):
     data = img.read_bytes() if img else base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==')
     with ScriptedServer(faults={'500': 0.3}, seed=1) as srv:
         llm = LLM(base_url=srv.base_url, api_key=key, model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
-                  max_retries=1, backoff=0.01, progress=False)
+                  retries=Retries(max_retries=1, backoff=0.01), progress=False)
         reqs = [Request(msg(f'question {i}'), id=f'q{i}') for i in range(10)]
         reqs.append(Request([{'role': 'user', 'content': [text_part('Parse this page.'), image_part(data)]}], id='page'))
         rs = llm.batch(reqs)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime, html, json, os, shutil, sqlite3, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
-from ..core.llm import LLM, Usage
+from ..core.llm import LLM, Endpoint, Pacing, Replies, Usage
 from ..core.cache import CallCache
 from ..core.options import add_call_options, call_options
 from ..core.safe import atomic_write, write_text
@@ -160,12 +160,12 @@ def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sq
                concurrency:int=16, # Calls in flight (the local model takes one at a time)
                params:dict|None=None, # The run's settings (checked against the recording when replaying)
                recording:str|Path|None=None, # Recording to replay; default the shipped one
-               llm_kw:dict|None=None # More `LLM` settings for live and local calls (timeout, max_retries)
+               llm_kw:dict|None=None # More `LLM` settings for live calls (`deadlines`, `retries`: see `call_options`)
               ) -> DemoModel:
     "The model of a demo run in `mode`, with its calls cached in `<out>/calls.sqlite`."
     calls = Path(out)/'calls.sqlite'
     if mode == 'live':
-        llm = LLM(cache_path=calls, concurrency=concurrency, **(llm_kw or {}))
+        llm = LLM(cache_path=calls, pacing=Pacing(concurrency=concurrency), **(llm_kw or {}))
         return DemoModel(llm, 'live', llm.base_url)
     if mode == 'local':
         from ragnb.app.local import LocalServer, local_llm, LOCAL_ENDPOINT
@@ -177,16 +177,18 @@ def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sq
             raise ValueError(f"cannot replay {path}: {why}")
         meta = load_recording(path, CallCache(calls))
         llm = LLM(base_url=meta['cache_endpoint'], api_key='replay', model=meta['model'], cache_path=calls,
-                  cache_endpoint=meta['cache_endpoint'], replay=True, concurrency=concurrency,
+                  endpoint=Endpoint(cache_endpoint=meta['cache_endpoint']), replay=True,
+                  pacing=Pacing(concurrency=concurrency),
                   # the reply caps the recording was made with (none before they were recorded), so the keys match
-                  max_tokens=meta.get('max_tokens') or 0 if not meta.get('task_caps') else None,
-                  task_caps=bool(meta.get('task_caps')))
+                  replies=Replies(max_tokens=meta.get('max_tokens') or 0 if not meta.get('task_caps') else None,
+                                  task_caps=bool(meta.get('task_caps'))))
         return DemoModel(llm, 'replayed', f"recording {path.name}", recorded=meta)
     if mode == 'scripted':
         from ragnb.testing.scripted import ScriptedServer
         srv = ScriptedServer().start()
         llm = LLM(base_url=srv.base_url, api_key='scripted', model=SCRIPTED_MODEL, embed_model='scripted-embedding',
-                  cache_path=calls, cache_endpoint=SCRIPTED_ENDPOINT, concurrency=concurrency)
+                  cache_path=calls, endpoint=Endpoint(cache_endpoint=SCRIPTED_ENDPOINT),
+                  pacing=Pacing(concurrency=concurrency))
         return DemoModel(llm, 'scripted', 'ragnb scripted test server on 127.0.0.1', server=srv)
     raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
 

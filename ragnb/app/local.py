@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib, importlib.util, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 from fastcore.basics import patch
 from pathlib import Path
-from ..core.llm import LLM, default_cache_dir
+from ..core.llm import LLM, Endpoint, Pacing, default_cache_dir
 
 # %% auto #0
 __all__ = ['MODEL_FILE', 'MODEL_PARTS', 'PARTS_VERSION', 'MODEL_SIZE', 'MODEL_SHA256', 'MODEL_LICENCE', 'LOCAL_ENDPOINT',
@@ -248,9 +248,9 @@ def local_llm(server:LocalServer, # A started server
               cache_path:str|Path|None=None, # Call cache; default the user's cache
               **kw) -> LLM:
     "An `LLM` for a local server: cached under `LOCAL_ENDPOINT`, one call at a time, patient timeouts."
-    kw = {'concurrency':1, **kw}   # the deadlines of an endpoint on this machine (`DEADLINES['local']`)
+    kw = {'pacing':Pacing(concurrency=1), **kw}   # the deadlines of an endpoint on this machine (`DEADLINES['local']`)
     return LLM(base_url=server.base_url, api_key='local', model=server.model, cache_path=cache_path,
-               cache_endpoint=LOCAL_ENDPOINT, **kw)
+               endpoint=Endpoint(cache_endpoint=LOCAL_ENDPOINT), **kw)
 
 # %% ../../nbs/81_local.ipynb #8ef015f8
 def _cli_local(args) -> int:

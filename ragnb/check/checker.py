@@ -12,7 +12,7 @@ from typing import Callable
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 
-from ragnb.core.llm import LLM, Request, ParseError
+from ragnb.core.llm import LLM, Pacing, Request, ParseError
 from ragnb.core.options import add_call_options, call_options, check_output
 from ragnb.core.prompts import get_prompt
 from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics,
@@ -626,8 +626,8 @@ def _cli_check(args) -> int:
     check_unique_ids(results, f"{src}: ")
     check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
-    llm = LLM(concurrency=args.concurrency or default_concurrency(), batch=BatchAPI() if args.batch else None,
-              **call_options(args))
+    llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()),
+              batch=BatchAPI() if args.batch else None, **call_options(args))
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out,
                      judge_profile=args.judge_profile, prefix_order=args.prefix_order)
     with pd.option_context('display.width', 200): print(run.usage.to_string())

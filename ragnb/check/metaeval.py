@@ -459,10 +459,10 @@ def _cli_meta_eval(args) -> int:
 
 # %% ../../nbs/42_metaeval.ipynb #f562a469
 def _cli_run(args) -> int:
-    from ragnb.core.llm import LLM, default_concurrency
+    from ragnb.core.llm import LLM, Pacing, default_concurrency
     from ragnb.core.options import call_options, check_output
     out = check_output(args.out) if args.out else None   # before any call: a missing folder fails now
-    llm = LLM(concurrency=args.concurrency or default_concurrency(), **call_options(args))
+    llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()), **call_options(args))
     run = run_meta_eval(llm, args.sample, args.seed, args.judge_profile, args.human, out, args.restart,
                         args.claim_format, args.boot)
     with pd.option_context('display.width', 250, 'display.max_columns', 20):

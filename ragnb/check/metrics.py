@@ -226,6 +226,7 @@ class ClaimFlags:
     def mean_g(self, x): return _mean_by(x, self.res_g, self.n)  # per result: mean over its ground-truth claims
     def sum_g(self, x): return np.bincount(self.res_g, weights=x, minlength=self.n)
 
+# %% ../../nbs/40_metrics.ipynb #69f02f3c
 @dataclass(frozen=True)
 class MetricSpec:
     "One metric: the row of `METRIC_SPECS` that its computation, the figures, the comparison and the viewer read."

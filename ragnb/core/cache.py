@@ -108,73 +108,81 @@ class CallCache:
         except (TypeError, ValueError): return None
         return rec if isinstance(rec, dict) else None
 
-    def put(self, key:str, # A `cache_key`
-            record:dict, # What to store (JSON-serialisable)
-            kind='chat', # 'chat' or 'embedding'
-            model=None, # Model name
-            prompt=None # Prompt id
-           ):
-        "Store `record` under `key` (replacing an older one); if the file cannot be written, keep it in memory."
-        row = (key, kind, model, prompt, canonical_json(record), time.time())
-        try: self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)', row)
-        except sqlite3.Error as e: self._unsaved[key] = json.loads(row[4]); self.write_failed(e, 'replies')
-        else: self._unsaved.pop(key, None)
-
-    def write_failed(self, e:Exception, # The error of the write (`database or disk is full`)
-                     what:str='replies' # What was not written: 'replies', 'traces', ...
-                    ):
-        "Note a write this file could not take (the run goes on); the first one warns, naming the file and the error."
-        self.errors.append(f"{what}: {type(e).__name__}: {e}"); _UNKEPT.append((str(self.path), str(e)))
-        if len(self.errors) == 1:
-            warnings.warn(f"{what} not stored in the call cache {self.path} ({type(e).__name__}: {e}): replies are "
-                          "used but not kept while it cannot be written, so a rerun pays for them again", stacklevel=3)
-
-    def get_feature(self, endpoint:str, # Endpoint name
-                    model:str, # Model name
-                    feature:str # e.g. 'structured'
-                   ) -> dict|None:
-        "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
-        try: rows = self._read('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
-                               (endpoint, model, feature))
-        # no table yet: a cache from before features, opened read-only in spirit
-        except sqlite3.OperationalError: return None
-        try: rec = json.loads(rows[0][0]) if rows else None
-        except (TypeError, ValueError): return None
-        return rec if isinstance(rec, dict) else None
-
-    def put_feature(self, endpoint:str, # Endpoint name
-                    model:str, # Model name
-                    feature:str, # e.g. 'structured'
-                    record:dict # What was learnt (JSON-serialisable)
-                   ):
-        "Remember what was learnt about `feature`."
-        c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
-        try:
-            c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT '
-                      'NULL, updated REAL, PRIMARY KEY (endpoint, model, feature))')
-            c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
-                      (endpoint, model, feature, canonical_json(record), time.time()))
-        except sqlite3.Error as e: self.write_failed(e, 'endpoint features')
-
-    def features(self) -> list[dict]:
-        "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
-        try: rows = self._read('SELECT endpoint, model, feature, record FROM features ORDER BY updated')
-        except sqlite3.OperationalError: return []
-        out = []
-        for e, m, f, r in rows:
-            try: rec = json.loads(r)
-            except (TypeError, ValueError): rec = None
-            if isinstance(rec, dict): out.append({'endpoint':e, 'model':m, 'feature':f, **rec})
-        return out
-
     def __len__(self): return self._read('SELECT COUNT(*) FROM calls')[0][0]
     def __contains__(self, key): return self.get(key) is not None
 
-    def checkpoint(self):
-        "Fold the write-ahead log into the main file (before committing a cache file to git)."
-        self._conn().execute('PRAGMA wal_checkpoint(TRUNCATE)')
-
     def __repr__(self): return f"CallCache({str(self.path)!r}, {len(self)} calls)"
+
+# %% ../../nbs/14a_cache.ipynb #0aac5299
+@patch
+def put(self:CallCache, key:str, # A `cache_key`
+        record:dict, # What to store (JSON-serialisable)
+        kind='chat', # 'chat' or 'embedding'
+        model=None, # Model name
+        prompt=None # Prompt id
+       ):
+    "Store `record` under `key` (replacing an older one); if the file cannot be written, keep it in memory."
+    row = (key, kind, model, prompt, canonical_json(record), time.time())
+    try: self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)', row)
+    except sqlite3.Error as e: self._unsaved[key] = json.loads(row[4]); self.write_failed(e, 'replies')
+    else: self._unsaved.pop(key, None)
+
+@patch
+def write_failed(self:CallCache, e:Exception, # The error of the write (`database or disk is full`)
+                 what:str='replies' # What was not written: 'replies', 'traces', ...
+                ):
+    "Note a write this file could not take (the run goes on); the first one warns, naming the file and the error."
+    self.errors.append(f"{what}: {type(e).__name__}: {e}"); _UNKEPT.append((str(self.path), str(e)))
+    if len(self.errors) == 1:
+        warnings.warn(f"{what} not stored in the call cache {self.path} ({type(e).__name__}: {e}): replies are "
+                      "used but not kept while it cannot be written, so a rerun pays for them again", stacklevel=3)
+
+@patch
+def checkpoint(self:CallCache):
+    "Fold the write-ahead log into the main file (before committing a cache file to git)."
+    self._conn().execute('PRAGMA wal_checkpoint(TRUNCATE)')
+
+# %% ../../nbs/14a_cache.ipynb #8dd28f5d
+@patch
+def get_feature(self:CallCache, endpoint:str, # Endpoint name
+                model:str, # Model name
+                feature:str # e.g. 'structured'
+               ) -> dict|None:
+    "What was learnt about `feature` of `model` at `endpoint` (e.g. whether it takes a JSON schema)."
+    try: rows = self._read('SELECT record FROM features WHERE endpoint=? AND model=? AND feature=?',
+                           (endpoint, model, feature))
+    # no table yet: a cache from before features, opened read-only in spirit
+    except sqlite3.OperationalError: return None
+    try: rec = json.loads(rows[0][0]) if rows else None
+    except (TypeError, ValueError): return None
+    return rec if isinstance(rec, dict) else None
+
+@patch
+def put_feature(self:CallCache, endpoint:str, # Endpoint name
+                model:str, # Model name
+                feature:str, # e.g. 'structured'
+                record:dict # What was learnt (JSON-serialisable)
+               ):
+    "Remember what was learnt about `feature`."
+    c = self._conn()   # the table is made on the first write, so replaying an older cache file leaves it unchanged
+    try:
+        c.execute('CREATE TABLE IF NOT EXISTS features (endpoint TEXT, model TEXT, feature TEXT, record TEXT NOT '
+                  'NULL, updated REAL, PRIMARY KEY (endpoint, model, feature))')
+        c.execute('INSERT OR REPLACE INTO features VALUES (?,?,?,?,?)',
+                  (endpoint, model, feature, canonical_json(record), time.time()))
+    except sqlite3.Error as e: self.write_failed(e, 'endpoint features')
+
+@patch
+def features(self:CallCache) -> list[dict]:
+    "Everything learnt about endpoints, one dict per (endpoint, model, feature)."
+    try: rows = self._read('SELECT endpoint, model, feature, record FROM features ORDER BY updated')
+    except sqlite3.OperationalError: return []
+    out = []
+    for e, m, f, r in rows:
+        try: rec = json.loads(r)
+        except (TypeError, ValueError): rec = None
+        if isinstance(rec, dict): out.append({'endpoint':e, 'model':m, 'feature':f, **rec})
+    return out
 
 # %% ../../nbs/14a_cache.ipynb #3f9f5b49
 def _image_ref(part:dict) -> dict:
@@ -231,42 +239,47 @@ class Exchange:
     @property
     def prompt_name(self): return (self.prompt or '').split('@')[0]
 
-    def request_text(self) -> str:
-        "The messages as plain text, one `[role]` block each, images as `[image sha256:… N bytes]`."
-        out = []
-        for m in self.messages:
-            c = m.get('content')
-            if not isinstance(c, str):
-                c = '\n'.join(p.get('text', '') if p.get('type') == 'text' else
-                              f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes "
-                              f"{p.get('mime', '')}]"
-                              if p.get('type') == 'image_ref' else f"[{p.get('type')}]" for p in c or [])
-            out.append(f"[{m.get('role')}]\n{c}")
-        return '\n\n'.join(out)
+# %% ../../nbs/14a_cache.ipynb #d83d64e5
+@patch
+def request_text(self:Exchange) -> str:
+    "The messages as plain text, one `[role]` block each, images as `[image sha256:… N bytes]`."
+    out = []
+    for m in self.messages:
+        c = m.get('content')
+        if not isinstance(c, str):
+            c = '\n'.join(p.get('text', '') if p.get('type') == 'text' else
+                          f"[image sha256:{p.get('sha256', '')[:12]}… {p.get('bytes', 0):,} bytes "
+                          f"{p.get('mime', '')}]"
+                          if p.get('type') == 'image_ref' else f"[{p.get('type')}]" for p in c or [])
+        out.append(f"[{m.get('role')}]\n{c}")
+    return '\n\n'.join(out)
 
-    def summary(self) -> str:
-        "One line: prompt, model, source, attempts, tokens, latency and outcome."
-        tok = (f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None
-               else 'no tokens')
-        end = 'ok' if self.ok else f"failed ({self.failure['kind']})"
-        return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}"
-                + (f", {self.attempts} attempt(s)" if self.attempts else '')
-                + f" · {tok} · {self.latency*1000:,.0f} ms · finish {self.finish_reason or '–'} · {end}")
+@patch
+def summary(self:Exchange) -> str:
+    "One line: prompt, model, source, attempts, tokens, latency and outcome."
+    tok = (f"{self.prompt_tokens or 0:,}+{self.completion_tokens or 0:,} tokens" if self.prompt_tokens is not None
+           else 'no tokens')
+    end = 'ok' if self.ok else f"failed ({self.failure['kind']})"
+    return (f"{self.prompt or 'no prompt'} · {self.model} · {self.source}"
+            + (f", {self.attempts} attempt(s)" if self.attempts else '')
+            + f" · {tok} · {self.latency*1000:,.0f} ms · finish {self.finish_reason or '–'} · {end}")
 
-    def _repr_html_(self):
-        import html as H
-        pre = lambda s: f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>{H.escape(s)}</pre>"
-        errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>"
-                       for e in self.errors)
-        fail = (f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>"
-                if self.failure else '')
-        parsed = (
-            f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>"
-                  if self.parsed is not None else '')
-        return (f"<p><b>{H.escape(str(self.item_id))}</b>: {H.escape(self.summary())}</p>"
-                f"<details><summary>request</summary>{pre(self.request_text())}</details>"
-                f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
-                + (f"<ul>{errs}</ul>" if errs else '') + fail + parsed)
+# %% ../../nbs/14a_cache.ipynb #bffba176
+@patch
+def _repr_html_(self:Exchange):
+    import html as H
+    pre = lambda s: f"<pre style='white-space:pre-wrap;max-height:300px;overflow:auto'>{H.escape(s)}</pre>"
+    errs = ''.join(f"<li>attempt {e['attempt']}: {H.escape(e['kind'])}: {H.escape(e['message'])}</li>"
+                   for e in self.errors)
+    fail = (f"<p><b>failed</b> ({H.escape(self.failure['kind'])}): {H.escape(self.failure['message'])}</p>"
+            if self.failure else '')
+    parsed = (
+        f"<details><summary>parsed</summary>{pre(json.dumps(self.parsed, indent=1, ensure_ascii=False))}</details>"
+              if self.parsed is not None else '')
+    return (f"<p><b>{H.escape(str(self.item_id))}</b>: {H.escape(self.summary())}</p>"
+            f"<details><summary>request</summary>{pre(self.request_text())}</details>"
+            f"<details open><summary>reply</summary>{pre(self.reply or '(no reply)')}</details>"
+            + (f"<ul>{errs}</ul>" if errs else '') + fail + parsed)
 
 # %% ../../nbs/14a_cache.ipynb #d986d56b
 REQUEST_LIMIT = 16*MB  # the most a stored request may inflate to: a text prompt is far smaller; more is a zip bomb

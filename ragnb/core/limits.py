@@ -5,6 +5,7 @@
 # %% ../../nbs/14b_limits.ipynb #c28a0ead
 from __future__ import annotations
 import asyncio, math, random, re, time
+from fastcore.basics import patch
 from ragnb.core.lazy import lazy
 openai = lazy('openai')  # imported at the first use, as in `ragnb.core.llm`
 
@@ -123,60 +124,66 @@ class RateLimiter:
             if self.bucket < need: w = max(w, (need - self.bucket) * 60 / self.tpm)
         return w
 
-    def _cond(self) -> asyncio.Condition:
-        loop = asyncio.get_running_loop()
-        c = self._conds.get(id(loop))
-        if c is None or c[0] is not loop: c = self._conds[id(loop)] = (loop, asyncio.Condition())
-        return c[1]
-
-    async def acquire(self, tokens:int=0 # Estimated tokens of the call
-                     ):
-        "Wait until a call of `tokens` may start, then count it as started."
-        cond = self._cond()
-        async with cond:
-            while (w := self.wait_time(tokens)) > 0:
-                self.stats['waits'] += 1
-                try: await asyncio.wait_for(cond.wait(), None if w == math.inf else w)
-                except asyncio.TimeoutError: pass
-            self.inflight += 1; self.stats['started'] += 1
-            for b, n in ((self.requests, 1), (self.tokens, tokens)):
-                if b.left is not None: b.left -= n
-            if self.tpm: self.bucket -= tokens
-
-    def observe(self, headers=None, # The reply's headers (any mapping), or None
-                status:int|None=None, # HTTP status (429 slows down)
-                hint:float|None=None): # Seconds the server asked to wait
-        "Learn from one reply: remaining requests and tokens, their reset times, and 429s."
-        now = time.monotonic()
-        if status == 429:
-            self.stats['rate_limited'] += 1
-            self.pause_until = max(self.pause_until, now + (hint if hint is not None else 1.0))
-            if self.adaptive and now - self._last_cut > 1.0: self._set_limit(self.limit / 2); self._last_cut = now
-        if headers is None or not self.adaptive: return
-        lr, rr = (_int_header(headers, 'x-ratelimit-limit-requests'),
-                  _int_header(headers, 'x-ratelimit-remaining-requests'))
-        lt, rt = _int_header(headers, 'x-ratelimit-limit-tokens'), _int_header(headers, 'x-ratelimit-remaining-tokens')
-        if rr is None and rt is None: return
-        self.stats['headers'] = True
-        self.requests.update(rr, lr, reset_seconds(headers.get('x-ratelimit-reset-requests')), now)
-        self.tokens.update(rt, lt, reset_seconds(headers.get('x-ratelimit-reset-tokens')), now)
-        room = min([r / l for r, l in ((rr, lr), (rt, lt)) if r is not None and l], default=1.0)
-        if room < 0.1 and now - self._last_cut > 1.0: self._set_limit(self.limit * 0.75); self._last_cut = now
-        elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit):
-            self._set_limit(self.limit + 1 / self.limit)
-
-    async def release(self, tokens:int=0, # The estimate `acquire` counted
-                      used:int|None=None): # Tokens the reply reported using
-        "Count a call as ended, correct the token budget with what it used, and wake the calls waiting for a slot."
-        self.inflight -= 1
-        if self.tpm and used is not None: self.bucket -= used - tokens
-        # recover after 429s
-        if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)
-        cond = self._cond()
-        async with cond: cond.notify(max(1, int(self.limit) - self.inflight))
-
     def _set_limit(self, x):
         top = self.ceiling if self.stats['headers'] else self.concurrency
         self.limit = min(max(1.0, x), float(top))
         self.stats['lowest'], self.stats['highest'] = (min(self.stats['lowest'], int(self.limit)),
                                                        max(self.stats['highest'], int(self.limit)))
+
+# %% ../../nbs/14b_limits.ipynb #c0ba9a48
+@patch
+def _cond(self:RateLimiter) -> asyncio.Condition:
+    loop = asyncio.get_running_loop()
+    c = self._conds.get(id(loop))
+    if c is None or c[0] is not loop: c = self._conds[id(loop)] = (loop, asyncio.Condition())
+    return c[1]
+
+@patch
+async def acquire(self:RateLimiter, tokens:int=0 # Estimated tokens of the call
+                 ):
+    "Wait until a call of `tokens` may start, then count it as started."
+    cond = self._cond()
+    async with cond:
+        while (w := self.wait_time(tokens)) > 0:
+            self.stats['waits'] += 1
+            try: await asyncio.wait_for(cond.wait(), None if w == math.inf else w)
+            except asyncio.TimeoutError: pass
+        self.inflight += 1; self.stats['started'] += 1
+        for b, n in ((self.requests, 1), (self.tokens, tokens)):
+            if b.left is not None: b.left -= n
+        if self.tpm: self.bucket -= tokens
+
+@patch
+async def release(self:RateLimiter, tokens:int=0, # The estimate `acquire` counted
+                  used:int|None=None): # Tokens the reply reported using
+    "Count a call as ended, correct the token budget with what it used, and wake the calls waiting for a slot."
+    self.inflight -= 1
+    if self.tpm and used is not None: self.bucket -= used - tokens
+    # recover after 429s
+    if not self.stats['headers'] and self.limit < self.concurrency: self._set_limit(self.limit + 1 / self.limit)
+    cond = self._cond()
+    async with cond: cond.notify(max(1, int(self.limit) - self.inflight))
+
+# %% ../../nbs/14b_limits.ipynb #bff1686a
+@patch
+def observe(self:RateLimiter, headers=None, # The reply's headers (any mapping), or None
+            status:int|None=None, # HTTP status (429 slows down)
+            hint:float|None=None): # Seconds the server asked to wait
+    "Learn from one reply: remaining requests and tokens, their reset times, and 429s."
+    now = time.monotonic()
+    if status == 429:
+        self.stats['rate_limited'] += 1
+        self.pause_until = max(self.pause_until, now + (hint if hint is not None else 1.0))
+        if self.adaptive and now - self._last_cut > 1.0: self._set_limit(self.limit / 2); self._last_cut = now
+    if headers is None or not self.adaptive: return
+    lr, rr = (_int_header(headers, 'x-ratelimit-limit-requests'),
+              _int_header(headers, 'x-ratelimit-remaining-requests'))
+    lt, rt = _int_header(headers, 'x-ratelimit-limit-tokens'), _int_header(headers, 'x-ratelimit-remaining-tokens')
+    if rr is None and rt is None: return
+    self.stats['headers'] = True
+    self.requests.update(rr, lr, reset_seconds(headers.get('x-ratelimit-reset-requests')), now)
+    self.tokens.update(rt, lt, reset_seconds(headers.get('x-ratelimit-reset-tokens')), now)
+    room = min([r / l for r, l in ((rr, lr), (rt, lt)) if r is not None and l], default=1.0)
+    if room < 0.1 and now - self._last_cut > 1.0: self._set_limit(self.limit * 0.75); self._last_cut = now
+    elif room > 0.5 and status != 429 and self.inflight + 1 >= int(self.limit):
+        self._set_limit(self.limit + 1 / self.limit)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import asyncio, base64, json, math, mimetypes, os, re, sqlite3, sys, time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, fields, asdict, astuple
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from fastcore.basics import patch
@@ -22,9 +22,10 @@ openai = lazy('openai')  # imported at the first call: see below
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'PRICES', 'PLACEHOLDER_KEYS',
            'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'is_local', 'task_cap',
            'default_concurrency', 'by_prefix', 'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError',
-           'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'LLM', 'response_format', 'refuses_format',
-           'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'joined_content', 'fast_path',
-           'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
+           'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies',
+           'Endpoint', 'LLM', 'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode',
+           'content_text', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id',
+           'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -270,6 +271,88 @@ def _est_tokens(messages) -> int:
         n += 16
     return math.ceil(n / 4)
 
+# %% ../../nbs/14_llm.ipynb #6ef3501a
+@dataclass(frozen=True)
+class Deadlines:
+    "Seconds one attempt of a call may take; each one left None comes from its variable, else `DEADLINES`."
+    total:float|None=None  # The cap even on a server that keeps sending; `RAGNB_TIMEOUT`
+    first_token:float|None=None  # To the first token of a streamed reply; `RAGNB_FIRST_TOKEN_TIMEOUT`
+    idle:float|None=None  # Between two tokens of a streamed reply; `RAGNB_IDLE_TIMEOUT`
+
+    def resolved(self, base_url:str # The endpoint: one on this machine gets the `local` deadlines
+                ) -> Deadlines:
+        "These deadlines with each unset one from its variable, else from `DEADLINES` for `base_url`."
+        dl = DEADLINES['local' if is_local(base_url) else 'remote']
+        def pick(v, var, k): return env_number(var, dl[k]) if v is None else v
+        return Deadlines(pick(self.total, 'RAGNB_TIMEOUT', 'total'),
+                         pick(self.first_token, 'RAGNB_FIRST_TOKEN_TIMEOUT', 'first_token'),
+                         pick(self.idle, 'RAGNB_IDLE_TIMEOUT', 'idle'))
+
+@dataclass(frozen=True)
+class Retries:
+    "What a call does after an error worth another try (429, 5xx, timeout, lost connection) or a cut-off reply."
+    max_retries:int|None=None  # Retries of one call; default `RAGNB_MAX_RETRIES`, else 4
+    backoff:float=0.5  # First backoff delay in seconds (doubles each retry, with jitter)
+    max_backoff:float=30.0  # Longest backoff delay in seconds
+    retry_truncated:float=2.0  # Retry a reply cut at `max_tokens` once with this many times it (0: never)
+
+    def resolved(self) -> Retries:
+        "These retries with `max_retries` from `RAGNB_MAX_RETRIES`, else 4, when it is unset."
+        if self.max_retries is not None: return self
+        return Retries(env_number('RAGNB_MAX_RETRIES', 4, int), self.backoff, self.max_backoff, self.retry_truncated)
+
+# %% ../../nbs/14_llm.ipynb #d714635f
+@dataclass(frozen=True)
+class Pacing:
+    "How many calls run at once, and how fast (see `RateLimiter`)."
+    concurrency:int=16  # Calls in flight at once in a batch
+    max_concurrency:int|None=None  # Most calls in flight when rate-limit headers show room; default 4×`concurrency`
+    tpm:int|None=None  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
+    adaptive:bool=True  # Adapt calls in flight to rate-limit headers and 429s
+
+    def limiter(self) -> RateLimiter:
+        "A `RateLimiter` that paces calls this way."
+        return RateLimiter(self.concurrency, self.max_concurrency, self.tpm, self.adaptive)
+
+@dataclass(frozen=True)
+class Replies:
+    "What each reply is asked to be."
+    temperature:float=0.0
+    max_tokens:int|None=None  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`; 0: no cap at all
+    task_caps:bool=True  # Without `max_tokens`: cap each reply at its task's `task_cap`
+    structured:str|None=None  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`, else auto
+    stream:bool|None=None  # Stream replies (aiohttp path); default `RAGNB_STREAM` (0/1), else True
+
+    def resolved(self) -> Replies:
+        "These replies with unset fields from their variables; a `max_tokens` of 0 (no cap) turns task caps off too."
+        mt = env_number('RAGNB_MAX_TOKENS', None, int) if self.max_tokens is None else self.max_tokens
+        structured = self.structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
+        if structured not in ('auto', 'off', 'json_schema', 'json_object'):
+            raise ValueError(f"structured must be auto, off, json_schema or json_object, not {structured!r}")
+        stream = bool(env_number('RAGNB_STREAM', 1, int)) if self.stream is None else self.stream
+        return Replies(self.temperature, mt or None, self.task_caps and mt is None, structured, stream)
+
+@dataclass(frozen=True)
+class Endpoint:
+    "Where Azure OpenAI is, and the endpoint's name in cache keys."
+    azure_endpoint:str|None=None  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT` (without `base_url`)
+    api_version:str|None=None  # Azure API version; default `OPENAI_API_VERSION`
+    cache_endpoint:str|None=None  # Name in cache keys instead of `base_url` (a local port changes)
+
+# %% ../../nbs/14_llm.ipynb #e38e666a
+_GROUPS = {'deadlines': Deadlines, 'retries': Retries, 'pacing': Pacing, 'replies': Replies, 'endpoint': Endpoint}
+_RENAMED = {'timeout': 'total', 'first_token_timeout': 'first_token', 'idle_timeout': 'idle'}
+
+def _check_groups(groups:dict, client_kw:dict):
+    "Each group of the right class, and no group's setting given flat (it would go to the client, unused)."
+    for name, g in groups.items():
+        if not isinstance(g, _GROUPS[name]):
+            raise TypeError(f"LLM({name}=...) takes a {_GROUPS[name].__name__}, not {g!r}")
+    for k in client_kw:
+        f = _RENAMED.get(k, k)
+        if g := next((n for n, c in _GROUPS.items() if f in {x.name for x in fields(c)}), None):
+            raise TypeError(f"LLM({k}=...) is given in a group: LLM({g}={_GROUPS[g].__name__}({f}=...))")
+
 # %% ../../nbs/14_llm.ipynb #d09f60d5
 class LLM:
     "Cached, concurrent, retrying access to any OpenAI-compatible chat and embeddings endpoint."
@@ -280,84 +363,61 @@ class LLM:
                  cache:bool=True,  # Use the call cache on disk
                  cache_path:str|Path|None=None,  # SQLite file (or folder); default `RAGNB_CACHE_DIR`/calls.sqlite
                  replay:bool=False,  # Answer only from the cache; a miss is a `replay_miss` failure naming the call
-                 concurrency:int=16,  # Calls in flight at once in a batch
-                 max_retries:int|None=None,  # Retries on 429/5xx/timeout/connection; default `RAGNB_MAX_RETRIES` or 4
-                 timeout:float|None=None,  # Total seconds per attempt; default `RAGNB_TIMEOUT`, else `DEADLINES`
-                 temperature:float=0.0,
-                 backoff:float=0.5,  # First backoff delay in seconds (doubles each retry, with jitter)
-                 max_backoff:float=30.0,
                  vision_model:str|None=None,  # Default `RAGNB_VISION_MODEL`, else `model`
                  embed_model:str|None=None,  # Default `RAGNB_EMBED_MODEL` or text-embedding-3-small
                  progress:bool|None=None,  # A tqdm progress bar for batches; default: on a terminal or in Jupyter
-                 retry_truncated:float=2.0,  # Retry a reply cut at `max_tokens` once with this many times it (0: never)
-                 azure_endpoint:str|None=None,  # Azure OpenAI resource URL; default `AZURE_OPENAI_ENDPOINT`
-                 api_version:str|None=None,  # Azure API version; default `OPENAI_API_VERSION`
-                 cache_endpoint:str|None=None,  # Name in cache keys instead of `base_url` (a local port changes)
-                 max_tokens:int|None=None,  # Cap on each reply's tokens; default `RAGNB_MAX_TOKENS`; 0: no cap
-                 task_caps:bool=True,  # Without `max_tokens`: cap each reply at its task's `task_cap`
-                 structured:str|None=None,  # 'auto', 'off', 'json_schema' or 'json_object'; default `RAGNB_STRUCTURED`
                  batch:Callable|None=None,  # Batch runner of `batch()`, e.g. `ragnb.core.batch.BatchAPI()`
-                 tpm:int|None=None,  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
-                 adaptive:bool=True,  # Adapt calls in flight to rate-limit headers and 429s
-                 max_concurrency:int|None=None,  # Most calls in flight when headers show room; default 4×`concurrency`
                  fast:bool=True,  # Plain aiohttp for ordinary chat calls (the typed client for Azure, typed parameters)
-                 stream:bool|None=None,  # Stream replies (aiohttp path); default `RAGNB_STREAM` (0/1), else True
-                 first_token_timeout:float|None=None,  # Seconds to the first token; `RAGNB_FIRST_TOKEN_TIMEOUT`
-                 idle_timeout:float|None=None,  # Seconds between tokens; default `RAGNB_IDLE_TIMEOUT`, else `DEADLINES`
+                 deadlines:Deadlines=Deadlines(),  # Seconds an attempt may take (total, to the first token, idle)
+                 retries:Retries=Retries(),  # How often a failed call is tried again, and how long it waits
+                 pacing:Pacing=Pacing(),  # Calls in flight, and a tokens-per-minute budget
+                 replies:Replies=Replies(),  # Temperature, reply caps, structured output and streaming
+                 endpoint:Endpoint=Endpoint(),  # Azure OpenAI, and the endpoint's name in cache keys
                  **client_kw):  # Passed to `openai.AsyncOpenAI` (e.g. `default_headers`, `organization`)
+        _check_groups(dict(deadlines=deadlines, retries=retries, pacing=pacing, replies=replies, endpoint=endpoint),
+                      client_kw)
         self.model = model or env_model()
         self.vision_model = vision_model or os.environ.get('RAGNB_VISION_MODEL') or self.model
         self.embed_model = embed_model or os.environ.get('RAGNB_EMBED_MODEL') or DEFAULT_EMBED_MODEL
-        self.azure_endpoint = azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
-        self.api_version = api_version or os.environ.get('OPENAI_API_VERSION')
+        self.azure_endpoint = endpoint.azure_endpoint or (None if base_url else os.environ.get('AZURE_OPENAI_ENDPOINT'))
+        self.api_version = endpoint.api_version or os.environ.get('OPENAI_API_VERSION')
         self.base_url = (self.azure_endpoint or base_url or os.environ.get('OPENAI_BASE_URL')
                          or 'https://api.openai.com/v1').rstrip('/')
-        self.cache_endpoint = (cache_endpoint or self.base_url).rstrip('/')
+        self.cache_endpoint = (endpoint.cache_endpoint or self.base_url).rstrip('/')
         self._api_key = (api_key or os.environ.get('OPENAI_API_KEY')
                          or (os.environ.get('AZURE_OPENAI_API_KEY') if self.azure_endpoint else None))
-        self.max_retries = env_number('RAGNB_MAX_RETRIES', 4, int) if max_retries is None else max_retries
-        dl = DEADLINES['local' if is_local(self.base_url) else 'remote']
-        self.timeout = env_number('RAGNB_TIMEOUT', dl['total']) if timeout is None else timeout
-        self.first_token_timeout = (env_number('RAGNB_FIRST_TOKEN_TIMEOUT', dl['first_token'])
-                                    if first_token_timeout is None else first_token_timeout)
-        self.idle_timeout = env_number('RAGNB_IDLE_TIMEOUT', dl['idle']) if idle_timeout is None else idle_timeout
-        self.stream = bool(env_number('RAGNB_STREAM', 1, int)) if stream is None else stream
-        self.replay, self.concurrency, self.retry_truncated = replay, concurrency, retry_truncated
-        self.temperature, self.backoff, self.max_backoff = temperature, backoff, max_backoff
+        self.timeout, self.first_token_timeout, self.idle_timeout = astuple(deadlines.resolved(self.base_url))
+        self.max_retries, self.backoff, self.max_backoff, self.retry_truncated = astuple(retries.resolved())
+        self.temperature, self.max_tokens, self.task_caps, self.structured, self.stream = astuple(replies.resolved())
+        self.replay, self.concurrency, self.limiter = replay, pacing.concurrency, pacing.limiter()
         self.progress = show_progress() if progress is None else progress
-        self._client_kw = client_kw
-        mt = env_number('RAGNB_MAX_TOKENS', None, int) if max_tokens is None else max_tokens
-        self.max_tokens, self.task_caps = mt or None, task_caps and mt is None  # 0: no cap at all
-        self.structured = structured or os.environ.get('RAGNB_STRUCTURED') or 'auto'
-        if self.structured not in ('auto', 'off', 'json_schema', 'json_object'):
-            raise ValueError(f"structured must be auto, off, json_schema or json_object, not {self.structured!r}")
-        self._features = {}
-        self.cache = None
+        self._client_kw, self._features, self.cache = client_kw, {}, None
         if cache or replay:
             p = Path(cache_path) if cache_path else default_cache_dir()
             self.cache = CallCache(p if p.suffix else p/'calls.sqlite')
-        self.usage = Usage()
-        self._clients = {}
+        self.usage, self._clients = Usage(), {}
         if batch is True or isinstance(batch, dict):  # the runner lives above the client (ragnb.core.batch)
             raise TypeError("LLM(batch=...) takes a batch runner: LLM(batch=ragnb.core.batch.BatchAPI(**options))")
         if batch and not callable(batch): raise TypeError(f"LLM(batch=...) takes a batch runner, not {batch!r}")
         self.batch_runner, self.fast, self._sessions = batch or None, fast, {}
-        self.limiter = RateLimiter(concurrency, max_concurrency, tpm, adaptive)
 
-    def __repr__(self):
-        mode = 'replay' if self.replay else ('cached' if self.cache is not None else 'no cache')
-        return f"LLM({self.model!r} at {self.base_url}, {mode}, concurrency={self.concurrency}; {self.usage})"
+# %% ../../nbs/14_llm.ipynb #57e6664b
+@patch
+def __repr__(self:LLM):
+    mode = 'replay' if self.replay else ('cached' if self.cache is not None else 'no cache')
+    return f"LLM({self.model!r} at {self.base_url}, {mode}, concurrency={self.concurrency}; {self.usage})"
 
-    def _client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        c = self._clients.get(id(loop))
-        if c is None or c[0] is not loop:
-            self._clients = {k:v for k,v in self._clients.items() if not v[0].is_closed()}
-            kw = dict(api_key=self._api_key or 'no-key', max_retries=0, timeout=self.timeout, **self._client_kw)
-            c = (loop, openai.AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, api_version=self.api_version, **kw)
-                       if self.azure_endpoint else openai.AsyncOpenAI(base_url=self.base_url, **kw))
-            self._clients[id(loop)] = c
-        return c[1]
+@patch
+def _client(self:LLM) -> openai.AsyncOpenAI:
+    loop = asyncio.get_running_loop()
+    c = self._clients.get(id(loop))
+    if c is None or c[0] is not loop:
+        self._clients = {k:v for k,v in self._clients.items() if not v[0].is_closed()}
+        kw = dict(api_key=self._api_key or 'no-key', max_retries=0, timeout=self.timeout, **self._client_kw)
+        c = (loop, openai.AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, api_version=self.api_version, **kw)
+                   if self.azure_endpoint else openai.AsyncOpenAI(base_url=self.base_url, **kw))
+        self._clients[id(loop)] = c
+    return c[1]
 
 # %% ../../nbs/14_llm.ipynb #bca74445
 PLACEHOLDER_KEYS = {'no-key', 'none', 'local', 'replay', 'scripted'}  # keys sent where none is needed: not secret
@@ -416,6 +476,7 @@ def _is_type(v, t:str) -> bool:
         return t == 'number' or isinstance(v, int) or float(v).is_integer()
     return isinstance(v, _TYPES[t])
 
+# %% ../../nbs/14_llm.ipynb #212613b4
 def schema_error(v, # A JSON value
                  schema:dict, # A JSON schema of `_KEYWORDS` only (`_simple`)
                  at:str='' # Where `v` is in the reply, for the message
@@ -447,6 +508,7 @@ def schema_error(v, # A JSON value
             if (e := schema_error(x, schema['items'], f"{at}[{i}]")): return e
     return None
 
+# %% ../../nbs/14_llm.ipynb #0aa522b6
 def follows_schema(text:str, # A reply
                    schema:dict # The JSON schema it was asked to follow
                   ) -> str|None:
@@ -639,20 +701,37 @@ def joined_content(messages:list # Chat messages
 
 
 
+# %% ../../nbs/14_llm.ipynb #fd00d90b
+def _cached_answer(self:LLM, res:Result, messages) -> Result|None:
+    "`res` answered by the cache (or failed, where a replay-only LLM has no usable reply); None: make the call."
+    rec = self.cache.get(res.key) if self.cache is not None else None
+    if rec is not None and (why := _unusable(rec)):  # an old or tampered row: not a reply
+        if self.replay: res.failure = Failure(res.id, 'bad_reply', f"the cached reply {why} ({self.cache.path}, key "
+                                              f"{res.key[:12]})", 0); return res
+        rec = None
+    if rec is None and self.replay:
+        res.failure = _replay_miss(self, messages, res.prompt, res.id, res.model, res.key); return res
+    return None if rec is None else _from_cache(self, res, rec, res.model)
+
+def _kept(self:LLM, res:Result, text:str, finish:str|None, answered:str, pt:int, ct:int, kt:int) -> Result:
+    "`res` of a call that got its reply (`res.usage`: what it spent), counted, and its reply kept in the cache."
+    asked, res.model = res.model, answered  # the model that answered, as the server names it
+    res.usage.calls, res.usage.unpriced = 1, int(price_of(res.model) is None)
+    self.usage.add(res.usage)
+    res.text, res.finish_reason = text, finish
+    if self.cache is not None:
+        self.cache.put(res.key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct,
+                                                                           **({'cached_tokens':kt} if kt else {})},
+                                 'finish_reason':res.finish_reason}, 'chat', asked, res.prompt)
+    return res
+
 # %% ../../nbs/14_llm.ipynb #cd5789dc
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
     "Cache lookup, else the call with retries, a total deadline per attempt and the cache write; no parsing."
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
     res = Result(id=item_id, model=model, prompt=pid, key=key)
-    rec = self.cache.get(key) if self.cache is not None else None
-    if rec is not None and (why := _unusable(rec)):  # an old or tampered row: not a reply
-        if self.replay: res.failure = Failure(item_id, 'bad_reply', f"the cached reply {why} ({self.cache.path}, key "
-                                              f"{key[:12]})", 0); return res
-        rec = None
-    if rec is None and self.replay:
-        res.failure = _replay_miss(self, messages, pid, item_id, model, key); return res
-    if rec is not None: return _from_cache(self, res, rec, model)
+    if (hit := _cached_answer(self, res, messages)) is not None: return hit
     headers = {'X-Ragnb-Prompt': pid} if pid else {}
     attempt, errors, call, grown, spent, r, text = 0, 0, params, False, Usage(), None, None
     joined = joined_content(messages) if self._features.get('join_text_parts') else None
@@ -699,15 +778,7 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             self.cache.put(key, {'text':text or '', 'model':answered, 'finish_reason':'length',
                                  'usage':{'prompt_tokens':pt, 'completion_tokens':ct}}, 'chat', model, pid)
         return res
-    res.model = answered  # the model that answered, as the server names it
-    spent.calls, spent.unpriced = 1, int(price_of(res.model) is None)
-    self.usage.add(spent)
-    res.text, res.finish_reason = text, finish
-    if self.cache is not None:
-        self.cache.put(key, {'text':text, 'model':res.model, 'usage':{'prompt_tokens':pt, 'completion_tokens':ct,
-                                                                       **({'cached_tokens':kt} if kt else {})},
-                             'finish_reason':res.finish_reason}, 'chat', model, pid)
-    return res
+    return _kept(self, res, text, finish, answered, pt, ct, kt)
 
 # %% ../../nbs/14_llm.ipynb #599ea7cb
 class _Empty(Exception): pass
@@ -810,6 +881,18 @@ def _refuses_stream(self:LLM, msg:str) -> str|None:
     if re.search(r'\bstream', msg) and not self._features.get('no_stream'): return 'no_stream'
     return None
 
+# %% ../../nbs/14_llm.ipynb #00bcda8e
+def _completion(body:dict, parts:list|None, finish:str|None, usage:dict|None, meta:dict, chunks:int) -> dict:
+    "The chat completion (a dict) a whole reply would be, from a stream's text `parts` (None: no content), ids, usage."
+    if usage is None:   # a server that ignores stream_options: prompt estimated, completion counted in chunks
+        pt = _est_tokens(body['messages']); usage = {'prompt_tokens':pt, 'completion_tokens':chunks,
+                                                     'total_tokens':pt + chunks}
+    return {'id':meta.get('id') or 'stream', 'object':'chat.completion',
+            'created':meta.get('created') or int(time.time()), 'model':meta.get('model') or body.get('model'),
+            'usage':usage,
+            'choices':[{'index':0, 'finish_reason':finish or 'stop',
+                        'message':{'role':'assistant', 'content':None if parts is None else ''.join(parts)}}]}
+
 # %% ../../nbs/14_llm.ipynb #f74fd452
 async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
     ("Read a server-sent-event reply into the chat completion (a dict) a whole reply would be, holding it to the "
@@ -852,14 +935,7 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
     if finish is None and not done:
         raise openai.APIConnectionError(message=f"the stream from {self.base_url} ended before the reply was complete "
                                         f"(after {chunks} chunk(s))", request=_httpx.Request('POST', url))
-    if usage is None:   # a server that ignores stream_options: prompt estimated, completion counted in chunks
-        pt = _est_tokens(body['messages']); usage = {'prompt_tokens':pt, 'completion_tokens':chunks,
-                                                     'total_tokens':pt + chunks}
-    d = {'id':meta.get('id') or 'stream', 'object':'chat.completion', 'created':meta.get('created') or int(time.time()),
-         'model':meta.get('model') or body.get('model'), 'usage':usage,
-         'choices':[{'index':0, 'finish_reason':finish or 'stop',
-                     'message':{'role':'assistant', 'content':''.join(parts) if seen else None}}]}
-    return d
+    return _completion(body, parts if seen else None, finish, usage, meta, chunks)
 
 # %% ../../nbs/14_llm.ipynb #445bf095
 async def _post_chat(self:LLM, body:dict, headers:dict):
@@ -1145,6 +1221,7 @@ def _vector(v) -> bool:
     "Whether a cached embedding is a list of numbers (an altered row is a miss)."
     return isinstance(v, list) and bool(v) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
 
+# %% ../../nbs/14_llm.ipynb #163ea787
 @patch
 async def aembed(self:LLM, texts:list[str], model:str|None=None, batch_size:int=256) -> np.ndarray:
     "Embedding vectors for `texts` (rows in order), from the cache where possible; each vector checked before use."

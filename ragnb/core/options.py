@@ -6,7 +6,7 @@
 from __future__ import annotations
 import os
 from pathlib import Path
-from ragnb.core.llm import DEADLINES, TASK_CAPS
+from ragnb.core.llm import DEADLINES, TASK_CAPS, Deadlines, Replies, Retries
 
 # %% auto #0
 __all__ = ['add_call_options', 'call_options', 'check_output']
@@ -38,9 +38,13 @@ def add_call_options(p # An argparse (sub)parser
 # %% ../../nbs/14c_options.ipynb #a8908143
 def call_options(args # Parsed arguments of a parser given `add_call_options`
                 ) -> dict:
-    "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line)."
-    return {k: v for k in ('timeout', 'first_token_timeout', 'idle_timeout', 'max_retries', 'max_tokens', 'stream')
-            if (v := getattr(args, k, None)) is not None}
+    "The `LLM` arguments given by `add_call_options`'s flags (those set on the command line), as its setting groups."
+    got = lambda *ks: {k: v for k in ks if (v := getattr(args, k, None)) is not None}
+    out, d = {}, got('timeout', 'first_token_timeout', 'idle_timeout')
+    if d: out['deadlines'] = Deadlines(d.get('timeout'), d.get('first_token_timeout'), d.get('idle_timeout'))
+    if r := got('max_retries'): out['retries'] = Retries(**r)
+    if r := got('max_tokens', 'stream'): out['replies'] = Replies(**r)
+    return out
 
 # %% ../../nbs/14c_options.ipynb #f3dae34e
 def check_output(path:str|Path, # Where a command will write its result

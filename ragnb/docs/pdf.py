@@ -366,6 +366,23 @@ def snap_to_words(bbox:tuple, # A box (x0, y0, x1, y1)
 
 
 
+# %% ../../nbs/23_pdf.ipynb #a5045937
+def _add_drawings(page:pymupdf.Page, out:list, overlap:float, decorations:bool, thin:float, ran_layout:bool,
+                  **seed_kw):
+    ("Add the drawings detector's regions to `out`: its name to the regions it agrees with, a region of its own "
+     "otherwise, unless it is a decoration (a page band or frame, a rule or bar the layout model saw as nothing).")
+    imgs, pr, words = image_rects(page), page.rect, bool(page.get_text('text').strip())
+    for s in page_regions(page, **seed_kw):
+        agree = [r for r in out if _same(s, r['bbox'], overlap)]
+        for r in agree: r['source'].add('drawings')
+        if agree: continue
+        w, h, pic = s[2]-s[0], s[3]-s[1], _covered(s, imgs) >= 0.5
+        if not decorations and (
+            (w >= 0.9*pr.width and h < 0.1*pr.height) or (h >= 0.8*pr.height and w < 0.1*pr.width)  # page bands
+            or (_area(s) >= 0.8*_area(tuple(pr)) and words)  # a page frame or background behind the text
+            or (ran_layout and not pic and min(w, h) < thin)): continue  # rules, bars, boxed headings
+        out.append(dict(bbox=s, kind='figure' if pic else 'drawing', source={'drawings'}))
+
 # %% ../../nbs/23_pdf.ipynb #2c4597e4
 def detect_regions(
     page:pymupdf.Page,  # page to analyse
@@ -394,18 +411,7 @@ def detect_regions(
         if ran_layout and not said and _covered(bbox, text) >= text_share: continue  # a framed paragraph, not a table
         kind = ('table' if 'table' in said else 'figure') if said else 'table'
         out.append(dict(bbox=bbox, kind=kind, source={c[2] for c in members}))
-    if 'drawings' in dets:
-        imgs, pr, words = image_rects(page), page.rect, bool(page.get_text('text').strip())
-        for s in page_regions(page, **seed_kw):
-            agree = [r for r in out if _same(s, r['bbox'], overlap)]
-            for r in agree: r['source'].add('drawings')
-            if agree: continue
-            w, h, pic = s[2]-s[0], s[3]-s[1], _covered(s, imgs) >= 0.5
-            if not decorations and (
-                (w >= 0.9*pr.width and h < 0.1*pr.height) or (h >= 0.8*pr.height and w < 0.1*pr.width)  # page bands
-                or (_area(s) >= 0.8*_area(tuple(pr)) and words)  # a page frame or background behind the text
-                or (ran_layout and not pic and min(w, h) < thin)): continue  # rules, bars, boxed headings
-            out.append(dict(bbox=s, kind='figure' if pic else 'drawing', source={'drawings'}))
+    if 'drawings' in dets: _add_drawings(page, out, overlap, decorations, thin, ran_layout, **seed_kw)
     pr = page.rect
     words = page.get_text('words') if any(r['kind'] == 'table' for r in out) else []   # read only when needed
     for r in out:

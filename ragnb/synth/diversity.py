@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from ragnb.core.lazy import lazy
 pd, plt = lazy('pandas'), lazy('matplotlib.pyplot')  # imported on first use: `ragnb generate` starts at once
-from ragnb.core.llm import LLM, Request, Usage, ParseError, LLMError
+from ragnb.core.llm import LLM, Pacing, Request, Usage, ParseError, LLMError
 from ragnb.core.options import add_call_options, call_options, check_output
 from ragnb.core.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.docs.documents import Document, Chunk, load_documents, split_documents, DEFAULT_GLOB
@@ -808,9 +808,10 @@ def _cli_generate(args)->int:
                           **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
-    llm = LLM(model=args.model, concurrency=args.concurrency, batch=BatchAPI() if args.batch else None,
+    llm = LLM(model=args.model, pacing=Pacing(concurrency=args.concurrency), batch=BatchAPI() if args.batch else None,
               **call_options(args))
-    critic2 = (LLM(model=args.second_critic_model, concurrency=args.concurrency, progress=False, **call_options(args))
+    critic2 = (LLM(model=args.second_critic_model, pacing=Pacing(concurrency=args.concurrency), progress=False,
+                   **call_options(args))
                if args.second_critic_model else None)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     personas = args.personas

@@ -8,7 +8,7 @@ import hashlib, json, os, math, random, re, socket, threading, time
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from ..core.llm import LLM, env_number
+from ..core.llm import LLM, Deadlines, Endpoint, Pacing, Replies, env_number
 from ..core.prompts import labelled_fields
 from .rules import RULES, PromptMismatch, default_reply, hashed_embedding, read_call
 from .rules import scripted_reply, user_text  # also importable from here, as before the rules moved
@@ -569,16 +569,19 @@ def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.
     ("An `LLM` for lesson notebooks: replay by default, record with `RAGNB_RECORD=1` (scripted) or `=<base_url>`, "
      "live with `RAGNB_LIVE=1`.")
     global _lesson_server
-    kw = {'progress':False, 'task_caps':False, **kw}   # the lessons were recorded without per-task reply caps
+    # the lessons were recorded without per-task reply caps (a `replies` given here says its own `task_caps`)
+    kw = {'progress':False, 'replies':Replies(task_caps=False), **kw}
     if os.environ.get('RAGNB_LIVE'): return LLM(**kw)
     path = Path(cache_dir)/f'{name}.sqlite'
-    common = dict(model=model, embed_model='scripted-embedding', cache_path=path, cache_endpoint=LESSON_ENDPOINT)
+    common = dict(model=model, embed_model='scripted-embedding', cache_path=path,
+                  endpoint=Endpoint(cache_endpoint=LESSON_ENDPOINT))
     rec = os.environ.get('RAGNB_RECORD', '')
     if rec and model != LESSON_MODEL:
         if rec == '1':
             raise ValueError(f"{name} replays {model}'s replies; record it from that model with "
                              "RAGNB_RECORD=<base_url>, not the scripted server")
-        kw = {'concurrency':1, 'timeout':env_number('RAGNB_TIMEOUT', 600.0), **kw}  # one at a time, patient deadline
+        kw = {'pacing':Pacing(concurrency=1), 'deadlines':Deadlines(total=env_number('RAGNB_TIMEOUT', 600.0)),
+              **kw}  # one at a time, patient deadline
         return LLM(base_url=rec, api_key=os.environ.get('RAGNB_RECORD_API_KEY') or 'none', **common, **kw)
     if rec:  # the scripted server's replies come from the scripted server, whatever endpoint RAGNB_RECORD names
         if _lesson_server is None:  # this process's own server, on a free port, with every stage's rules loaded now

@@ -140,6 +140,48 @@ def metric_moves(reference:list, # `RAGResult`s with the reference labels
     df.attrs['mean_abs_difference'] = round(float(df.difference.abs().mean()), 1)
     return df
 
+# %% ../../nbs/53_audit.ipynb #c23ea5d7
+def _sampled(plan:list, sample:int, seed:int) -> list:
+    "`plan` with only `sample` of its (task, claim) checks kept, drawn with `seed`: the others' claims become None."
+    keys = [(k, i) for k, (_, t, _, _) in enumerate(plan) for i in range(len(t.claims))]
+    keep = set(random.Random(seed).sample(keys, min(sample, len(keys))))
+    return [(r, CheckTask(t.id, t.question, t.reference, [c if (k, i) in keep else None
+                                                         for i, c in enumerate(t.claims)]), chunk, split)
+            for k, (r, t, chunk, split) in enumerate(plan)]
+
+def _judge_rows(plan:list, outcomes:list) -> tuple[list, dict]:
+    "One row per check the judge was asked (its label, reply and failure), and the calls and tokens it spent."
+    rows, usage = [], dict(calls=0, cached=0, prompt_tokens=0, completion_tokens=0)
+    for (r, t, chunk, split), o in zip(plan, outcomes):
+        for k in usage: usage[k] += getattr(o, k)
+        asked = [i for i, c in enumerate(t.claims) if c is not None]
+        pos = {i: n for n, i in enumerate(asked)}
+        k = 0
+        for f, n in split:
+            for i in range(n):
+                if k + i in pos:
+                    q = pos[k + i]
+                    rows.append(dict(query_id=r.query_id, field=f, claim=i, chunk=-1 if chunk is None else chunk,
+                                     judge=o.labels[q] if o.labels else None,
+                                     reply=(o.replies or [None] * len(asked))[q] if o.labels or o.replies else None,
+                                     failure=o.failure))
+            k += n
+    return rows, usage
+
+def _fill(blank:list, pairs:pd.DataFrame) -> list:
+    "The results with the judge's labels set where every check of a field got one (RAGChecker's shapes)."
+    out = copy.deepcopy(blank)
+    for r in out:
+        p = pairs[pairs.query_id == r.query_id]
+        for f in FIELDS:
+            q = p[p.field == f]
+            n = len(getattr(r, _CLAIMS[f]) or [])
+            if q.judge.isna().any() or (n and q.empty): continue
+            lab = {(a, b): l for a, b, l in zip(q.claim, q.chunk, q.judge)}
+            if f in ('answer2response', 'response2answer'): setattr(r, f, [lab[i, -1] for i in range(n)])
+            else: setattr(r, f, [[lab[i, j] for j in range(len(r.retrieved_context))] for i in range(n)])
+    return out
+
 # %% ../../nbs/53_audit.ipynb #36af66db
 def audit(reference, # A RAGChecker output with claims and labels: a path, a dict with `results`, or results
           llm:LLM|None=None, # The judge; default `LLM()` from the environment
@@ -157,12 +199,7 @@ def audit(reference, # A RAGChecker output with claims and labels: a path, a dic
     name = judge_profile(profile, model or llm.model)
     blank = unlabelled(ref)
     plan = [(r, t, chunk, split) for r in blank for t, chunk, split in check_tasks(r)]
-    if sample is not None:   # keep `sample` (task, claim) checks, drawn with `seed`
-        keys = [(k, i) for k, (_, t, _, _) in enumerate(plan) for i in range(len(t.claims))]
-        keep = set(random.Random(seed).sample(keys, min(sample, len(keys))))
-        plan = [(r, CheckTask(t.id, t.question, t.reference, [c if (k, i) in keep else None
-                                                              for i, c in enumerate(t.claims)]), chunk, split)
-                for k, (r, t, chunk, split) in enumerate(plan)]
+    if sample is not None: plan = _sampled(plan, sample, seed)
     tasks = [CheckTask(t.id, t.question, t.reference, [c for c in t.claims if c is not None]) for _, t, _, _ in plan]
     est = estimate_checks(tasks, name)
     if not quiet:
@@ -170,21 +207,7 @@ def audit(reference, # A RAGChecker output with claims and labels: a path, a dic
               f"{est['prompt_tokens']:,} prompt + {est['completion_tokens']:,} completion tokens (cached calls are "
               "free)", file=sys.stderr)
     outcomes = (checker or profile_checker(llm, name, model))(tasks) if tasks else []
-    rows, usage = [], dict(calls=0, cached=0, prompt_tokens=0, completion_tokens=0)
-    for (r, t, chunk, split), task, o in zip(plan, tasks, outcomes):
-        for k in usage: usage[k] += getattr(o, k)
-        asked = [i for i, c in enumerate(t.claims) if c is not None]
-        pos = {i: n for n, i in enumerate(asked)}
-        k = 0
-        for f, n in split:
-            for i in range(n):
-                if k + i in pos:
-                    q = pos[k + i]
-                    rows.append(dict(query_id=r.query_id, field=f, claim=i, chunk=-1 if chunk is None else chunk,
-                                     judge=o.labels[q] if o.labels else None,
-                                     reply=(o.replies or [None] * len(asked))[q] if o.labels or o.replies else None,
-                                     failure=o.failure))
-            k += n
+    rows, usage = _judge_rows(plan, outcomes)
     got = pd.DataFrame(rows, columns=['query_id', 'field', 'claim', 'chunk', 'judge', 'reply', 'failure'])
     pairs = label_pairs(ref).merge(got, on=['query_id', 'field', 'claim', 'chunk'], how='inner')
     judged = _fill(blank, pairs) if sample is None else []
@@ -196,21 +219,6 @@ def audit(reference, # A RAGChecker output with claims and labels: a path, a dic
         from ragnb.synth.generate import critic_agreement
         crit = critic_agreement(critics)
     return Audit(pairs, ref, judged, name, model or llm.model, usage, est, crit)
-
-
-def _fill(blank:list, pairs:pd.DataFrame) -> list:
-    "The results with the judge's labels set where every check of a field got one (RAGChecker's shapes)."
-    out = copy.deepcopy(blank)
-    for r in out:
-        p = pairs[pairs.query_id == r.query_id]
-        for f in FIELDS:
-            q = p[p.field == f]
-            n = len(getattr(r, _CLAIMS[f]) or [])
-            if q.judge.isna().any() or (n and q.empty): continue
-            lab = {(a, b): l for a, b, l in zip(q.claim, q.chunk, q.judge)}
-            if f in ('answer2response', 'response2answer'): setattr(r, f, [lab[i, -1] for i in range(n)])
-            else: setattr(r, f, [[lab[i, j] for j in range(len(r.retrieved_context))] for i in range(n)])
-    return out
 
 # %% ../../nbs/53_audit.ipynb #5185485f
 def plot_audit(a:Audit, # An audit

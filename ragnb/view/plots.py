@@ -204,6 +204,16 @@ def _map_footer(fig:Figure, note:str, head:str, w:float, h:float, h_note:float, 
                bbox_to_anchor=(.5, h_note/h))
     fig.subplots_adjust(bottom=((.8 if ncol == 4 else 1.1) + h_note)/h + .02, top=1 - (.9 + h_title)/h)
 
+# %% ../../nbs/50_plots.ipynb #d09ad4cf
+def _map_texts(result:dict, names:list, w:float, model=None) -> tuple:
+    "The map's footnote (chunk ids) and title (query, model), and the heights they add to a figure `w` inches wide."
+    ids = [str(c.get('doc_id', j)) for j, c in enumerate(result['retrieved_context'])]
+    note = textwrap.fill('   '.join(f'{a}\u00a0=\u00a0{b}' for a, b in zip(names, ids)), int(w*13))
+    qid = f" (query_id {result['query_id']})" if result.get('query_id') not in (None, '') else ''
+    head = (short_label(f"{result.get('query', '')}{qid}", int(w*11), 2)
+            + (f'\nmodel: {model_label(model)}' if model_label(model) else ''))
+    return note, head, .16*(note.count('\n')+1), .2 if model_label(model) else 0
+
 # %% ../../nbs/50_plots.ipynb #23acf27e
 def plot_entailment_map(
     result:dict,  # One RAGChecker result with claims and the four label lists
@@ -235,15 +245,8 @@ def plot_entailment_map(
     key_w = 5.4 if show_key else 0
     w = lab_w + 0.45*(n+1) + 1.2 + key_w
     h = 1.7 + line_h*sum(heights) + .8
-    ids = [str(c.get('doc_id', j)) for j, c in enumerate(chunks)]
-    note = textwrap.fill('   '.join(f'{a}\u00a0=\u00a0{b}' for a, b in zip(names, ids)), int(w*13))
-    h_note = .16*(note.count('\n')+1)
-    h += h_note
-    qid = f" (query_id {result['query_id']})" if result.get('query_id') not in (None, '') else ''
-    head = (short_label(f"{result.get('query', '')}{qid}", int(w*11), 2)
-            + (f'\nmodel: {model_label(model)}' if model_label(model) else ''))
-    h_title = .2 if model_label(model) else 0
-    h += h_title
+    note, head, h_note, h_title = _map_texts(result, names, w, model)
+    h = h + h_note + h_title
     fig = _new_figure(w, h)
     gs = fig.add_gridspec(2, 4 if show_key else 2, height_ratios=heights, hspace=1.0/(line_h*sum(heights)/2),
                           wspace=.15, width_ratios=[n, 1] + ([1, key_w/0.45] if show_key else []))

@@ -8,7 +8,7 @@ folder, so every call is made), RAGNB_LIVE_REPORT (write the figures as JSON the
 import json, os, time
 from pathlib import Path
 import pytest
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Deadlines, Pacing
 
 REPORT: dict = {}
 
@@ -27,7 +27,7 @@ def live_llm(tmp_path_factory):
     def make(**kw):
         return LLM(base_url=os.environ['RAGNB_LIVE_BASE_URL'], api_key=os.environ.get('RAGNB_LIVE_API_KEY') or 'none',
                    model=os.environ.get('RAGNB_LIVE_MODEL') or 'gpt-4o-mini', cache_path=Path(cache)/'calls.sqlite',
-                   concurrency=int(os.environ.get('RAGNB_LIVE_CONCURRENCY', 2)), timeout=600, progress=False, **kw)
+                   pacing=Pacing(concurrency=int(os.environ.get('RAGNB_LIVE_CONCURRENCY', 2))), deadlines=Deadlines(total=600), progress=False, **kw)
     return make
 
 @pytest.fixture
