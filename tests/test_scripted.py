@@ -1,7 +1,7 @@
 "The scripted server answers by a prompt's registered name and version and the inputs that filled it, never its wording."
 import contextlib, dataclasses, string
 import openai, pytest
-from ragnb.core.llm import LLM
+from ragnb.core.llm import LLM, Retries
 from ragnb.core.prompts import PROMPTS, DEFAULT_AUDIENCE, get_prompt, register
 from ragnb.check.checker import numbered, run_checks
 from ragnb.docs.documents import load_folder
@@ -50,9 +50,9 @@ def reworded(*names):
         yield
     finally: PROMPTS.update(old)
 
-def _llm(srv, **kw):
+def _llm(srv, max_retries=None):
     return LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache=False, progress=False,
-               backoff=0.01, **kw)
+               retries=Retries(max_retries=max_retries, backoff=0.01))
 
 def _ask(llm, name, **inputs):
     p = get_prompt(name)   # as ragnb does: the registered prompt, filled
