@@ -55,11 +55,16 @@ def test_faults_every_item_gets_a_result(tmp_path, seed):
     assert all(r.ok or r.failure.kind in {'rate_limit', 'server_error', 'timeout'} for r in rs)
     assert all(1 <= r.attempts <= N + 1 for r in rs)
     assert any(r.attempts > 1 for r in rs)  # faults really happened and were retried
-    # the server saw exactly the attempts we report, per item
+    # the server saw the attempts we report, per item; only an attempt our deadline ended may not have reached it
+    # (on a loaded machine the request can still be on its way when the client gives up)
     per_item = {}
     for q in srv.requests:
         per_item[q['body']['messages'][0]['content']] = per_item.get(q['body']['messages'][0]['content'], 0) + 1
-    assert all(per_item[f'question number {i}'] == rs[i].attempts for i in range(120))
+    seen = [per_item.get(f'question number {i}', 0) for i in range(120)]
+    unsure = [sum(e['kind'] == 'timeout' for e in r.errors) for r in rs]
+    assert all(r.attempts - u <= s <= r.attempts for r, s, u in zip(rs, seen, unsure)), \
+        [(r.id, r.attempts, s, r.errors) for r, s, u in zip(rs, seen, unsure) if not r.attempts - u <= s <= r.attempts]
+    assert sum(seen) >= sum(r.attempts for r in rs) - sum(unsure) and sum(seen) > 120
     # usage counted once per successful call
     ok = [r for r in rs if r.ok]
     assert llm.usage.calls == len(ok)

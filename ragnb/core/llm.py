@@ -938,13 +938,18 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
     return _completion(body, parts if seen else None, finish, usage, meta, chunks)
 
 # %% ../../nbs/14_llm.ipynb #445bf095
+def _retrieved(task:asyncio.Future):
+    "Mark a finished request task's exception as seen: asyncio otherwise prints 'Task exception was never retrieved'."
+    if not task.cancelled(): task.exception()
+
 async def _post_chat(self:LLM, body:dict, headers:dict):
     ("POST one chat completion over aiohttp: (reply headers, the chat completion as a dict), or the `openai` "
      "exception for the failure. A streamed reply (`body['stream']`) is read as it comes, under its deadlines.")
     url, t0, stream = f"{self.base_url}/chat/completions", time.monotonic(), bool(body.get('stream'))
     try:  # a streamed reply's headers may wait for its first token (llama-cpp-python): the first-token deadline
-        resp = await asyncio.wait_for(_session(self).post(url, data=json.dumps(body).encode(), headers=headers),
-                                      self.first_token_timeout if stream else None)
+        post = asyncio.ensure_future(_session(self).post(url, data=json.dumps(body).encode(), headers=headers))
+        post.add_done_callback(_retrieved)  # cancelled by a deadline, it may still end in aiohttp's own timeout
+        resp = await asyncio.wait_for(post, self.first_token_timeout if stream else None)
         async with resp:
             status, rh = resp.status, resp.headers
             if stream and status < 400 and 'text/event-stream' in rh.get('Content-Type', ''):
