@@ -6,6 +6,7 @@
 from __future__ import annotations
 import hashlib, json, math, random, re
 from dataclasses import dataclass
+from fastcore.basics import patch
 from html import unescape
 from typing import Callable
 from ..core.prompts import PROMPTS
@@ -35,20 +36,22 @@ class Call:
         users = [k for k, m in enumerate(self.messages) if m.get('role') == 'user']
         return Call(self.turns[i][0], self.turns[i][1], self.messages[:users[i] + 1], self.turns[:i + 1])
 
-    @property
-    def seed(self) -> str:
-        "The rule's random seed: the conversation with each prompt's wording left out (its name and inputs kept)."
-        if not any(name for name, _ in self.turns):   # a plain chat: its messages as sent
-            return hashlib.sha256(json.dumps(self.messages, sort_keys=True).encode()).hexdigest()
-        systems, view, turns = {p.system for p in PROMPTS.values()}, [], iter(self.turns)
-        for m in self.messages:
-            if m.get('role') == 'system' and m.get('content') in systems: continue   # a prompt's system: wording
-            if m.get('role') != 'user': view.append(m); continue
-            name, inputs = next(turns)
-            view.append({**m, 'content':_with_text(m.get('content'), {'prompt':name, 'inputs':inputs})
-                         if name else m.get('content')})
-        return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
+# %% ../../nbs/00a_rules.ipynb #995baf6a
+@patch(as_prop=True)
+def seed(self:Call) -> str:
+    "The rule's random seed: the conversation with each prompt's wording left out (its name and inputs kept)."
+    if not any(name for name, _ in self.turns):   # a plain chat: its messages as sent
+        return hashlib.sha256(json.dumps(self.messages, sort_keys=True).encode()).hexdigest()
+    systems, view, turns = {p.system for p in PROMPTS.values()}, [], iter(self.turns)
+    for m in self.messages:
+        if m.get('role') == 'system' and m.get('content') in systems: continue   # a prompt's system: wording
+        if m.get('role') != 'user': view.append(m); continue
+        name, inputs = next(turns)
+        view.append({**m, 'content':_with_text(m.get('content'), {'prompt':name, 'inputs':inputs})
+                     if name else m.get('content')})
+    return hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()
 
+# %% ../../nbs/00a_rules.ipynb #a255f82e
 RULES: dict[str, Callable] = {}
 
 def scripted_reply(prompt_name:str # Name of the prompt the rule answers
