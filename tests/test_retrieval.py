@@ -12,8 +12,8 @@ from ragnb.testing.scripted import ScriptedServer
 from ragnb.docs.evidence import locate as find_evidence
 from ragnb.rag.pipeline import rag_pipeline
 from ragnb.rag.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
-                             read_dataset, relevance, score_ranking, summarize, sweep, plot_by_k, plot_sweep,
-                             local_embedder)
+                             read_dataset, relevance, score_ranking, summarize, sweep, local_embedder)
+from ragnb.view.plots import plot_by_k, plot_sweep
 from ragnb.app.cli import main
 
 # A corpus where the right chunk for each question is known by construction: every topic has words no other topic uses,

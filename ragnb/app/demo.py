@@ -240,7 +240,7 @@ def retrieval_figure(report, # A `RetrievalReport`
                      model:str # The model that wrote the questions
                     ):
     "Retrieval metrics by k with their bootstrap intervals, the model that wrote the questions, and n."
-    from ragnb.rag.retrieval import plot_by_k
+    from ragnb.view.plots import plot_by_k
     from matplotlib.patches import Patch
     fig = plot_by_k(report)
     level = int(round(report.confidence*100))

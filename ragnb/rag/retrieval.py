@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, math, os, random, re, time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, ClassVar, Iterable
 from fastcore.basics import patch
 
 import numpy as np
@@ -25,8 +25,8 @@ from ragnb.core.safe import write_text
 # %% auto #0
 __all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
            'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'query_ids', 'check_columns',
-           'check_rows', 'summarize', 'RetrievalReport', 'by_question_type', 'evaluate', 'plot_by_k',
-           'compare_retrievers', 'sweep', 'plot_sweep', 'add_cli']
+           'check_rows', 'summarize', 'RetrievalReport', 'by_question_type', 'evaluate', 'compare_retrievers', 'sweep',
+           'add_cli']
 
 # %% ../../nbs/60_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')
@@ -395,6 +395,7 @@ class RetrievalReport:
     skipped:list=field(default_factory=list)  # (query_id, reason) of questions without ground truth
     seconds:dict=field(default_factory=dict)  # Wall time of indexing and searching
     confidence:float=0.95
+    labels:ClassVar[dict] = _LABELS  # How tables and figures name each metric
 
     def table(self) -> pd.DataFrame:
         "Rows k, columns metrics, cells 'mean [low, high]'."
@@ -501,33 +502,12 @@ def evaluate(
                            [(qids[i], r.reason) for i, r in enumerate(rels) if not r],
                            dict(index=t1 - t0, search=t2 - t1), confidence)
 
-# %% ../../nbs/60_retrieval.ipynb #5b22ffa1
-def plot_by_k(
-    *reports:RetrievalReport,                                # One or more reports (one line each)
-    metrics:Iterable[str]=('hit', 'recall', 'mrr', 'ndcg')   # metrics to draw
-)->plt.Figure:
-    "Each metric over k with its bootstrap band, one line per report."
-    from ragnb.view.plots import OKABE_ITO
-    metrics = list(metrics)
-    fig = plt.figure(figsize=(3.1 * len(metrics), 3.0)); plt.close(fig)  # returned, displayed once
-    axs = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
-    for ax, m in zip(axs, metrics):
-        for i, r in enumerate(reports):
-            s = r.summary[r.summary.metric == m]
-            c = OKABE_ITO[i % len(OKABE_ITO)]
-            ax.plot(s.k, s['mean'], marker='o', ms=4, color=c, label=r.name)
-            ax.fill_between(s.k, s.low, s.high, color=c, alpha=.15, lw=0)
-        ax.set_title(f"{_LABELS[m]}@k", loc='left', fontsize=10); ax.set_xlabel('k')
-        ax.set_xticks(sorted({k for r in reports for k in r.ks})); ax.set_ylim(0, 1.02)
-        for sp in ('top', 'right'): ax.spines[sp].set_visible(False)
-    axs[0].legend(fontsize=8, frameon=False, loc='lower right')
-    fig.tight_layout()
-    return fig
-
+# %% ../../nbs/60_retrieval.ipynb #7ab7118c
 @patch
 def plot(self:RetrievalReport,
          **kw):  # passed to `plot_by_k`, e.g. `metrics`
     "Each metric over k with its bootstrap band (see `plot_by_k`)."
+    from ragnb.view.plots import plot_by_k   # figures are drawn in the view floor, matplotlib loaded then
     return plot_by_k(self, **kw)
 
 # %% ../../nbs/60_retrieval.ipynb #6b5db80b
@@ -561,6 +541,7 @@ class Sweep:
     results:pd.DataFrame     # One row per setting and k: chunk_size, chunk_overlap, k, n_chunks, context_chars, metrics
     reports:dict             # (chunk_size, chunk_overlap) -> RetrievalReport
     seconds:float            # Wall time of the whole sweep
+    labels:ClassVar[dict] = _LABELS  # How figures name each metric
     def __repr__(self):
         return (f"Sweep({len(self.reports)} chunkings, ks={sorted(self.results.k.unique().tolist())}, "
                 f"{self.seconds:.1f} s)")
@@ -606,36 +587,12 @@ def sweep(
                 if rag: rows[-1].update(rag(cs, r, k))
     return Sweep(pd.DataFrame(rows), reports, time.perf_counter() - t0)
 
-# %% ../../nbs/60_retrieval.ipynb #2e498a5f
-def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
-               )->plt.Figure:
-    "The metric by k for each chunking, and against the characters retrieved (the trade-off)."
-    from ragnb.view.plots import OKABE_ITO
-    r = sw.results
-    fig = plt.figure(figsize=(9.5, 3.4)); plt.close(fig)
-    a, b = fig.subplots(1, 2)
-    sizes = sorted(r.chunk_size.unique())
-    for (size, ov), g in r.groupby(['chunk_size', 'chunk_overlap']):
-        c, ls = OKABE_ITO[sizes.index(size) % len(OKABE_ITO)], '-' if ov == r.chunk_overlap.min() else '--'
-        a.plot(g.k, g[metric], marker='o', ms=4, color=c, ls=ls, label=f"{size} chars, overlap {ov}")
-        b.plot(g.context_chars, g[metric], marker='o', ms=4, color=c, ls=ls)
-        if size == sizes[0] and ov == r.chunk_overlap.min():  # label the ks once
-            for k, x, y in zip(g.k, g.context_chars, g[metric]):
-                b.annotate(f"k={int(k)}", (x, y), fontsize=7, xytext=(4, -9), textcoords='offset points')
-    a.set_xlabel('k'); a.set_xticks(sorted(r.k.unique())); a.legend(fontsize=7, frameon=False)
-    b.set_xscale('log'); b.set_xlabel('characters in the top k chunks (mean)')
-    for ax in (a, b):
-        ax.set_ylim(0, 1.02); ax.set_ylabel(f"{_LABELS[metric]}@k")
-        for sp in ('top', 'right'): ax.spines[sp].set_visible(False)
-    fig.suptitle(f"{_LABELS[metric]} by chunking and k", x=.01, ha='left', fontsize=10)
-    fig.tight_layout()
-    return fig
-
 # %% ../../nbs/60_retrieval.ipynb #091d39aa
 @patch
 def plot(self:Sweep,
          metric:str='hit'):  # One of hit, recall, mrr, ndcg
     "The metric over k for each chunking, and against context length (see `plot_sweep`)."
+    from ragnb.view.plots import plot_sweep
     return plot_sweep(self, metric)
 
 # %% ../../nbs/60_retrieval.ipynb #c0c187de

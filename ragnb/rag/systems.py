@@ -538,63 +538,12 @@ def compare(*runs, # Checked runs: `CheckRun`s, checked JSON files (ragnb's or R
     return Comparison(names, {n: g[1] for n, g in got.items()}, {n: g[0] for n, g in got.items()}, means, deltas,
                       confidence, n_resamples)
 
-# %% ../../nbs/62_systems.ipynb #f53175b9
-def _err(mid, lo, hi) -> list:
-    "Error bar lengths below and above `mid` (a percentile interval can miss its mean by a rounding error)."
-    return [np.maximum(mid - lo, 0), np.maximum(hi - mid, 0)]
-
-def _draw_intervals(cmp:Comparison, left, right, colours:dict):
-    "Means with intervals on `left`, paired differences with intervals on `right` (filled where 0 is outside)."
-    y, k = np.arange(len(METRICS)), len(cmp.names)
-    for i, n in enumerate(cmp.names):
-        m = cmp.means[cmp.means.system == n].set_index('metric').loc[list(METRICS)]
-        yy = y + (i - (k - 1) / 2) * 0.22
-        left.errorbar(m['mean'], yy, xerr=_err(m['mean'], m.low, m.high), fmt='o', ms=4, color=colours[n], lw=1.2,
-                      capsize=2)
-        if i == 0: continue
-        d = cmp.deltas[cmp.deltas.system == n].set_index('metric').loc[list(METRICS)]
-        yy = y + (i - k / 2) * 0.25
-        sure = (d.low > 0) | (d.high < 0)
-        right.errorbar(d['diff'], yy, xerr=_err(d['diff'], d.low, d.high), fmt='none', color=colours[n], lw=1.2,
-                       capsize=2)
-        right.scatter(d['diff'], yy, s=24, color=[colours[n] if s else 'white' for s in sure], edgecolor=colours[n],
-                      zorder=3)
-    right.axvline(0, color='grey', lw=.8)
-
-# %% ../../nbs/62_systems.ipynb #252315c9
-def plot_comparison(cmp:Comparison, # From `compare`
-                    title:str|None=None # Default: what is drawn, and the interval level
-                   ):
-    "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from ragnb.view.plots import OKABE_ITO, GROUP_COLOURS
-    fig = plt.figure(figsize=(10, 5.2)); plt.close(fig)  # returned, displayed once
-    left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
-    colours, k = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}, len(cmp.names)
-    _draw_intervals(cmp, left, right, colours)
-    group, y = {m: g.removesuffix('_metrics') for g, ms in METRIC_GROUPS.items() for m in ms}, np.arange(len(METRICS))
-    arrow = lambda m: ' (\u2193)' if METRIC_SPECS[m].lower_is_better else ''
-    left.set_yticks(y, [m.replace('_', ' ') + arrow(m) for m in METRICS], fontsize=8.5)
-    for t, m in zip(left.get_yticklabels(), METRICS): t.set_color(GROUP_COLOURS.get(group[m], OKABE_ITO[5]))
-    left.set_ylim(len(METRICS) - .5, -.5); left.set_xlim(-2, 102); left.set_xlabel('percent (mean, interval)')
-    right.set_xlabel(f'difference from {cmp.baseline} (percentage points; filled: the interval excludes 0)', fontsize=9)
-    ci = int(round(cmp.confidence * 100))
-    for ax in (left, right):
-        for b in (2.5, 4.5): ax.axhline(b, color='grey', lw=.5)
-        for s in ('top', 'right'): ax.spines[s].set_visible(False)
-    handles = [Line2D([], [], marker='o', color=colours[n], ls='', label=n) for n in cmp.names]
-    fig.legend(handles=handles, loc='lower center', ncol=min(k, 4), fontsize=8, frameon=False)
-    fig.suptitle(title or f'RAGChecker metrics of {k} systems, {ci}% bootstrap intervals (paired on the right)',
-                 x=.01, ha='left', fontsize=10)
-    fig.tight_layout(rect=(0, .05, 1, .97))
-    return fig
-
 # %% ../../nbs/62_systems.ipynb #4c875387
 @patch
 def plot(self:Comparison, title:str|None=None # Default: what is drawn, and the interval level
         ):
     "`plot_comparison` of this comparison."
+    from ragnb.view.plots import plot_comparison   # figures are drawn in the view floor
     return plot_comparison(self, title)
 
 # %% ../../nbs/62_systems.ipynb #62159ce2

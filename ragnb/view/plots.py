@@ -18,11 +18,7 @@ from ..core.safe import atomic_path
 from ..core.display import compact_png
 
 # %% auto #0
-__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS',
-           'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label',
-           'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics',
-           'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_hit_rate',
-           'plot_page_regions']
+__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison']
 
 # %% ../../nbs/50_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -511,4 +507,103 @@ def plot_page_regions(
         ax.legend([Line2D([], [], color=c, linestyle=d, linewidth=2) for c, d in styles.values()], list(styles),
                   loc='upper right', fontsize=8, framealpha=0.9, title='kind', title_fontsize=8, handlelength=4)
     if title: ax.set_title(title, fontsize=10)
+    return fig
+
+# %% ../../nbs/60_retrieval.ipynb #5b22ffa1
+def plot_by_k(
+    *reports:RetrievalReport,                                # One or more reports (one line each)
+    metrics:Iterable[str]=('hit', 'recall', 'mrr', 'ndcg')   # metrics to draw
+)->plt.Figure:
+    "Each metric over k with its bootstrap band, one line per report."
+    metrics = list(metrics)
+    fig = plt.figure(figsize=(3.1 * len(metrics), 3.0)); plt.close(fig)  # returned, displayed once
+    axs = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
+    for ax, m in zip(axs, metrics):
+        for i, r in enumerate(reports):
+            s = r.summary[r.summary.metric == m]
+            c = OKABE_ITO[i % len(OKABE_ITO)]
+            ax.plot(s.k, s['mean'], marker='o', ms=4, color=c, label=r.name)
+            ax.fill_between(s.k, s.low, s.high, color=c, alpha=.15, lw=0)
+        ax.set_title(f"{reports[0].labels.get(m, m)}@k", loc='left', fontsize=10); ax.set_xlabel('k')
+        ax.set_xticks(sorted({k for r in reports for k in r.ks})); ax.set_ylim(0, 1.02)
+        for sp in ('top', 'right'): ax.spines[sp].set_visible(False)
+    axs[0].legend(fontsize=8, frameon=False, loc='lower right')
+    fig.tight_layout()
+    return fig
+
+
+# %% ../../nbs/60_retrieval.ipynb #2e498a5f
+def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
+               )->plt.Figure:
+    "The metric by k for each chunking, and against the characters retrieved (the trade-off)."
+    r = sw.results
+    fig = plt.figure(figsize=(9.5, 3.4)); plt.close(fig)
+    a, b = fig.subplots(1, 2)
+    sizes = sorted(r.chunk_size.unique())
+    for (size, ov), g in r.groupby(['chunk_size', 'chunk_overlap']):
+        c, ls = OKABE_ITO[sizes.index(size) % len(OKABE_ITO)], '-' if ov == r.chunk_overlap.min() else '--'
+        a.plot(g.k, g[metric], marker='o', ms=4, color=c, ls=ls, label=f"{size} chars, overlap {ov}")
+        b.plot(g.context_chars, g[metric], marker='o', ms=4, color=c, ls=ls)
+        if size == sizes[0] and ov == r.chunk_overlap.min():  # label the ks once
+            for k, x, y in zip(g.k, g.context_chars, g[metric]):
+                b.annotate(f"k={int(k)}", (x, y), fontsize=7, xytext=(4, -9), textcoords='offset points')
+    a.set_xlabel('k'); a.set_xticks(sorted(r.k.unique())); a.legend(fontsize=7, frameon=False)
+    b.set_xscale('log'); b.set_xlabel('characters in the top k chunks (mean)')
+    for ax in (a, b):
+        ax.set_ylim(0, 1.02); ax.set_ylabel(f"{sw.labels.get(metric, metric)}@k")
+        for sp in ('top', 'right'): ax.spines[sp].set_visible(False)
+    fig.suptitle(f"{sw.labels.get(metric, metric)} by chunking and k", x=.01, ha='left', fontsize=10)
+    fig.tight_layout()
+    return fig
+
+# %% ../../nbs/62_systems.ipynb #f53175b9
+from ..check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS
+
+def _err(mid, lo, hi) -> list:
+    "Error bar lengths below and above `mid` (a percentile interval can miss its mean by a rounding error)."
+    return [np.maximum(mid - lo, 0), np.maximum(hi - mid, 0)]
+
+def _draw_intervals(cmp:Comparison, left, right, colours:dict):
+    "Means with intervals on `left`, paired differences with intervals on `right` (filled where 0 is outside)."
+    y, k = np.arange(len(METRICS)), len(cmp.names)
+    for i, n in enumerate(cmp.names):
+        m = cmp.means[cmp.means.system == n].set_index('metric').loc[list(METRICS)]
+        yy = y + (i - (k - 1) / 2) * 0.22
+        left.errorbar(m['mean'], yy, xerr=_err(m['mean'], m.low, m.high), fmt='o', ms=4, color=colours[n], lw=1.2,
+                      capsize=2)
+        if i == 0: continue
+        d = cmp.deltas[cmp.deltas.system == n].set_index('metric').loc[list(METRICS)]
+        yy = y + (i - k / 2) * 0.25
+        sure = (d.low > 0) | (d.high < 0)
+        right.errorbar(d['diff'], yy, xerr=_err(d['diff'], d.low, d.high), fmt='none', color=colours[n], lw=1.2,
+                       capsize=2)
+        right.scatter(d['diff'], yy, s=24, color=[colours[n] if s else 'white' for s in sure], edgecolor=colours[n],
+                      zorder=3)
+    right.axvline(0, color='grey', lw=.8)
+
+# %% ../../nbs/62_systems.ipynb #252315c9
+def plot_comparison(cmp:Comparison, # From `compare`
+                    title:str|None=None # Default: what is drawn, and the interval level
+                   ):
+    "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
+    from matplotlib.lines import Line2D
+    fig = plt.figure(figsize=(10, 5.2)); plt.close(fig)  # returned, displayed once
+    left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
+    colours, k = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}, len(cmp.names)
+    _draw_intervals(cmp, left, right, colours)
+    group, y = {m: g.removesuffix('_metrics') for g, ms in METRIC_GROUPS.items() for m in ms}, np.arange(len(METRICS))
+    arrow = lambda m: ' (\u2193)' if METRIC_SPECS[m].lower_is_better else ''
+    left.set_yticks(y, [m.replace('_', ' ') + arrow(m) for m in METRICS], fontsize=8.5)
+    for t, m in zip(left.get_yticklabels(), METRICS): t.set_color(GROUP_COLOURS.get(group[m], OKABE_ITO[5]))
+    left.set_ylim(len(METRICS) - .5, -.5); left.set_xlim(-2, 102); left.set_xlabel('percent (mean, interval)')
+    right.set_xlabel(f'difference from {cmp.baseline} (percentage points; filled: the interval excludes 0)', fontsize=9)
+    ci = int(round(cmp.confidence * 100))
+    for ax in (left, right):
+        for b in (2.5, 4.5): ax.axhline(b, color='grey', lw=.5)
+        for s in ('top', 'right'): ax.spines[s].set_visible(False)
+    handles = [Line2D([], [], marker='o', color=colours[n], ls='', label=n) for n in cmp.names]
+    fig.legend(handles=handles, loc='lower center', ncol=min(k, 4), fontsize=8, frameon=False)
+    fig.suptitle(title or f'RAGChecker metrics of {k} systems, {ci}% bootstrap intervals (paired on the right)',
+                 x=.01, ha='left', fontsize=10)
+    fig.tight_layout(rect=(0, .05, 1, .97))
     return fig
