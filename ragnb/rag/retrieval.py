@@ -13,7 +13,7 @@ from fastcore.basics import patch
 import numpy as np
 from ragnb.core.lazy import lazy
 # imported on first use (and the figures' colours where they are drawn), so `ragnb retrieval --help` starts at once
-pd, bm25s, stats, plt = lazy('pandas'), lazy('bm25s'), lazy('scipy.stats'), lazy('matplotlib.pyplot')
+pd, bm25s, stats = lazy('pandas'), lazy('bm25s'), lazy('scipy.stats')
 
 from ragnb.docs.documents import Document, split_documents, load_folder
 from ragnb.docs.evidence import locate  # exact, then normalised, then fuzzy

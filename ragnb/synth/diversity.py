@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import numpy as np
 from ragnb.core.lazy import lazy
-pd, plt = lazy('pandas'), lazy('matplotlib.pyplot')  # imported on first use: `ragnb generate` starts at once
+pd = lazy('pandas')  # imported on first use: `ragnb generate` starts at once
 from ragnb.core.llm import LLM, Pacing, Request, Usage, ParseError, LLMError
 from ragnb.core.options import add_call_options, call_options, check_output
 from ragnb.core.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
@@ -27,7 +27,7 @@ __all__ = ['QUESTION_TYPES', 'DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'OUTCOMES',
            'link_candidates', 'link_passages', 'pick_hops', 'Persona', 'as_personas', 'parse_personas', 'corpus_digest',
            'propose_personas', 'scenarios', 'Spec', 'passages_text', 'typed_request', 'parse_typed', 'MixedQA',
            'hop_record', 'write_questions', 'as_mixed', 'single_hop_check', 'select_mixed', 'plan_questions',
-           'mixed_dataset', 'outcome', 'mix_table', 'plot_mix', 'cost_by_type', 'add_cli']
+           'mixed_dataset', 'outcome', 'mix_table', 'cost_by_type', 'add_cli']
 
 # %% ../../nbs/31_diversity.ipynb #c57267ea
 QUESTION_TYPES = {  # name: (passages it needs, its prompt, what it asks)
@@ -700,37 +700,6 @@ def mix_table(
     d = ds.df.assign(outcome=[outcome(r) for r in ds.df.to_dict('records')])
     t = pd.crosstab(d.question_type, d.outcome)
     return t.reindex(columns=[o for o in OUTCOMES if o in t.columns], index=[q for q in QUESTION_TYPES if q in t.index])
-
-# %% ../../nbs/31_diversity.ipynb #798cf46b
-def plot_mix(
-    ds:Dataset,                # A mixed dataset
-    colors:list|None=None,     # One colour per outcome (default: matplotlib's cycle)
-)->plt.Figure:
-    "Two panels: rows per question type by outcome, and questions per persona, kept or dropped."
-    t = mix_table(ds)
-    colors = colors or [f'C{i}' for i in range(len(OUTCOMES))]
-    fig = plt.figure(figsize=(11, 3.4), layout='constrained'); plt.close(fig)
-    a, b = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.1, 1]})
-    left = np.zeros(len(t))
-    for o in t.columns:
-        a.barh(t.index, t[o], left=left, color=colors[OUTCOMES.index(o) % len(colors)], label=o)
-        left += t[o].to_numpy()
-    a.invert_yaxis(); a.set_xlabel('questions')
-    a.legend(fontsize=8, frameon=False, loc='upper left', bbox_to_anchor=(1.0, 1.0))
-    a.set_title('question types: kept, or why dropped', loc='left', fontsize=10)
-    d = ds.df[ds.df.persona.notna()]
-    p = pd.crosstab(d.persona.map(lambda s: s.split(':')[0]), d.kept.map({True: 'kept', False: 'dropped'}))
-    p = p.reindex(columns=[c for c in ('kept', 'dropped') if c in p.columns])
-    left = np.zeros(len(p))
-    for i, c in enumerate(p.columns):
-        b.barh(p.index, p[c], left=left, color=colors[0] if c == 'kept' else '#bbbbbb', label=c)
-        left += p[c].to_numpy()
-    b.invert_yaxis(); b.set_xlabel('questions')
-    b.legend(fontsize=8, frameon=False, loc='upper left', bbox_to_anchor=(1.0, 1.0))
-    b.set_title('personas (non-factoid questions)', loc='left', fontsize=10)
-    for ax in (a, b):
-        for sp in ('top', 'right'): ax.spines[sp].set_visible(False)
-    return fig
 
 # %% ../../nbs/31_diversity.ipynb #2e9af1af
 def cost_by_type(

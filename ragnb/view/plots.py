@@ -18,7 +18,7 @@ from ..core.safe import atomic_path
 from ..core.display import compact_png
 
 # %% auto #0
-__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison']
+__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison']
 
 # %% ../../nbs/50_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -426,6 +426,39 @@ def plot_critique_scores(
         model = ', '.join(sorted(map(str, df['critic_model'].dropna().unique())))
     fig.suptitle(_titled(title, model), x=0.01, ha='left', fontsize=10)
     fig.tight_layout()
+    return fig
+
+# %% ../../nbs/50_plots.ipynb #dbb9b629
+from ..synth.diversity import OUTCOMES, mix_table
+
+def plot_mix(
+    ds:Dataset,                # A mixed dataset
+    colors:list|None=None,     # One colour per outcome (default: matplotlib's cycle)
+)->plt.Figure:
+    "Two panels: rows per question type by outcome, and questions per persona, kept or dropped."
+    t = mix_table(ds)
+    colors = colors or [f'C{i}' for i in range(len(OUTCOMES))]
+    fig = plt.figure(figsize=(11, 3.4), layout='constrained'); plt.close(fig)
+    a, b = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.1, 1]})
+    left = np.zeros(len(t))
+    for o in t.columns:
+        a.barh(t.index, t[o], left=left, color=colors[OUTCOMES.index(o) % len(colors)], label=o)
+        left += t[o].to_numpy()
+    a.invert_yaxis(); a.set_xlabel('questions')
+    a.legend(fontsize=8, frameon=False, loc='upper left', bbox_to_anchor=(1.0, 1.0))
+    a.set_title('question types: kept, or why dropped', loc='left', fontsize=10)
+    d = ds.df[ds.df.persona.notna()]
+    p = pd.crosstab(d.persona.map(lambda s: s.split(':')[0]), d.kept.map({True: 'kept', False: 'dropped'}))
+    p = p.reindex(columns=[c for c in ('kept', 'dropped') if c in p.columns])
+    left = np.zeros(len(p))
+    for i, c in enumerate(p.columns):
+        b.barh(p.index, p[c], left=left, color=colors[0] if c == 'kept' else '#bbbbbb', label=c)
+        left += p[c].to_numpy()
+    b.invert_yaxis(); b.set_xlabel('questions')
+    b.legend(fontsize=8, frameon=False, loc='upper left', bbox_to_anchor=(1.0, 1.0))
+    b.set_title('personas (non-factoid questions)', loc='left', fontsize=10)
+    for ax in (a, b):
+        for sp in ('top', 'right'): ax.spines[sp].set_visible(False)
     return fig
 
 # %% ../../nbs/50_plots.ipynb #da1d7de0
