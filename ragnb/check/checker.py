@@ -245,6 +245,38 @@ LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'addi
 from ..core.llm import by_prefix, default_concurrency
 
 # %% ../../nbs/41_checker.ipynb #77615aa8
+def _check_request(t:CheckTask, idx:list, rnd:int, last, model, check_p, repair_p) -> tuple:
+    "(messages, `Request`) labelling claims `idx` of `t`; a repair turn when the `last` call labelled none of them."
+    m = check_p.messages(question=t.question, reference=t.reference, claims=numbered(t.claims, idx), n=len(idx))
+    p = check_p
+    if last is not None and last[2] == idx:   # no progress last time: say what was wrong instead of re-sending
+        pm, pr, _ = last
+        m = pm + [{'role': 'assistant', 'content': pr.text or ''},
+                  {'role': 'user', 'content': repair_p.render(problem=_problem(pr, idx))}]
+        p = repair_p
+    return m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model, schema=LABELS_SCHEMA)
+
+# %% ../../nbs/41_checker.ipynb #6e61b641
+def _take_labels(o:CheckOutcome, r, idx:list, got:dict, said:dict):
+    "Count call `r` on `o`; keep in `got` (and its reply in `said`) the labels it gave claims `idx`."
+    o.calls += 1; o.cached += r.cached
+    o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
+    v = r.value if r.ok else salvaged(r, parse_labels)   # a cut-off reply: the labels before the cut
+    if v:
+        got.update({j: v[j + 1] for j in idx if j + 1 in v})
+        said.update({j: r.text for j in idx if j + 1 in v})
+
+# %% ../../nbs/41_checker.ipynb #bf60083e
+def _close_check(o:CheckOutcome, t:CheckTask, missing:list|None, got:dict, said:dict, last):
+    "Give `o` the labels of all of `t`'s claims, or say why the `missing` ones are still unlabelled after `last`."
+    if missing:
+        why = f"; last reply: {last[1].failure.kind}: {last[1].failure.message[:160]}" if not last[1].ok else ''
+        o.failure = f"{len(missing)} of {len(t.claims)} claims still unlabelled after {o.calls} call(s){why}"
+    else:
+        o.labels = [got[j] for j in range(len(t.claims))]
+        o.replies = [said.get(j) for j in range(len(t.claims))]
+
+# %% ../../nbs/41_checker.ipynb #8ce6d0ec
 def llm_checker(llm:LLM, # The model that labels the claims
                 model:str|None=None, # Model name; default: the LLM's
                 rounds:int=3, # Most calls per task (the first, then re-asks for missing labels)
@@ -259,41 +291,16 @@ def llm_checker(llm:LLM, # The model that labels the claims
         prev = {}   # i -> (messages, result, asked) of the last call
         for rnd in range(rounds):
             if not todo: break
-            reqs = []
-            for i, idx in todo.items():
-                t = tasks[i]
-                m = check_p.messages(question=t.question, reference=t.reference, claims=numbered(t.claims, idx),
-                                     n=len(idx))
-                p = check_p
-                if i in prev and prev[i][2] == idx:   # no progress last time: say what was wrong instead of re-sending
-                    pm, pr, _ = prev[i]
-                    m = pm + [{'role': 'assistant', 'content': pr.text or ''},
-                              {'role': 'user', 'content': repair_p.render(problem=_problem(pr, idx))}]
-                    p = repair_p
-                reqs.append((i, idx, m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model,
-                                                schema=LABELS_SCHEMA)))
+            reqs = [(i, idx, *_check_request(tasks[i], idx, rnd, prev.get(i), model, check_p, repair_p))
+                    for i, idx in todo.items()]
             if prefix_order: reqs = by_prefix(reqs, lambda x: x[2])   # a server's prompt cache reads shared starts once
             for (i, idx, m, _), r in zip(reqs,
                                          llm.batch([q for *_, q in reqs], desc='checking claims', show_estimate=0)):
-                o = out[i]
-                o.calls += 1; o.cached += r.cached
-                o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
-                v = r.value if r.ok else salvaged(r, parse_labels)   # a cut-off reply: the labels before the cut
-                if v:
-                    got[i].update({j: v[j + 1] for j in idx if j + 1 in v})
-                    said[i].update({j: r.text for j in idx if j + 1 in v})
+                _take_labels(out[i], r, idx, got[i], said[i])
                 prev[i] = (m, r, idx)
             todo = {i: [j for j in idx if j not in got[i]] for i, idx in todo.items()}
             todo = {i: idx for i, idx in todo.items() if idx}
-        for i, t in enumerate(tasks):
-            if i in todo:
-                last = prev[i][1]
-                why = f"; last reply: {last.failure.kind}: {last.failure.message[:160]}" if not last.ok else ''
-                out[i].failure = (f"{len(todo[i])} of {len(t.claims)} claims still unlabelled after {out[i].calls} "
-                                  f"call(s){why}")
-            else:
-                out[i].labels = [got[i][j] for j in range(len(t.claims))]
-                out[i].replies = [said[i].get(j) for j in range(len(t.claims))]
+        for i, t in enumerate(tasks): _close_check(out[i], t, todo.get(i), got[i], said[i], prev.get(i))
         return out
     return check
 
