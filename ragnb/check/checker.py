@@ -256,7 +256,7 @@ def _check_request(t:CheckTask, idx:list, rnd:int, last, model, check_p, repair_
         p = repair_p
     return m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model, schema=LABELS_SCHEMA)
 
-# %% ../../nbs/41_checker.ipynb #6e61b641
+# %% ../../nbs/41_checker.ipynb #50ffe215
 def _take_labels(o:CheckOutcome, r, idx:list, got:dict, said:dict):
     "Count call `r` on `o`; keep in `got` (and its reply in `said`) the labels it gave claims `idx`."
     o.calls += 1; o.cached += r.cached
@@ -266,7 +266,7 @@ def _take_labels(o:CheckOutcome, r, idx:list, got:dict, said:dict):
         got.update({j: v[j + 1] for j in idx if j + 1 in v})
         said.update({j: r.text for j in idx if j + 1 in v})
 
-# %% ../../nbs/41_checker.ipynb #bf60083e
+# %% ../../nbs/41_checker.ipynb #51a14f86
 def _close_check(o:CheckOutcome, t:CheckTask, missing:list|None, got:dict, said:dict, last):
     "Give `o` the labels of all of `t`'s claims, or say why the `missing` ones are still unlabelled after `last`."
     if missing:
@@ -276,7 +276,7 @@ def _close_check(o:CheckOutcome, t:CheckTask, missing:list|None, got:dict, said:
         o.labels = [got[j] for j in range(len(t.claims))]
         o.replies = [said.get(j) for j in range(len(t.claims))]
 
-# %% ../../nbs/41_checker.ipynb #8ce6d0ec
+# %% ../../nbs/41_checker.ipynb #9dd46f57
 def llm_checker(llm:LLM, # The model that labels the claims
                 model:str|None=None, # Model name; default: the LLM's
                 rounds:int=3, # Most calls per task (the first, then re-asks for missing labels)
@@ -404,6 +404,33 @@ def _too_little(c:Claims) -> str|None:
     return None
 
 # %% ../../nbs/41_checker.ipynb #608d9d7d
+def _claim_jobs(results:list, p) -> list:
+    "(result, field, messages, None) of each claim set still to extract with prompt `p`; an empty text gets none."
+    jobs = []
+    for r in results:
+        for fld, text in (('response_claims', r.response), ('gt_answer_claims', r.gt_answer)):
+            if getattr(r, fld) is not None: continue
+            if not text.strip(): setattr(r, fld, []); continue
+            jobs.append((r, fld, p.messages(question=r.query, text=text), None))
+    return jobs
+
+# %% ../../nbs/41_checker.ipynb #738e1062
+def _keep_claims(r:RAGResult, fld:str, got, first, res, cut, calls:int):
+    "Set claims `got` (the first call's `first` when more) as `r`'s `fld`, warning of dropped, cut or no claims."
+    if first is not None and (got is None or len(first) > len(got)): got = first  # the repair did not do better
+    if got is None: _fail(r, 'extract', fld, f"{res.failure.kind}: {res.failure.message}"); return
+    setattr(r, fld, list(got))
+    for i, why in got.dropped: _warn(r, 'extract', fld, 'dropped_claim', why, claim=i)
+    if cut is not None:
+        _warn(r, 'extract', fld, 'truncated', f"the reply was cut off at the token limit; kept the {len(got)} "
+              "complete claims before the cut")
+    if not got:
+        _warn(r, 'extract', fld, 'no_claims',
+              f"the {'response' if fld == 'response_claims' else 'ground-truth answer'} "
+              f"is not empty but no claim was extracted (after {calls} call(s)); the metrics it "
+              "would zero are left out")
+
+# %% ../../nbs/41_checker.ipynb #820c13fd
 def extract_claims(results:list, # `RAGResult`s; those with claims already are left as they are
                    llm:LLM, # The extractor model
                    claim_format:str='triplet', # 'triplet' or 'sentence'
@@ -417,12 +444,7 @@ def extract_claims(results:list, # `RAGResult`s; those with claims already are l
     p, repair, schema = (get_prompt(f'extract_claims_{claim_format}'), get_prompt('repair_json'),
                          claims_schema(claim_format))
     parse = lambda t: salvage_claims(t, claim_format)
-    jobs = []
-    for r in results:
-        for fld, text in (('response_claims', r.response), ('gt_answer_claims', r.gt_answer)):
-            if getattr(r, fld) is not None: continue
-            if not text.strip(): setattr(r, fld, []); continue
-            jobs.append((r, fld, p.messages(question=r.query, text=text), None))
+    jobs = _claim_jobs(results, p)
     for attempt in range(2):
         if not jobs: break
         if prefix_order: jobs = by_prefix(jobs, lambda j: j[2])
@@ -440,19 +462,7 @@ def extract_claims(results:list, # `RAGResult`s; those with claims already are l
                 again.append((r, fld, m + [{'role': 'assistant', 'content': res.text or ''},
                                            {'role': 'user', 'content': repair.render(problem=problem)}], got))
                 continue
-            # the repair did not do better
-            if first is not None and (got is None or len(first) > len(got)): got = first
-            if got is None: _fail(r, 'extract', fld, f"{res.failure.kind}: {res.failure.message}"); continue
-            setattr(r, fld, list(got))
-            for i, why in got.dropped: _warn(r, 'extract', fld, 'dropped_claim', why, claim=i)
-            if cut is not None:
-                _warn(r, 'extract', fld, 'truncated', f"the reply was cut off at the token limit; kept the {len(got)} "
-                      "complete claims before the cut")
-            if not got:
-                _warn(r, 'extract', fld, 'no_claims',
-                      f"the {'response' if fld == 'response_claims' else 'ground-truth answer'} "
-                              f"is not empty but no claim was extracted (after {attempt + 1} call(s)); the metrics it "
-                              "would zero are left out")
+            _keep_claims(r, fld, got, first, res, cut, attempt + 1)
         jobs = again
     return results
 
