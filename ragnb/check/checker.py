@@ -245,6 +245,38 @@ LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'addi
 from ..core.llm import by_prefix, default_concurrency
 
 # %% ../../nbs/41_checker.ipynb #77615aa8
+def _check_request(t:CheckTask, idx:list, rnd:int, last, model, check_p, repair_p) -> tuple:
+    "(messages, `Request`) labelling claims `idx` of `t`; a repair turn when the `last` call labelled none of them."
+    m = check_p.messages(question=t.question, reference=t.reference, claims=numbered(t.claims, idx), n=len(idx))
+    p = check_p
+    if last is not None and last[2] == idx:   # no progress last time: say what was wrong instead of re-sending
+        pm, pr, _ = last
+        m = pm + [{'role': 'assistant', 'content': pr.text or ''},
+                  {'role': 'user', 'content': repair_p.render(problem=_problem(pr, idx))}]
+        p = repair_p
+    return m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model, schema=LABELS_SCHEMA)
+
+# %% ../../nbs/41_checker.ipynb #50ffe215
+def _take_labels(o:CheckOutcome, r, idx:list, got:dict, said:dict):
+    "Count call `r` on `o`; keep in `got` (and its reply in `said`) the labels it gave claims `idx`."
+    o.calls += 1; o.cached += r.cached
+    o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
+    v = r.value if r.ok else salvaged(r, parse_labels)   # a cut-off reply: the labels before the cut
+    if v:
+        got.update({j: v[j + 1] for j in idx if j + 1 in v})
+        said.update({j: r.text for j in idx if j + 1 in v})
+
+# %% ../../nbs/41_checker.ipynb #51a14f86
+def _close_check(o:CheckOutcome, t:CheckTask, missing:list|None, got:dict, said:dict, last):
+    "Give `o` the labels of all of `t`'s claims, or say why the `missing` ones are still unlabelled after `last`."
+    if missing:
+        why = f"; last reply: {last[1].failure.kind}: {last[1].failure.message[:160]}" if not last[1].ok else ''
+        o.failure = f"{len(missing)} of {len(t.claims)} claims still unlabelled after {o.calls} call(s){why}"
+    else:
+        o.labels = [got[j] for j in range(len(t.claims))]
+        o.replies = [said.get(j) for j in range(len(t.claims))]
+
+# %% ../../nbs/41_checker.ipynb #9dd46f57
 def llm_checker(llm:LLM, # The model that labels the claims
                 model:str|None=None, # Model name; default: the LLM's
                 rounds:int=3, # Most calls per task (the first, then re-asks for missing labels)
@@ -259,41 +291,16 @@ def llm_checker(llm:LLM, # The model that labels the claims
         prev = {}   # i -> (messages, result, asked) of the last call
         for rnd in range(rounds):
             if not todo: break
-            reqs = []
-            for i, idx in todo.items():
-                t = tasks[i]
-                m = check_p.messages(question=t.question, reference=t.reference, claims=numbered(t.claims, idx),
-                                     n=len(idx))
-                p = check_p
-                if i in prev and prev[i][2] == idx:   # no progress last time: say what was wrong instead of re-sending
-                    pm, pr, _ = prev[i]
-                    m = pm + [{'role': 'assistant', 'content': pr.text or ''},
-                              {'role': 'user', 'content': repair_p.render(problem=_problem(pr, idx))}]
-                    p = repair_p
-                reqs.append((i, idx, m, Request(m, prompt=p, id=f"{t.id}#{rnd}", parse=parse_labels, model=model,
-                                                schema=LABELS_SCHEMA)))
+            reqs = [(i, idx, *_check_request(tasks[i], idx, rnd, prev.get(i), model, check_p, repair_p))
+                    for i, idx in todo.items()]
             if prefix_order: reqs = by_prefix(reqs, lambda x: x[2])   # a server's prompt cache reads shared starts once
             for (i, idx, m, _), r in zip(reqs,
                                          llm.batch([q for *_, q in reqs], desc='checking claims', show_estimate=0)):
-                o = out[i]
-                o.calls += 1; o.cached += r.cached
-                o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
-                v = r.value if r.ok else salvaged(r, parse_labels)   # a cut-off reply: the labels before the cut
-                if v:
-                    got[i].update({j: v[j + 1] for j in idx if j + 1 in v})
-                    said[i].update({j: r.text for j in idx if j + 1 in v})
+                _take_labels(out[i], r, idx, got[i], said[i])
                 prev[i] = (m, r, idx)
             todo = {i: [j for j in idx if j not in got[i]] for i, idx in todo.items()}
             todo = {i: idx for i, idx in todo.items() if idx}
-        for i, t in enumerate(tasks):
-            if i in todo:
-                last = prev[i][1]
-                why = f"; last reply: {last.failure.kind}: {last.failure.message[:160]}" if not last.ok else ''
-                out[i].failure = (f"{len(todo[i])} of {len(t.claims)} claims still unlabelled after {out[i].calls} "
-                                  f"call(s){why}")
-            else:
-                out[i].labels = [got[i][j] for j in range(len(t.claims))]
-                out[i].replies = [said[i].get(j) for j in range(len(t.claims))]
+        for i, t in enumerate(tasks): _close_check(out[i], t, todo.get(i), got[i], said[i], prev.get(i))
         return out
     return check
 
@@ -397,6 +404,33 @@ def _too_little(c:Claims) -> str|None:
     return None
 
 # %% ../../nbs/41_checker.ipynb #608d9d7d
+def _claim_jobs(results:list, p) -> list:
+    "(result, field, messages, None) of each claim set still to extract with prompt `p`; an empty text gets none."
+    jobs = []
+    for r in results:
+        for fld, text in (('response_claims', r.response), ('gt_answer_claims', r.gt_answer)):
+            if getattr(r, fld) is not None: continue
+            if not text.strip(): setattr(r, fld, []); continue
+            jobs.append((r, fld, p.messages(question=r.query, text=text), None))
+    return jobs
+
+# %% ../../nbs/41_checker.ipynb #738e1062
+def _keep_claims(r:RAGResult, fld:str, got, first, res, cut, calls:int):
+    "Set claims `got` (the first call's `first` when more) as `r`'s `fld`, warning of dropped, cut or no claims."
+    if first is not None and (got is None or len(first) > len(got)): got = first  # the repair did not do better
+    if got is None: _fail(r, 'extract', fld, f"{res.failure.kind}: {res.failure.message}"); return
+    setattr(r, fld, list(got))
+    for i, why in got.dropped: _warn(r, 'extract', fld, 'dropped_claim', why, claim=i)
+    if cut is not None:
+        _warn(r, 'extract', fld, 'truncated', f"the reply was cut off at the token limit; kept the {len(got)} "
+              "complete claims before the cut")
+    if not got:
+        _warn(r, 'extract', fld, 'no_claims',
+              f"the {'response' if fld == 'response_claims' else 'ground-truth answer'} "
+              f"is not empty but no claim was extracted (after {calls} call(s)); the metrics it "
+              "would zero are left out")
+
+# %% ../../nbs/41_checker.ipynb #820c13fd
 def extract_claims(results:list, # `RAGResult`s; those with claims already are left as they are
                    llm:LLM, # The extractor model
                    claim_format:str='triplet', # 'triplet' or 'sentence'
@@ -410,12 +444,7 @@ def extract_claims(results:list, # `RAGResult`s; those with claims already are l
     p, repair, schema = (get_prompt(f'extract_claims_{claim_format}'), get_prompt('repair_json'),
                          claims_schema(claim_format))
     parse = lambda t: salvage_claims(t, claim_format)
-    jobs = []
-    for r in results:
-        for fld, text in (('response_claims', r.response), ('gt_answer_claims', r.gt_answer)):
-            if getattr(r, fld) is not None: continue
-            if not text.strip(): setattr(r, fld, []); continue
-            jobs.append((r, fld, p.messages(question=r.query, text=text), None))
+    jobs = _claim_jobs(results, p)
     for attempt in range(2):
         if not jobs: break
         if prefix_order: jobs = by_prefix(jobs, lambda j: j[2])
@@ -433,19 +462,7 @@ def extract_claims(results:list, # `RAGResult`s; those with claims already are l
                 again.append((r, fld, m + [{'role': 'assistant', 'content': res.text or ''},
                                            {'role': 'user', 'content': repair.render(problem=problem)}], got))
                 continue
-            # the repair did not do better
-            if first is not None and (got is None or len(first) > len(got)): got = first
-            if got is None: _fail(r, 'extract', fld, f"{res.failure.kind}: {res.failure.message}"); continue
-            setattr(r, fld, list(got))
-            for i, why in got.dropped: _warn(r, 'extract', fld, 'dropped_claim', why, claim=i)
-            if cut is not None:
-                _warn(r, 'extract', fld, 'truncated', f"the reply was cut off at the token limit; kept the {len(got)} "
-                      "complete claims before the cut")
-            if not got:
-                _warn(r, 'extract', fld, 'no_claims',
-                      f"the {'response' if fld == 'response_claims' else 'ground-truth answer'} "
-                              f"is not empty but no claim was extracted (after {attempt + 1} call(s)); the metrics it "
-                              "would zero are left out")
+            _keep_claims(r, fld, got, first, res, cut, attempt + 1)
         jobs = again
     return results
 

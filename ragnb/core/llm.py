@@ -726,6 +726,32 @@ def _kept(self:LLM, res:Result, text:str, finish:str|None, answered:str, pt:int,
     return res
 
 # %% ../../nbs/14_llm.ipynb #cd5789dc
+def _spend_reply(self:LLM, r, model:str, spent:Usage) -> tuple:
+    "(text, finish_reason, model that answered, prompt, completion and cached tokens) of reply `r`, added to `spent`."
+    text, finish, answered, pt, ct = _reply_fields(r, model, self._secrets())
+    kt = _count(_field(_field(_field(r, 'usage'), 'prompt_tokens_details'), 'cached_tokens'))
+    cost = cost_of(answered, pt, ct, kt) or 0.0
+    spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cached_tokens=kt, cost=cost))
+    return text, finish, answered, pt, ct, kt
+
+# %% ../../nbs/14_llm.ipynb #fdc7b4da
+def _refused_feature(self:LLM, kind:str, msg:str, messages, joined) -> tuple:
+    "(whether to make the same call again, the joined messages): without what the server's error `msg` refuses."
+    if kind not in ('server_error', 'bad_request'): return False, joined
+    if not joined and _LIST_WORDS.search(msg) and (joined := joined_content(messages)):  # content only as a string
+        self._features['join_text_parts'] = True; return True, joined
+    if self.stream and (stream_off := _refuses_stream(self, msg)):
+        self._features[stream_off] = True; return True, joined
+    return False, joined
+
+# %% ../../nbs/14_llm.ipynb #412d351c
+def _cache_cut(self:LLM, res:Result, text:str|None, answered:str, pt:int, ct:int):
+    "Cache the reply of `res` that was cut off, as it was (`_from_cache` gives it back as a truncated failure)."
+    if self.cache is not None:
+        self.cache.put(res.key, {'text':text or '', 'model':answered, 'finish_reason':'length',
+                                 'usage':{'prompt_tokens':pt, 'completion_tokens':ct}}, 'chat', res.model, res.prompt)
+
+# %% ../../nbs/14_llm.ipynb #932ea2c7
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
     "Cache lookup, else the call with retries, a total deadline per attempt and the cache write; no parsing."
@@ -739,10 +765,7 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
         attempt += 1
         try:  # `_chat` holds each attempt to its deadlines, counted from when the call may start
             r = await self._chat(model=model, messages=joined or messages, extra_headers=headers, **call)
-            text, finish, answered, pt, ct = _reply_fields(r, model, self._secrets())
-            kt = _count(_field(_field(_field(r, 'usage'), 'prompt_tokens_details'), 'cached_tokens'))
-            spent.add(Usage(prompt_tokens=pt, completion_tokens=ct, cached_tokens=kt,
-                            cost=cost_of(answered, pt, ct, kt) or 0.0))
+            text, finish, answered, pt, ct, kt = _spend_reply(self, r, model, spent)
             if finish == 'length':
                 if not grown and (bigger := _grown(call, self.retry_truncated)):
                     call, grown = bigger, True; continue
@@ -755,16 +778,14 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
             res.failure = Failure(item_id, 'empty', str(e), attempt); break
         except _Truncated as e:  # the raw text stays on the result for inspection; never parsed
             res.text, res.finish_reason = text, 'length'
-            res.failure = Failure(item_id, 'truncated', str(e), attempt); break
+            res.failure = Failure(item_id, 'truncated', str(e), attempt)
+            _cache_cut(self, res, text, answered, pt, ct); break
         except Exception as e:
             kind, msg = error_kind(e), self.redact(_error_text(e))
             errors += 1
             res.errors.append({'attempt':attempt, 'kind':kind, 'message':msg[:500]})
-            if (kind in ('server_error', 'bad_request') and not joined and _LIST_WORDS.search(msg)
-                    and (joined := joined_content(messages))):   # a server that takes content only as a string
-                self._features['join_text_parts'] = True; errors -= 1; continue
-            if (kind in ('server_error', 'bad_request') and self.stream and (stream_off := _refuses_stream(self, msg))):
-                self._features[stream_off] = True; errors -= 1; continue   # the same call again, without it
+            again, joined = _refused_feature(self, kind, msg, messages, joined)
+            if again: errors -= 1; continue   # the same call again, without what the server refused
             # a refused format is not retried as is
             names_format = 'response_format' in call and _FORMAT_WORDS.search(msg)
             if kind in RETRYABLE and errors <= self.max_retries and not names_format:
@@ -772,12 +793,7 @@ async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, mo
                 continue
             res.failure = Failure(item_id, kind, msg if names_format else _describe(self, e, kind), attempt); break
     res.attempts, res.usage = attempt, spent
-    if res.failure:
-        self.usage.add(spent)
-        if res.failure.kind == 'truncated' and self.cache is not None:  # as it was: cut off (see `_from_cache`)
-            self.cache.put(key, {'text':text or '', 'model':answered, 'finish_reason':'length',
-                                 'usage':{'prompt_tokens':pt, 'completion_tokens':ct}}, 'chat', model, pid)
-        return res
+    if res.failure: self.usage.add(spent); return res
     return _kept(self, res, text, finish, answered, pt, ct, kt)
 
 # %% ../../nbs/14_llm.ipynb #599ea7cb

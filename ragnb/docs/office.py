@@ -39,6 +39,7 @@ def _oversized(path:Path, z:zipfile.ZipFile, max_image_bytes:int, max_part_bytes
         big[i.filename] = why + " (max_image_bytes)"
     return big
 
+# %% ../../nbs/24_office.ipynb #533fb8a6
 MAX_XML_ELEMENTS = 2_000_000  # XML elements in all of a package's XML parts: more makes the file unreadable
 
 def _xml_elements(z:zipfile.ZipFile, info:zipfile.ZipInfo, limit:int)->int:
@@ -51,6 +52,7 @@ def _xml_elements(z:zipfile.ZipFile, info:zipfile.ZipInfo, limit:int)->int:
             last = chunk[-1:]
     return n
 
+# %% ../../nbs/24_office.ipynb #62aaeafc
 def _xml_budget(path:Path, z:zipfile.ZipFile, max_xml_elements:int):
     "Raise `DocumentError` if the package's XML parts hold more than `max_xml_elements` elements in all."
     total = 0
@@ -62,6 +64,7 @@ def _xml_budget(path:Path, z:zipfile.ZipFile, max_xml_elements:int):
             raise DocumentError(f"{path}: part {i.filename} takes the package's XML past {max_xml_elements:,} "
                                 f"elements (max_xml_elements): not read, it would take gigabytes to parse")
 
+# %% ../../nbs/24_office.ipynb #59f75c92
 def _without(path:Path, big:dict)->io.BytesIO:
     "A copy of the package with the parts in `big` emptied: it opens without inflating them, its links still resolve."
     buf = io.BytesIO()

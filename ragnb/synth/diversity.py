@@ -614,6 +614,53 @@ def plan_questions(
     return factoid, specs, short
 
 # %% ../../nbs/31_diversity.ipynb #fb5d67ad
+def _links_personas(docs, every, chunks, counts, llm, entities, embedder, personas, stats):
+    "Link the passages when a type needs several, and who asks (proposed from the corpus when `personas` is None)."
+    n_multi = sum(k for t, k in counts.items() if QUESTION_TYPES[t][0] > 1)
+    ents, links = link_passages(every, chunks, n_multi, llm, entities, stats=stats,
+                                embedder=embedder) if n_multi else ({}, [])
+    stats['links'] = len(links)
+    others = sum(k for t, k in counts.items() if t != 'factoid')
+    if personas is None and others:
+        personas = propose_personas(docs, llm, entities=ents, stats=stats); stats['persona_calls'] = 1
+    return links, as_personas(personas) or [DEFAULT_PERSONA]
+
+# %% ../../nbs/31_diversity.ipynb #0057c472
+def _write_mixed(fact, specs, every, docs, llm, language, stats):
+    "Write the factoid questions (follow-up turns when a passage holds several), then the other types'."
+    byid, docmap = {c.id: c for c in every}, {d.id: d for d in docs}
+    rounds = Counter(c.id for c in fact)  # more factoids than passages: follow-up turns, as `n_per_chunk` does
+    gq = generate_questions(list({c.id: c for c in fact}.values()), llm, docs, max(rounds.values()), language,
+                            stats=stats) if fact else []
+    gq = [q for q in gq if int(q.id.rsplit('/q', 1)[1]) < rounds[q.chunk_id]]
+    qas = [as_mixed(q, byid[q.chunk_id], docmap.get(q.doc_id)) for q in gq]
+    return qas + write_questions(specs, llm, docs, language, stats=stats)
+
+# %% ../../nbs/31_diversity.ipynb #572c436a
+def _in_language(qas, language, check, stats):
+    "The questions whose question and answer are in `language` (all of them when not `check`ed or not checkable)."
+    if check and language_code(language):
+        return [q for q in qas if q.question and text_language(q.question, language).ok
+                and text_language(q.answer or '', language).ok]
+    if check: stats['language_check'] = f"not checked: py3langid does not know {language!r}"
+    return qas
+
+# %% ../../nbs/31_diversity.ipynb #465172c5
+def _check_mixed(qas, byid, llm, audience, stats):
+    "Critique the questions on every criterion, then check that no single hop answers a multi-passage one."
+    critique(qas, llm, audience, stats=stats)
+    for q in qas: q.calls += len(CRITERIA) if q.question else 0
+    single_hop_check(qas, byid, llm, stats=stats)
+
+# %% ../../nbs/31_diversity.ipynb #19084c5b
+def _usage_stats(stats, llm, u0, t0, personas):
+    "Add to `stats` what the model used since `u0` (its usage at the start, `t0` the start time), and who asked."
+    u = llm.usage
+    stats.update(cached=u.cached - u0.cached, prompt_tokens=u.prompt_tokens - u0.prompt_tokens,
+                 completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6),
+                 seconds=round(time.perf_counter() - t0, 3), personas=[str(p) for p in personas])
+
+# %% ../../nbs/31_diversity.ipynb #6a333ca5
 def mixed_dataset(
     docs:list[Document],               # The documents
     llm:LLM|None=None,                 # The model (default: `LLM()` from the environment)
@@ -640,42 +687,19 @@ def mixed_dataset(
 )->Dataset:
     "Sample, link, plan, write, ground, check language, critique, check single hops, select: a mixed QA set."
     t0, llm = time.perf_counter(), llm or LLM()
-    weights = parse_question_types(question_types)
     every = split_documents(docs, chunk_size, chunk_overlap)
     chunks = sample_chunks(every, max_chunks, seed)
-    counts = allocate(len(chunks) * n_per_chunk, weights)
+    counts = allocate(len(chunks) * n_per_chunk, parse_question_types(question_types))
     u0 = Usage(**asdict(llm.usage))
     stats = {'documents': len(docs), 'chunks': len(chunks), 'calls': 0, 'failed_calls': 0, 'planned': dict(counts)}
-    n_multi = sum(k for t, k in counts.items() if QUESTION_TYPES[t][0] > 1)
-    ents, links = link_passages(every, chunks, n_multi, llm, entities, stats=stats,
-                                embedder=embedder) if n_multi else ({}, [])
-    stats['links'] = len(links)
-    others = sum(k for t, k in counts.items() if t != 'factoid')
-    if personas is None and others:
-        personas = propose_personas(docs, llm, entities=ents, stats=stats); stats['persona_calls'] = 1
-    personas = as_personas(personas) or [DEFAULT_PERSONA]
+    links, personas = _links_personas(docs, every, chunks, counts, llm, entities, embedder, personas, stats)
     fact, specs, stats['shortfall'] = plan_questions(chunks, counts, links, personas, styles, lengths, max_hops,
                                                      seed, every)
-    byid, docmap = {c.id: c for c in every}, {d.id: d for d in docs}
-    rounds = Counter(c.id for c in fact)  # more factoids than passages: follow-up turns, as `n_per_chunk` does
-    gq = generate_questions(list({c.id: c for c in fact}.values()), llm, docs, max(rounds.values()), language,
-                            stats=stats) if fact else []
-    gq = [q for q in gq if int(q.id.rsplit('/q', 1)[1]) < rounds[q.chunk_id]]
-    qas = [as_mixed(q, byid[q.chunk_id], docmap.get(q.doc_id)) for q in gq]
-    qas += write_questions(specs, llm, docs, language, stats=stats)
-    ok = qas
-    if check_language and language_code(language):
-        ok = [q for q in qas if q.question and text_language(q.question, language).ok
-              and text_language(q.answer or '', language).ok]
-    elif check_language: stats['language_check'] = f"not checked: py3langid does not know {language!r}"
-    critique(ok, llm, audience, stats=stats)
-    for q in ok: q.calls += len(CRITERIA) if q.question else 0
-    single_hop_check(ok, byid, llm, stats=stats)
+    qas = _write_mixed(fact, specs, every, docs, llm, language, stats)
+    ok = _in_language(qas, language, check_language, stats)
+    _check_mixed(ok, {c.id: c for c in every}, llm, audience, stats)
     select_mixed(qas, min_score, thresholds, dedupe, require_evidence, max_alone, language if check_language else None)
-    u = llm.usage
-    stats.update(cached=u.cached - u0.cached, prompt_tokens=u.prompt_tokens - u0.prompt_tokens,
-                 completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6),
-                 seconds=round(time.perf_counter() - t0, 3), personas=[str(p) for p in personas])
+    _usage_stats(stats, llm, u0, t0, personas)
     return Dataset.from_records(qas, stats)
 
 # %% ../../nbs/31_diversity.ipynb #76dd542f

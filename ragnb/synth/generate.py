@@ -165,19 +165,22 @@ class QA:
     relevance_votes:list|None=None
     standalone_votes:list|None=None
 
-    def _repr_markdown_(self):  # ids come from file names, the rest from the model: all escaped
-        if not self.question:
-            return (f"**{md_escape(self.id)}**: no question; "
-                    + md_escape('; '.join(f"{f['stage']} {f['kind']}: {f['message']}" for f in self.failures)))
-        ev = (f"found ({self.evidence_match}) at [{self.evidence_start}:{self.evidence_end}]" if self.evidence_found
-              else 'not found')
-        crit = ' · '.join(f"{c} **{getattr(self, c+'_score')}**"
-                          for c in CRITERIA if getattr(self, c+'_score') is not None)
-        verdict = ('kept' if self.kept else f"dropped: {md_escape(self.drop_reason)}" if self.drop_reason
-                   else 'not selected yet')
-        return (f"**{md_escape(self.id)}** ({verdict})\n\n**Q:** {md_escape(self.question)}  \n"
-                f"**A:** {md_escape(self.answer)}  \n"
-                f"**Evidence** {ev}: {md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
+# %% ../../nbs/30_generate.ipynb #bbc41b77
+@patch
+def _repr_markdown_(self:QA):
+    "Question, answer, evidence, scores and verdict; ids come from file names, the rest from the model: all escaped."
+    if not self.question:
+        return (f"**{md_escape(self.id)}**: no question; "
+                + md_escape('; '.join(f"{f['stage']} {f['kind']}: {f['message']}" for f in self.failures)))
+    ev = (f"found ({self.evidence_match}) at [{self.evidence_start}:{self.evidence_end}]" if self.evidence_found
+          else 'not found')
+    crit = ' · '.join(f"{c} **{getattr(self, c+'_score')}**"
+                      for c in CRITERIA if getattr(self, c+'_score') is not None)
+    verdict = ('kept' if self.kept else f"dropped: {md_escape(self.drop_reason)}" if self.drop_reason
+               else 'not selected yet')
+    return (f"**{md_escape(self.id)}** ({verdict})\n\n**Q:** {md_escape(self.question)}  \n"
+            f"**A:** {md_escape(self.answer)}  \n"
+            f"**Evidence** {ev}: {md_escape(self.evidence)}" + (f"\n\n{crit}" if crit else ''))
 
 # %% ../../nbs/30_generate.ipynb #fcd822ee
 def _tally(stats:dict|None, rs:list[Result], t0:float):

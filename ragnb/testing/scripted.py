@@ -193,30 +193,6 @@ class _Handler(BaseHTTPRequestHandler):
                 if i == len(body) - 1: self._done()
                 self.wfile.write(body[i:i+1]); self.wfile.flush(); time.sleep(srv.trickle)
         except (BrokenPipeError, ConnectionResetError): pass
-    def do_GET(self):
-        srv = self.server.srv
-        if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
-        if self.path.rstrip('/').endswith('/models'):
-            return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model',
-                                                              'owned_by':'ragnb'}]})
-        self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
-    def do_POST(self):
-        srv = self.server.srv
-        if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
-        body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
-        prompt = self.headers.get('X-Ragnb-Prompt')
-        fault, garble, u, seed, cut = srv._draw(body)
-        if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
-        elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
-        entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault,
-                 'time':time.time(),
-                 'body':body, 'headers':dict(self.headers)}
-        with srv.lock:
-            srv.requests.append(entry)
-            srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
-        self._inflight = True
-        try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
-        finally: self._done()
 
 # %% ../../nbs/00_scripted.ipynb #d6a2fd99
 @patch
@@ -373,6 +349,38 @@ def calls(self:ScriptedServer, prompt:str|None=None # Prompt name; None: all
          ) -> list[dict]:
     "Logged chat requests, optionally only those for prompt name `prompt`."
     return [r for r in self.requests if prompt is None or (r['prompt'] or '').split('@')[0] == prompt]
+
+# %% ../../nbs/00_scripted.ipynb #8113da8d
+@patch
+def do_GET(self:_Handler):
+    "Answer a GET: the batch API, the model list, or 404."
+    srv = self.server.srv
+    if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
+    if self.path.rstrip('/').endswith('/models'):
+        return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model',
+                                                          'owned_by':'ragnb'}]})
+    self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
+
+# %% ../../nbs/00_scripted.ipynb #b6d095fa
+@patch
+def do_POST(self:_Handler):
+    "Answer a POST: the batch API, or a drawn fault or reply, the request logged and counted in flight."
+    srv = self.server.srv
+    if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'POST')
+    body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
+    prompt = self.headers.get('X-Ragnb-Prompt')
+    fault, garble, u, seed, cut = srv._draw(body)
+    if self.headers.get('X-Ragnb-Batch'): fault = None  # a batch line: its faults come from `batch_faults`
+    elif fault is None and srv.rate_limits and not srv.admit(body): fault = '429'  # over the budget
+    entry = {'path':self.path, 'prompt':prompt, 'model':body.get('model'), 'fault':fault,
+             'time':time.time(),
+             'body':body, 'headers':dict(self.headers)}
+    with srv.lock:
+        srv.requests.append(entry)
+        srv.inflight += 1; srv.max_inflight = max(srv.max_inflight, srv.inflight)
+    self._inflight = True
+    try: self._answer(srv, body, prompt, fault, garble, u, seed, cut)
+    finally: self._done()
 
 # %% ../../nbs/00_scripted.ipynb #f1420172
 def _roll(self:ScriptedServer, now:float):
