@@ -30,3 +30,14 @@ def test_every_notebook_is_under_500_kb(nb):
     # re-run; a notebook over this is one to clone, diff and review slowly
     size = (ROOT/'nbs'/nb).stat().st_size
     assert size < 500_000, f"{nb}: {size:,} bytes, over 500 KB: compact its images (see nbs/50_plots.ipynb)"
+
+
+def test_no_notebook_keeps_a_merge_conflict():
+    # nbdev's merge driver writes a conflict as red markdown cells (`<<<<<<< local`, `=======`, `>>>>>>> remote`)
+    # around both sides; committed, they read as lesson text and leave both halves in the module
+    import json, re
+    marker = re.compile(r'^(?:<span[^>]*><b>)?(?:<{7} |={7}(?:<|$)|>{7} )', re.M)
+    bad = [f"{name}: cell {c.get('id')}" for name in NOTEBOOKS
+           for c in json.loads((ROOT/'nbs'/name).read_text(encoding='utf-8'))['cells']
+           if marker.search(''.join(c['source']))]
+    assert not bad, bad
