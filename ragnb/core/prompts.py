@@ -8,10 +8,16 @@ from dataclasses import dataclass, field
 import functools, re, string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'Prompt', 'register',
-           'get_prompt', 'labelled_fields']
+__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'prompt_text', 'Prompt',
+           'register', 'get_prompt', 'labelled_fields']
 
 # %% ../../nbs/17_prompts.ipynb #00569695
+def prompt_text(content # A message's `content`: a string, or a list of parts (text, images)
+               ) -> str|None:
+    "The text a prompt filled in a message: the content itself, or its first text part (None without one)."
+    if isinstance(content, str): return content
+    return next((p.get('text', '') for p in content or [] if p.get('type') == 'text'), None)
+
 @dataclass(frozen=True)
 class Prompt:
     "A named, versioned chat prompt with a `str.format` user template."
@@ -49,9 +55,7 @@ class Prompt:
     def inputs(self, messages:list) -> dict[str, str]:
         "The field values of the last user message of `messages` (its first text part), as `parse` reads them."
         user = [m.get('content') for m in messages if m.get('role') == 'user']
-        c = user[-1] if user else ''
-        if isinstance(c, list): c = next((p.get('text', '') for p in c if p.get('type') == 'text'), '')
-        return self.parse(c or '')
+        return self.parse((prompt_text(user[-1]) if user else '') or '')
 
     def _repr_markdown_(self):
         sys = f"**system:** {self.system}\n\n" if self.system else ''

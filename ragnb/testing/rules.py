@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fastcore.basics import patch
 from html import unescape
 from typing import Callable
-from ..core.prompts import PROMPTS
+from ..core.prompts import PROMPTS, prompt_text
 
 # %% auto #0
 __all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way']
@@ -83,13 +83,8 @@ def default_reply(call:Call, # The request, as rules see it
     return f"I received {len(words)} words. " + (f"You asked about: {' '.join(words[-8:])}." if words else '')
 
 # %% ../../nbs/00a_rules.ipynb #0a09c9c3
-def _text_of(content) -> str|None:
-    "A user message's prompt text: the content, or its first text part."
-    if isinstance(content, str): return content
-    return next((p.get('text', '') for p in content or [] if p.get('type') == 'text'), None)
-
 def _with_text(content, new):
-    "`content` with its prompt text (see `_text_of`) replaced by `new`."
+    "`content` with its prompt text (see `prompt_text`) replaced by `new`."
     if isinstance(content, str): return new
     out, done = [], False
     for p in content or []:
@@ -115,7 +110,8 @@ def read_call(header:str|None, # The `X-Ragnb-Prompt` header: 'name@version', or
     if version and version != p.version:
         raise PromptMismatch(f"the request says prompt {header!r}, but the registered prompt is {p.id!r}")
     inputs = p.inputs(messages)   # the last user message, read by the registered template
-    return Call(name, inputs, messages, [_identify(_text_of(m.get('content'))) for m in users[:-1]] + [(name, inputs)])
+    earlier = [_identify(prompt_text(m.get('content'))) for m in users[:-1]]
+    return Call(name, inputs, messages, earlier + [(name, inputs)])
 
 # %% ../../nbs/00a_rules.ipynb #a97f1d46
 def hashed_embedding(text:str, # Text to embed
