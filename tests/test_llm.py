@@ -285,3 +285,14 @@ def test_text_parts_joined_for_a_server_that_takes_only_string_content(tmp_path)
         assert refused.failure.kind == 'server_error' and len(srv.requests) == seen + 1
     again = LLM(base_url=srv.base_url, api_key='t', cache_path=tmp_path/'c.sqlite', progress=False, replay=True)
     assert again.call(parts('Say', 'hello')).text == first.text   # cached under the messages as written
+
+def test_errors_built_by_hand_take_the_request_type_openai_builds():
+    "openai 3.60 reads request.headers in its exceptions: ragnb's hand-built errors carry the request openai's own client makes."
+    import openai
+    from ragnb.core.limits import error_kind, http_request
+    url = 'http://127.0.0.1:9/v1/chat/completions'
+    theirs = openai.DefaultHttpxClient().build_request('POST', url)
+    assert type(http_request(url)) is type(theirs)
+    for e, kind in [(openai.APIConnectionError(request=http_request(url)), 'connection'),
+                    (openai.APITimeoutError(http_request(url)), 'timeout')]:
+        assert error_kind(e) == kind and e.request.url == theirs.url

@@ -10,7 +10,8 @@ from ragnb.core.lazy import lazy
 openai = lazy('openai')  # imported at the first use, as in `ragnb.core.llm`
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'BadReply', 'NotSent', 'error_kind', 'retry_after', 'backoff_delay', 'reset_seconds', 'RateLimiter']
+__all__ = ['RETRYABLE', 'BadReply', 'NotSent', 'error_kind', 'http_lib', 'http_request', 'retry_after', 'backoff_delay',
+           'reset_seconds', 'RateLimiter']
 
 # %% ../../nbs/14b_limits.ipynb #9790b644
 class BadReply(Exception):
@@ -34,6 +35,19 @@ def error_kind(e:Exception # An exception raised by a model call
         if e.status_code >= 500 or e.status_code in (408, 409): return 'server_error'
         return 'bad_request'
     return 'other'
+
+# %% ../../nbs/14b_limits.ipynb #c564317a
+def http_lib():
+    "The HTTP library module `openai` is built on (`httpx2` from openai 3, `httpx` before); imports `openai`."
+    import importlib
+    base = next(c for c in openai.DefaultHttpxClient.__mro__[1:] if not c.__module__.startswith('openai'))
+    return importlib.import_module(base.__module__.partition('.')[0])
+
+def http_request(url:str, # The URL the call went to
+                 method:str='POST' # Its HTTP method
+                ):
+    "A request object of `openai`'s HTTP library, as `openai`'s exceptions take it."
+    return http_lib().Request(method, url)
 
 # %% ../../nbs/14b_limits.ipynb #ee27ca17
 def retry_after(e:Exception # An exception raised by a model call

@@ -15,7 +15,8 @@ from ragnb.core.display import md_escape, fenced
 from ragnb.core.lazy import lazy
 from ragnb.core.safe import printable, redact
 from ragnb.core.cache import CallCache, Exchange, cache_key, message_refs, select_traces
-from ragnb.core.limits import BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after
+from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after,
+                               http_lib, http_request)
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
@@ -832,7 +833,6 @@ async def _closing(self:LLM, coro):
 from importlib.util import find_spec
 # imported at the first call; without aiohttp the typed client serves every call
 aiohttp = lazy('aiohttp') if find_spec('aiohttp') else None
-_httpx = lazy('httpx2' if find_spec('httpx2') else 'httpx')  # the HTTP library of `openai` (httpx2 from openai 3)
 
 _STATUS_ERRORS = {400: 'BadRequestError', 401: 'AuthenticationError', 403: 'PermissionDeniedError',  # in `openai`
                   404: 'NotFoundError', 409: 'ConflictError', 422: 'UnprocessableEntityError', 429: 'RateLimitError'}
@@ -850,7 +850,7 @@ def _status_error(status:int, headers, raw:bytes, url:str) -> openai.APIStatusEr
     except ValueError: body = None
     err = body.get('error') if isinstance(body, dict) else None
     msg = err.get('message') if isinstance(err, dict) else raw[:300].decode('utf-8', 'replace')
-    resp = _httpx.Response(status, headers=list(headers.items()), content=raw, request=_httpx.Request('POST', url))
+    resp = http_lib().Response(status, headers=list(headers.items()), content=raw, request=http_request(url))
     cls = getattr(openai, _STATUS_ERRORS.get(status, 'InternalServerError' if status >= 500 else 'APIStatusError'))
     return cls(f"Error code: {status} - {msg}", response=resp, body=err if err is not None else body)
 
@@ -921,7 +921,7 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
             if left <= 0: raise asyncio.TimeoutError
             line = await asyncio.wait_for(resp.content.readline(), left)
         except asyncio.TimeoutError:
-            if time.monotonic() < deadline: raise openai.APITimeoutError(_httpx.Request('POST', url)) from None  # total
+            if time.monotonic() < deadline: raise openai.APITimeoutError(http_request(url)) from None  # total
             raise Stalled(f"no first token within {self.first_token_timeout:g} s from {self.base_url}: the model did "
                           "not start answering (reading a long prompt on a CPU, or a queue at the server, takes "
                           "longer: raise --first-token-timeout or RAGNB_FIRST_TOKEN_TIMEOUT)" if first else
@@ -950,7 +950,7 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
         if progress: chunks, first, deadline = chunks + 1, False, time.monotonic() + self.idle_timeout
     if finish is None and not done:
         raise openai.APIConnectionError(message=f"the stream from {self.base_url} ended before the reply was complete "
-                                        f"(after {chunks} chunk(s))", request=_httpx.Request('POST', url))
+                                        f"(after {chunks} chunk(s))", request=http_request(url))
     return _completion(body, parts if seen else None, finish, usage, meta, chunks)
 
 # %% ../../nbs/14_llm.ipynb #445bf095
@@ -977,9 +977,9 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
             raise Stalled(f"no first token within {self.first_token_timeout:g} s from {self.base_url}: the server "
                           "did not start answering (raise --first-token-timeout or RAGNB_FIRST_TOKEN_TIMEOUT)",
                           url) from e
-        raise openai.APITimeoutError(_httpx.Request('POST', url)) from e
+        raise openai.APITimeoutError(http_request(url)) from e
     except aiohttp.ClientError as e:
-        raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=_httpx.Request('POST', url)) from e
+        raise openai.APIConnectionError(message=f"{type(e).__name__}: {e}", request=http_request(url)) from e
     if status >= 400: raise _status_error(status, rh, raw, url)
     if stream and not self._features.get('no_stream'): self._features['no_stream'] = True  # it answered whole
     # read field by field (`_reply_fields`), as a lenient server's reply (a field missing) is by the typed client
