@@ -24,7 +24,7 @@ __all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'JUDGE_PROFILES', 'SMALL
            'parse_labels', 'CheckTask', 'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker',
            'judge_profile', 'yes_no', 'small_checker', 'profile_checker', 'extract_claims', 'check_tasks',
            'check_claims', 'ragchecker_calls', 'usage_table', 'estimate_checks', 'CheckRun', 'check_texts',
-           'run_checks', 'add_judge_profile', 'add_cli']
+           'run_checks', 'input_mismatch', 'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -614,6 +614,7 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
               ) -> CheckRun:
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
+    if not results: raise ValueError("no results to check")
     check_unique_ids(results)   # before any call: results are matched by id when they are scored and saved
     check_texts(results)        # before any call: a text that cannot be sent
     llm = llm or LLM()
@@ -629,6 +630,28 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
     return CheckRun(results, s, usage_table(results))
 
 # %% ../../nbs/41_checker.ipynb #73d9bf37
+_INPUT_FIELDS = ('query', 'gt_answer', 'response', 'retrieved_context')
+_GIVEN_FIELDS = ('response_claims', 'gt_answer_claims')   # compared where the input has them
+
+def _as_json(v) -> str: return json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+
+def input_mismatch(done:list, # `RAGResult`s of an earlier run's output
+                   given:list # `RAGResult`s of the input this run was asked to check
+                  ) -> str|None:
+    "Why `done` was not made from `given`, in one line (None when it was): ids that differ, or the first that does."
+    a, b = {r.query_id: r for r in done}, {r.query_id: r for r in given}
+    if a.keys() != b.keys():
+        new, old = sorted(b.keys() - a.keys()), sorted(a.keys() - b.keys())
+        part = lambda ids, what: f"{len(ids)} result(s) {what} (e.g. {ids[0]!r})" if ids else ''
+        return '; '.join(x for x in (part(new, 'not in it'), part(old, 'not in the input')) if x)
+    for q, r in b.items():
+        for f in _INPUT_FIELDS + _GIVEN_FIELDS:
+            v = getattr(r, f)
+            if (f in _INPUT_FIELDS or v is not None) and _as_json(v) != _as_json(getattr(a[q], f)):
+                return f"result {q!r}: its {f} differs"
+    return None
+
+# %% ../../nbs/41_checker.ipynb #b2f4b566
 from ..core.batch import BatchAPI
 def _cli_check(args) -> int:
     out = check_output(args.out)   # before any call: a missing folder fails now, not after the run
@@ -640,6 +663,10 @@ def _cli_check(args) -> int:
             raise ValueError(
                 f"cannot resume from {out} ({e}); pass --restart to start again from {args.input}") from None
         raise
+    if resume and (why := input_mismatch(results, load_results(args.input))):
+        raise ValueError(f"{out} was not made from {args.input} ({why}): pass --restart to check {args.input} from "
+                         "the start and replace it, or --out another file")
+    if not results: raise ValueError(f"{src}: no results to check")
     check_unique_ids(results, f"{src}: ")
     check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)

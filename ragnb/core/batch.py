@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 from ragnb.core.lazy import lazy
 openai = lazy('openai')  # imported on first use, so importing ragnb stays quick
 from tqdm.auto import tqdm
-from ragnb.core.llm import LLM, Request, Result, Usage, as_requests, content_text, prompt_id, cost_of
+from ragnb.core.llm import LLM, Request, Result, Usage, as_requests, content_text, prompt_id, cost_of, scrub_reply
 from ragnb.core.limits import BadReply
 from ragnb.core.safe import write_text
 
@@ -160,7 +160,7 @@ async def collect(llm:LLM, # The cache to fill
         k, resp = key_of_line(line), line.get('response') or {}
         body = resp.get('body') or {}
         ch = (body.get('choices') or [{}])[0]
-        try: text = content_text((ch.get('message') or {}).get('content'))
+        try: text = scrub_reply(content_text((ch.get('message') or {}).get('content')), llm._secrets())   # as online
         except BadReply as e: failed[k] = f"bad reply: {e}"; continue   # never cached: tried again online
         if resp.get('status_code') != 200 or text is None:
             failed[k] = llm.redact(_reason(line)) if resp.get('status_code') != 200 else 'empty reply'; continue

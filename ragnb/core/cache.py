@@ -46,6 +46,31 @@ def unkept_writes() -> list[tuple[str, str]]:
     "(cache file, error) of every write to a call cache that failed in this process (a full disk), oldest first."
     return list(_UNKEPT)
 
+def _read_only(path:Path, timeout:float=30) -> sqlite3.Connection:
+    ("A read-only connection to `path`; on read-only storage, where SQLite cannot make the `-shm` file a WAL database "
+     "needs, the file is opened as immutable.")
+    from urllib.parse import quote
+    uri = 'file:' + quote(str(Path(path).resolve()))
+    c = sqlite3.connect(uri + '?mode=ro', uri=True, timeout=timeout, check_same_thread=False)
+    try: c.execute('SELECT 1 FROM sqlite_master LIMIT 1').fetchall(); return c
+    except sqlite3.OperationalError as e:
+        c.close()
+        if 'unable to open' not in str(e) and 'readonly' not in str(e): raise
+    return sqlite3.connect(uri + '?immutable=1', uri=True, timeout=timeout, check_same_thread=False)
+
+def _busy(e:Exception) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and ('locked' in str(e) or 'busy' in str(e))
+
+def _patiently(fn, bound:float=120):
+    ("`fn()`, tried again while another writer holds the file ('database is locked'), for at most `bound` seconds; "
+     "SQLite's own busy timeout covers most waits, but not a lock that cannot be waited for inside one statement.")
+    t0, delay = time.monotonic(), 0.05
+    while True:
+        try: return fn()
+        except sqlite3.OperationalError as e:
+            if not _busy(e) or time.monotonic() - t0 > bound: raise
+            time.sleep(delay); delay = min(delay * 2, 2.0)
+
 def _check_cache_file(path:Path):
     "Refuse a file that is not a ragnb call cache before anything is written to it (`CacheError` naming it)."
     if not path.exists(): return
@@ -55,7 +80,7 @@ def _check_cache_file(path:Path):
         raise CacheError(f"call cache {path}: not an SQLite file, so not a ragnb call cache (move it away, or give "
                          "another cache file)")
     try:
-        with contextlib.closing(sqlite3.connect(path)) as c:
+        with contextlib.closing(_read_only(path)) as c:   # read-only: a cache on read-only storage is still a cache
             names = [n for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='table'")
                      if not n.startswith('sqlite_')]
             if other := sorted(set(names) - set(_TABLES)):
@@ -72,24 +97,31 @@ def _check_cache_file(path:Path):
 # %% ../../nbs/14a_cache.ipynb #bf9ca961
 class CallCache:
     "Successful model replies on disk, keyed by `cache_key`; safe for concurrent writers."
-    def __init__(self, path:str|Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path:str|Path,
+                 readonly:bool=False # Only read it (`ragnb show`): nothing is created, a read-only file is fine
+                ):
+        self.path, self.readonly = Path(path), readonly
+        if readonly and not self.path.is_file(): raise CacheError(f"call cache {self.path}: no such file")
+        if not readonly: self.path.parent.mkdir(parents=True, exist_ok=True)
         _check_cache_file(self.path)
         self._local, self._unsaved, self.errors = threading.local(), {}, []
+        if readonly: return
         try:
-            with self._conn() as c:
-                c.execute('CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt '
-                          'TEXT, record TEXT NOT NULL, created REAL)')
+            _patiently(lambda: self._conn().execute(
+                'CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, kind TEXT, model TEXT, prompt TEXT, record '
+                'TEXT NOT NULL, created REAL)'))
         except sqlite3.Error as e: raise CacheError(f"call cache {self.path}: cannot be opened ({e})") from None
 
     def _conn(self) -> sqlite3.Connection:
         c = getattr(self._local, 'conn', None)
+        if c is None and self.readonly: c = self._local.conn = _read_only(self.path)
         if c is None:
             c = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA busy_timeout=30000')
-            # WAL: no fsync per commit; a crash of the process loses nothing committed
-            c.execute('PRAGMA synchronous=NORMAL')
+            c.execute('PRAGMA busy_timeout=30000')
+            # WAL (kept in the file: set once, by the first writer): no fsync per commit, readers never wait
+            if c.execute('PRAGMA journal_mode').fetchone()[0].lower() != 'wal':
+                _patiently(lambda: c.execute('PRAGMA journal_mode=WAL'))
+            c.execute('PRAGMA synchronous=NORMAL')   # a crash of the process loses nothing committed
             self._local.conn = c
         return c
 
@@ -123,7 +155,7 @@ def put(self:CallCache, key:str, # A `cache_key`
        ):
     "Store `record` under `key` (replacing an older one); if the file cannot be written, keep it in memory."
     row = (key, kind, model, prompt, canonical_json(record), time.time())
-    try: self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)', row)
+    try: _patiently(lambda: self._conn().execute('INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?)', row))
     except sqlite3.Error as e: self._unsaved[key] = json.loads(row[4]); self.write_failed(e, 'replies')
     else: self._unsaved.pop(key, None)
 
@@ -299,12 +331,12 @@ def put_trace(self:CallCache, ex:Exchange):
     "Store an exchange: its request once per cache key (compressed), and its trace row under (item, key)."
     c = self._conn()
     if not self.__dict__.get('_trace_tables'):
-        for s in _TRACE_TABLES: c.execute(s)
+        for s in _TRACE_TABLES: _patiently(lambda: c.execute(s))
         self._trace_tables = True
     rec = {'source':ex.source, 'latency':ex.latency, 'attempts':ex.attempts, 'errors':ex.errors, 'parsed':ex.parsed,
            'failure':ex.failure}
     # one commit for both rows; the write lock first, so a concurrent writer makes us wait, not fail
-    c.execute('BEGIN IMMEDIATE')
+    _patiently(lambda: c.execute('BEGIN IMMEDIATE'))
     try:
         if c.execute('SELECT 1 FROM requests WHERE key=?', (ex.key,)).fetchone() is None:
             body = {'endpoint':ex.endpoint, 'model':ex.model, 'prompt':ex.prompt, 'messages':ex.messages,
@@ -352,7 +384,9 @@ def traces(self:CallCache,
                                     + where, args).fetchall()
     except sqlite3.OperationalError as e:
         if 'no such table' in str(e): return []  # a cache without traces
-        raise
+        raise CacheError(f"call cache {self.path}: {e}") from None
+    except sqlite3.DatabaseError as e:   # a damaged file: one line naming it, not a traceback
+        raise CacheError(f"call cache {self.path}: {e} (the file is damaged; its replies cannot be shown)") from None
     out = []
     for item, key, run, t, rec, body, call in rows:
         rec, call = _obj(rec), _obj(call)

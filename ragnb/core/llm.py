@@ -25,8 +25,8 @@ __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TA
            'default_concurrency', 'by_prefix', 'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError',
            'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies',
            'Endpoint', 'LLM', 'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode',
-           'content_text', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id',
-           'check_vectors']
+           'content_text', 'scrub_reply', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests',
+           'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -657,6 +657,13 @@ def content_text(content # `message.content` of a reply
                    + (f" of parts {', '.join(kinds)[:80]}" if kinds else f" ({printable(repr(content))[:60]})")
                    + ", not text")
 
+def scrub_reply(text:str|None, # A reply's text, on its way to the call cache, a dataset or the screen
+                secrets:list # The API key(s) of the endpoint (`LLM._secrets()`)
+               ) -> str|None:
+    "`text` with every one of `secrets` replaced by `[redacted]`: a reply that echoes the key never stores it."
+    for k in secrets: text = text.replace(k, '[redacted]') if text else text
+    return text
+
 def _reply_fields(r, model:str, secrets:list) -> tuple:
     "(text, finish_reason, model that answered, prompt tokens, completion tokens) of a chat reply, or `BadReply`."
     choices = _field(r, 'choices')
@@ -664,7 +671,7 @@ def _reply_fields(r, model:str, secrets:list) -> tuple:
         raise BadReply(f"choices is a {type(choices).__name__}, not a list")
     choice = choices[0] if choices else None
     text = content_text(_field(_field(choice, 'message'), 'content')) if choice is not None else None
-    for k in secrets: text = text.replace(k, '[redacted]') if text else text   # a reply that echoes the key
+    text = scrub_reply(text, secrets)   # a reply that echoes the key (every path that stores a reply does this)
     u = _field(r, 'usage')
     return (text, _str(_field(choice, 'finish_reason')), _str(_field(r, 'model')) or model,
             _count(_field(u, 'prompt_tokens')), _count(_field(u, 'completion_tokens')))

@@ -9,7 +9,7 @@ from pathlib import Path
 from ragnb.core.llm import DEADLINES, TASK_CAPS, Deadlines, Replies, Retries
 
 # %% auto #0
-__all__ = ['add_call_options', 'call_options', 'check_output']
+__all__ = ['TMP_EXTRA', 'add_call_options', 'call_options', 'check_output']
 
 # %% ../../nbs/14c_options.ipynb #ba159a67
 def add_call_options(p # An argparse (sub)parser
@@ -51,7 +51,7 @@ def check_output(path:str|Path, # Where a command will write its result
                  make_parents:bool=False # The command creates missing folders itself
                 ) -> Path:
     ("`path`, or a `ValueError` before any model call when it cannot be written: a folder, a missing or read-only "
-     "folder.")
+     "folder, a name too long for the temporary file it is written through.")
     p = Path(path)
     if p.is_dir(): raise ValueError(f"--out {p} is a folder; give a file name")
     d = p.parent
@@ -59,4 +59,13 @@ def check_output(path:str|Path, # Where a command will write its result
     while not d.exists(): d = d.parent
     if not os.access(d, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise ValueError(f"--out {p}: not writable")
+    try: most = os.pathconf(d, 'PC_NAME_MAX')
+    except (OSError, ValueError): most = 255
+    n = len(os.fsencode(p.name))
+    if n + TMP_EXTRA > most:   # `core.safe.atomic_path` writes `.NAME.XXXXXXXX.tmp` first, then renames it
+        raise ValueError(f"--out {p}: the file name is {n} bytes; ragnb writes it through a temporary file "
+                         f"{TMP_EXTRA} bytes longer, over this file system's {most}-byte limit: use a name of at most "
+                         f"{most - TMP_EXTRA} bytes")
     return p
+
+TMP_EXTRA = len('..00000000.tmp')   # what `atomic_path`'s temporary name adds to a file name

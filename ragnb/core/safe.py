@@ -9,7 +9,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'inflate_bounded', 'printable', 'redact',
-           'atomic_path', 'atomic_write', 'write_text', 'write_bytes']
+           'atomic_path', 'atomic_write', 'write_text', 'write_bytes', 'neutral', 'csv_text']
 
 # %% ../../nbs/12_safe.ipynb #7728aaad
 class UnsafeInput(ValueError):
@@ -129,3 +129,25 @@ def write_bytes(path, data:bytes)->Path:
     "Write `data` to `path` atomically; return the path."
     with atomic_write(path, 'wb') as f: f.write(data)
     return Path(path)
+
+# %% ../../nbs/12_safe.ipynb #144cdf47
+_FORMULA = ('=', '+', '-', '@', '\t', '\r')
+
+def neutral(
+    v,  # A cell, a column name or an index label
+):
+    "`v` with a `'` in front if it is text a spreadsheet would read as a formula; anything else unchanged."
+    return "'" + v if isinstance(v, str) and v.startswith(_FORMULA) else v
+
+def csv_text(
+    df,                # A pandas DataFrame
+    index:bool=False,  # Write the index too
+)->str:
+    "`df` as CSV text with every formula-like text cell, column name and index label neutralised (`neutral`)."
+    safe = df.copy()
+    for c in safe.columns:
+        if safe[c].dtype == object or str(safe[c].dtype) in ('string', 'str', 'category'):
+            safe[c] = safe[c].astype(object).map(neutral)
+    safe.columns = [neutral(c) if not isinstance(c, tuple) else tuple(map(neutral, c)) for c in safe.columns]
+    if index: safe.index = safe.index.map(lambda v: neutral(v) if not isinstance(v, tuple) else tuple(map(neutral, v)))
+    return safe.to_csv(index=index)

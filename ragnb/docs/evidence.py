@@ -5,7 +5,7 @@
 # %% ../../nbs/21_evidence.ipynb #0c79a58e
 from __future__ import annotations
 from dataclasses import dataclass
-import re
+import re, unicodedata
 import numpy as np
 from rapidfuzz import fuzz
 from .documents import Chunk, Document
@@ -33,10 +33,28 @@ def normalise(
     _NORM_CACHE[text] = out
     return out
 
+# %% ../../nbs/21_evidence.ipynb #03cb6482
+_MARKS = '\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u3099\u309a'   # combining marks
+_GROUP = re.compile(f'[\u1100-\u115f][\u1160-\u11a7][\u11a8-\u11ff]?|.[{_MARKS}]*', re.S)  # jamo, or a base + marks
+_TRAILING = re.compile(f'[{_MARKS}\u1160-\u11ff]*')
+
+def _forms(text:str)->tuple[str, np.ndarray|None]:
+    "`text` in NFKC and, where that changed it, each character's offset in `text` (None: unchanged)."
+    if unicodedata.is_normalized('NFKC', text): return text, None
+    out, back = [], []
+    for m in _GROUP.finditer(text):
+        seg = unicodedata.normalize('NFKC', m[0]); out.append(seg); back.extend([m.start()] * len(seg))
+    return ''.join(out), np.array(back, dtype=np.int64)
+
+def _end(text:str, e:int)->int:
+    "`e` moved past the combining marks (and trailing jamo) of the character before it: a match never splits a letter."
+    return _TRAILING.match(text, e).end() if e < len(text) else e
+
 # %% ../../nbs/21_evidence.ipynb #5bc21c78
 _LINK = re.compile(r'!?\[([^\]\n]*)\]\([^)\s]*(?:\s+"[^"\n]*")?\)')  # [label](url "title")
 
 def _normalise(text:str)->tuple[str, np.ndarray]:
+    n, (text, back) = len(text), _forms(text)   # below, `text` is the folded text; `back` maps it to the original
     low = text.lower()
     if len(low) != len(text):  # e.g. 'İ' lowers to 2 characters: lower only those that stay one
         low = ''.join(c if len(c.lower()) != 1 else c.lower() for c in text)
@@ -52,7 +70,8 @@ def _normalise(text:str)->tuple[str, np.ndarray]:
     a, idx, sp = a[keep], idx[keep], sp[keep]
     a[sp] = 32
     if len(a) and sp[-1]: a, idx = a[:-1], idx[:-1]
-    return a.tobytes().decode('utf-32-le'), idx.astype(np.int32 if len(text) < 2**31 else np.int64)
+    if back is not None: idx = back[idx]
+    return a.tobytes().decode('utf-32-le'), idx.astype(np.int32 if n < 2**31 else np.int64)
 
 # %% ../../nbs/21_evidence.ipynb #2561f15f
 @dataclass
@@ -78,12 +97,12 @@ def locate(
     nt, pos = normalise(text)
     if not ne: return None
     j = nt.find(ne)
-    if j >= 0: return Match(int(pos[j]), int(pos[j+len(ne)-1])+1, 'normalised', 100.0)
+    if j >= 0: return Match(int(pos[j]), _end(text, int(pos[j+len(ne)-1])+1), 'normalised', 100.0)
     if len(ne) < min_fuzzy_len: return None
     a = fuzz.partial_ratio_alignment(ne, nt, score_cutoff=threshold)
     if a is None or a.dest_end <= a.dest_start: return None
     s, e = _refine(ne, nt, a.dest_start, a.dest_end)
-    return Match(int(pos[s]), int(pos[e-1])+1, 'fuzzy', round(max(a.score, fuzz.ratio(ne, nt[s:e])), 1))
+    return Match(int(pos[s]), _end(text, int(pos[e-1])+1), 'fuzzy', round(max(a.score, fuzz.ratio(ne, nt[s:e])), 1))
 
 # %% ../../nbs/21_evidence.ipynb #924a2d2e
 def _refine(needle:str, text:str, s:int, e:int)->tuple[int, int]:

@@ -94,10 +94,23 @@ def relevance(
     spans = {c.id: (max(s, c.start_index), min(e, c.end_index)) for c in doc_chunks
              if min(e, c.end_index) > max(s, c.start_index)}
     if not spans: return none(f'evidence offsets [{s}, {e}) lie outside every chunk')
+    for c in _copies(row, doc_chunks, doc_text, s, e):   # the same words elsewhere in the document answer too
+        spans[c.id] = (s, e)
     whole = [i for i, sp in spans.items() if sp == (s, e)]
     parts = [i for i, (lo, hi) in spans.items()  # pieces not inside a larger piece
              if not any(j != i and a <= lo and hi <= b and (a, b) != (lo, hi) for j, (a, b) in spans.items())]
     return Relevance(query_id, whole or parts, spans, e - s, alternatives=bool(whole), how=how)
+
+# %% ../../nbs/60_retrieval.ipynb #91904de5
+_MIN_COPY = 12
+
+def _copies(row:dict, doc_chunks:list, doc_text:str|None, s:int, e:int) -> list:
+    "Chunks holding, word for word, the evidence at [s, e) (or the row's quote), other than where the offsets point."
+    quotes = {doc_text[s:e] if doc_text is not None else
+              next((c.text[s - c.start_index:e - c.start_index] for c in doc_chunks
+                    if c.start_index <= s and e <= c.end_index), None), row.get('evidence')}
+    quotes = [q.strip() for q in quotes if isinstance(q, str) and len(q.strip()) >= _MIN_COPY]
+    return [c for c in doc_chunks if not (c.start_index <= s and e <= c.end_index) and any(q in c.text for q in quotes)]
 
 # %% ../../nbs/60_retrieval.ipynb #b8ac2b83
 class Retriever:

@@ -20,7 +20,7 @@ from ragnb.core.llm import Failure
 from ragnb.core.limits import RETRYABLE, backoff_delay, error_kind
 from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, RAGResult, Scores, load_results, score
 from ragnb.synth.generate import QA, Dataset
-from ragnb.core.safe import write_text
+from ragnb.core.safe import csv_text, write_text
 
 # %% auto #0
 __all__ = ['read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop', 'System', 'as_system', 'SystemRun',
@@ -900,8 +900,10 @@ def _cli_compare(args) -> int:
         for m in mv.head(args.moves).itertuples(): print(f"  {m.move:6} {m.cause:9} {m.query_id}: {m.claim}")
     if args.out:
         out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
-        write_text(out/'table.csv', cmp.table().to_csv()); write_text(out/'deltas.csv', cmp.deltas.to_csv(index=False))
-        write_text(out/'claim_moves.csv', pd.concat(moves).to_csv(index=False))
+        # text from the input files (system names, query ids, claims) that a spreadsheet would run is neutralised
+        write_text(out/'table.csv', csv_text(cmp.table(), index=True))
+        write_text(out/'deltas.csv', csv_text(cmp.deltas))
+        write_text(out/'claim_moves.csv', csv_text(pd.concat(moves)))
         from ragnb.view.plots import save_figure
         save_figure(cmp.plot(), out/'comparison.png')
         print(f"\nwrote {out}/: table.csv, deltas.csv, claim_moves.csv, comparison.png")

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from ..core.llm import LLM
 from ..core.options import add_call_options, call_options, check_output
+from ..core.safe import csv_text, write_text
 from ..core.prompts import get_prompt
 from ..check.metrics import LABELS, METRICS, load_results, score
 from ..check.checker import (CheckTask, check_tasks, claim_text, judge_profile, profile_checker, add_judge_profile,
@@ -299,13 +300,14 @@ def _cli_audit(args) -> int:
         else: print('\n(a sample: the metrics need every label and are not compared)')
         if a.critics is not None: print('\ncritics against the human review\n' + a.critics.to_string())
     if out:
-        out.mkdir(exist_ok=True)
-        a.pairs.to_csv(out/'pairs.csv', index=False)
-        (out/'summary.json').write_text(json.dumps(dict(summary=s, usage=a.usage, estimated=a.estimated,
-                                                        profile=a.profile, model=a.model,
-                                                        metrics=None if moves is None else moves.to_dict('index')),
-                                                   indent=2))
-        plot_audit(a, moves).savefig(out/'audit.png', dpi=110)
+        out.mkdir(exist_ok=True)   # each file whole or not written (a full disk names the file), text cells that a
+        write_text(out/'pairs.csv', csv_text(a.pairs))   # spreadsheet would run as formulas neutralised
+        write_text(out/'summary.json', json.dumps(dict(summary=s, usage=a.usage, estimated=a.estimated,
+                                                       profile=a.profile, model=a.model,
+                                                       metrics=None if moves is None else moves.to_dict('index')),
+                                                  indent=2))
+        from ragnb.view.plots import save_figure
+        save_figure(plot_audit(a, moves), out/'audit.png', dpi=110)
         print(f"ragnb audit: wrote {out}/pairs.csv, summary.json, audit.png", file=sys.stderr)
     return 0
 

@@ -565,6 +565,7 @@ def plot_by_k(
     return fig
 
 
+
 # %% ../../nbs/60_retrieval.ipynb #2e498a5f
 def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
                )->plt.Figure:

@@ -135,7 +135,7 @@ def tracer(source # An `LLM`, a `CallCache`, a cache file, or a `traces` functio
     if callable(source): return source
     p = Path(source)
     if not p.is_file(): raise FileNotFoundError(f"no call cache at {p} (give the cache the calls were made with)")
-    return CallCache(p).traces
+    return CallCache(p, readonly=True).traces   # read, never written: a cache on read-only storage is shown too
 
 # %% ../../nbs/52_trace.ipynb #a4304a8a
 FACTOID_PROMPTS = ('factoid_qa', 'factoid_qa_next', 'multimodal_qa')

