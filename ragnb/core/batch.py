@@ -2,7 +2,7 @@
 
 # %% ../../nbs/15_batch.ipynb #3f2953db
 from __future__ import annotations
-import asyncio, hashlib, json, os, time
+import asyncio, hashlib, json, os, time, warnings
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Callable, Iterable
@@ -11,7 +11,7 @@ openai = lazy('openai')  # imported on first use, so importing ragnb stays quick
 from tqdm.auto import tqdm
 from ragnb.core.llm import LLM, Request, Result, Usage, as_requests, content_text, prompt_id, cost_of, scrub_reply
 from ragnb.core.limits import BadReply
-from ragnb.core.safe import write_text
+from ragnb.core.safe import MB, printable, read_text_bounded, write_text
 
 # %% auto #0
 __all__ = ['TERMINAL', 'BATCH_DISCOUNT', 'custom_id', 'key_of_line', 'batch_lines', 'BatchJobs', 'submit', 'wait', 'collect',
@@ -29,8 +29,10 @@ def custom_id(r:Request, # The request
 
 def key_of_line(line:dict # A line of a Batch API input, output or error file
                ) -> str:
-    "The cache key a Batch API line belongs to."
-    return line['custom_id'].rsplit('|', 1)[-1]
+    "The cache key a Batch API line belongs to (`ValueError` for a line without a text `custom_id`)."
+    cid = line.get('custom_id') if isinstance(line, dict) else None
+    if not isinstance(cid, str) or not cid: raise ValueError("no custom_id")
+    return cid.rsplit('|', 1)[-1]
 
 def batch_lines(llm:LLM, # Gives the endpoint, model defaults and parameters
                 reqs:dict # {cache key: `Request`}
@@ -52,8 +54,19 @@ class BatchJobs:
         write_text(self.folder/f"{job['job']}.json", json.dumps(job, indent=1))
 
     def all(self) -> list[dict]:
-        "Every job, oldest first."
-        return sorted((json.loads(p.read_text()) for p in self.folder.glob('*.json')), key=lambda j: j['created'])
+        "Every job, oldest first; a file that is not a job record is skipped with a warning naming it."
+        jobs = []
+        for p in sorted(self.folder.glob('*.json')):
+            try:
+                j = json.loads(read_text_bounded(p, 64 * MB))
+                if not (isinstance(j, dict) and isinstance(j.get('job'), str) and isinstance(j.get('keys'), dict)
+                        and isinstance(j.get('status'), str) and isinstance(j.get('endpoint'), str)
+                        and isinstance(j.get('created'), (int, float))):
+                    raise ValueError("not a job record (job, keys, status, endpoint, created)")
+            except (ValueError, UnicodeDecodeError) as e:   # UnsafeInput is a ValueError
+                warnings.warn(f"Batch API job file {p} skipped: {printable(str(e))[:200]}", stacklevel=2); continue
+            jobs.append(j)
+        return sorted(jobs, key=lambda j: j['created'])
 
     def open(self, endpoint:str # Only jobs sent to this endpoint
             ) -> list[dict]:
@@ -135,17 +148,28 @@ async def wait(llm:LLM, # Gives the client and the progress setting
     finally: bar.close()
 
 # %% ../../nbs/15_batch.ipynb #fe452e37
-async def _lines(client, file_id) -> list[dict]:
-    if not file_id: return []
+async def _lines(client, file_id) -> tuple[list[dict], list[str]]:
+    "The JSON object lines of a Batch API file, and why each other line was skipped ('line 3: not JSON')."
+    if not file_id: return [], []
     data = (await client.files.content(file_id)).content
-    return [json.loads(l) for l in data.decode('utf-8').splitlines() if l.strip()]
+    good, bad = [], []
+    for n, l in enumerate(data.split(b'\n'), 1):
+        if not l.strip(): continue
+        try: obj = json.loads(l.decode('utf-8'))
+        except UnicodeDecodeError: bad.append(f"line {n}: not UTF-8"); continue
+        except ValueError: bad.append(f"line {n}: not JSON"); continue
+        if isinstance(obj, dict): good.append(obj)
+        else: bad.append(f"line {n}: a JSON {type(obj).__name__}, not an object")
+    return good, bad
 
 # %% ../../nbs/15_batch.ipynb #16264abd
 def _reason(line:dict) -> str:
-    "Why a Batch API line has no usable reply."
-    if line.get('error'): return f"{line['error'].get('code')}: {line['error'].get('message')}"
-    resp = line.get('response') or {}
-    err = (resp.get('body') or {}).get('error') or {}
+    "Why a Batch API line has no usable reply (each field checked for its type: the file may be malformed)."
+    if e := line.get('error'):
+        return f"{e.get('code')}: {e.get('message')}" if isinstance(e, dict) else f"error: {printable(str(e))[:200]}"
+    resp = line.get('response') if isinstance(line.get('response'), dict) else {}
+    body = resp.get('body') if isinstance(resp.get('body'), dict) else {}
+    err = body.get('error') if isinstance(body.get('error'), dict) else {}
     return f"HTTP {resp.get('status_code')}: {err.get('message') or resp.get('body')}"
 
 # %% ../../nbs/15_batch.ipynb #65c515d7
@@ -155,24 +179,36 @@ async def collect(llm:LLM, # The cache to fill
                  ) -> tuple[dict, dict]:
     "Fill the call cache from a finished batch's output file: ({key: usage} filled, {key: reason} not filled)."
     client, filled, failed = llm.client(), {}, {}
-    out = await _lines(client, batch and batch.output_file_id)
+    out, skipped = await _lines(client, batch and batch.output_file_id)
     for line in out:
-        k, resp = key_of_line(line), line.get('response') or {}
-        body = resp.get('body') or {}
-        ch = (body.get('choices') or [{}])[0]
+        try: k = key_of_line(line)
+        except ValueError as e: skipped.append(f"a line of the output file: {e}"); continue
+        resp = line.get('response') if isinstance(line.get('response'), dict) else {}
+        body = resp.get('body') if isinstance(resp.get('body'), dict) else {}
+        choices = body.get('choices') if isinstance(body.get('choices'), list) else []
+        ch = choices[0] if choices and isinstance(choices[0], dict) else {}
+        if not resp: failed[k] = f"bad line: 'response' is a {type(line.get('response')).__name__}"; continue
         try: text = scrub_reply(content_text((ch.get('message') or {}).get('content')), llm._secrets())   # as online
         except BadReply as e: failed[k] = f"bad reply: {e}"; continue   # never cached: tried again online
         if resp.get('status_code') != 200 or text is None:
             failed[k] = llm.redact(_reason(line)) if resp.get('status_code') != 200 else 'empty reply'; continue
         if k not in job['keys']: continue
         model, pid = job['keys'][k]
-        u = body.get('usage') or {}
-        pt, ct = u.get('prompt_tokens') or 0, u.get('completion_tokens') or 0
+        u = body.get('usage') if isinstance(body.get('usage'), dict) else {}
+        count = lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0   # "12" counts 0
+        pt, ct = count(u.get('prompt_tokens')), count(u.get('completion_tokens'))
         llm.cache.put(k, {'text':text, 'model':body.get('model'), 'usage':{'prompt_tokens':pt, 'completion_tokens':ct},
                           'finish_reason':ch.get('finish_reason')}, 'chat', model, pid)
         filled[k] = (body.get('model') or model, pt, ct)
-    for line in await _lines(client, batch and batch.error_file_id):
-        failed[key_of_line(line)] = llm.redact(_reason(line))
+    errs, bad = await _lines(client, batch and batch.error_file_id)
+    skipped += bad
+    for line in errs:
+        try: failed[key_of_line(line)] = llm.redact(_reason(line))
+        except ValueError as e: skipped.append(f"a line of the error file: {e}")
+    if skipped:   # the job is still collected: its requests without a reply are tried online, never resubmitted
+        warnings.warn(f"Batch API job {job['job']}: {len(skipped)} unreadable line(s) skipped "
+                      f"({'; '.join(skipped[:3])})", stacklevel=2)
+        job['skipped_lines'] = skipped[:20]
     status = batch.status if batch else 'lost'
     for k in job['keys']:
         if k not in filled and k not in failed: failed[k] = f"no line in the batch's files (batch {status})"

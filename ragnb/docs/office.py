@@ -4,7 +4,7 @@
 
 # %% ../../nbs/24_office.ipynb #372a36a6
 from __future__ import annotations
-import io, json, tempfile, zipfile
+import io, json, tempfile, zipfile, zlib
 from html import escape
 from pathlib import Path
 import docx, pptx
@@ -42,14 +42,19 @@ def _oversized(path:Path, z:zipfile.ZipFile, max_image_bytes:int, max_part_bytes
 # %% ../../nbs/24_office.ipynb #533fb8a6
 MAX_XML_ELEMENTS = 2_000_000  # XML elements in all of a package's XML parts: more makes the file unreadable
 
+# what a zip whose entries lie about their sizes or checksums raises while it is read
+_BROKEN = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError)
+
 def _xml_elements(z:zipfile.ZipFile, info:zipfile.ZipInfo, limit:int)->int:
     "Start tags of part `info`, counted as it inflates 1 MB at a time (nothing parsed); stops once past `limit`."
     n, last = 0, b''
-    with z.open(info) as f:
-        while n <= limit and (chunk := f.read(1 << 20)):
-            both = last + chunk  # a `</` split between two chunks is counted once, here
-            n += chunk.count(b'<') - both.count(b'</') - both.count(b'<?') - both.count(b'<!')
-            last = chunk[-1:]
+    try:
+        with z.open(info) as f:
+            while n <= limit and (chunk := f.read(1 << 20)):
+                both = last + chunk  # a `</` split between two chunks is counted once, here
+                n += chunk.count(b'<') - both.count(b'</') - both.count(b'<?') - both.count(b'<!')
+                last = chunk[-1:]
+    except _BROKEN as e: raise zipfile.BadZipFile(f"part {info.filename}: {e}") from None   # named by `_open_package`
     return n
 
 # %% ../../nbs/24_office.ipynb #62aaeafc
@@ -82,15 +87,20 @@ def _open_package(path:str|Path, kind:str, max_image_bytes:int=MAX_IMAGE_BYTES,
     if path.stat().st_size == 0: raise DocumentError(f"{path}: the file is empty (0 bytes)")
     if not zipfile.is_zipfile(path): raise DocumentError(f"{path}: not a {kind.upper()} file (not a zip package)")
     main = {'docx': 'word/document.xml', 'pptx': 'ppt/presentation.xml'}[kind]
-    with zipfile.ZipFile(path) as z: names, big = z.namelist(), _oversized(path, z, max_image_bytes, max_part_bytes)
-    if main not in names:
-        what = ('a PowerPoint file' if 'ppt/presentation.xml' in names
-                else 'a Word file' if 'word/document.xml' in names
-                else f"a zip of {', '.join(sorted(names)[:3])}{' ...' if len(names) > 3 else ''}")
-        raise DocumentError(f"{path}: not a {kind.upper()} file: it is {what}")
-    with zipfile.ZipFile(path) as z: _xml_budget(path, z, max_xml_elements)
+    try:
+        with zipfile.ZipFile(path) as z: names, big = z.namelist(), _oversized(path, z, max_image_bytes, max_part_bytes)
+        if main not in names:
+            what = ('a PowerPoint file' if 'ppt/presentation.xml' in names
+                    else 'a Word file' if 'word/document.xml' in names
+                    else f"a zip of {', '.join(sorted(names)[:3])}{' ...' if len(names) > 3 else ''}")
+            raise DocumentError(f"{path}: not a {kind.upper()} file: it is {what}")
+        with zipfile.ZipFile(path) as z: _xml_budget(path, z, max_xml_elements)
+        package = _without(path, big) if big else str(path)
+    except _BROKEN as e:
+        raise DocumentError(f"{path}: a damaged {kind.upper()} package ({e}): its zip entries do not match their "
+                            "declared sizes or checksums") from None
     opener = docx.Document if kind == 'docx' else pptx.Presentation
-    try: return opener(_without(path, big) if big else str(path)), big
+    try: return opener(package), big
     except Exception as e: raise DocumentError(f"{path}: cannot read the {kind.upper()} package ({e})") from e
 
 # %% ../../nbs/24_office.ipynb #3f6880a9
