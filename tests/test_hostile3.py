@@ -295,3 +295,67 @@ def test_12_bad_batch_files_and_lines_are_skipped_and_the_run_goes_on(tmp_path, 
         n = len(srv.requests)
         llm.batch(reqs)                                                          # nothing resumed, nothing sent
         assert len(srv.requests) == n and not srv.batches.keys() - {job['batch_id']}
+
+# 6 ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize('concurrency', [1, 8])
+def test_6_identical_calls_are_one_request_per_run(tmp_path, scripted_env, concurrency):
+    "Two systems checked against the same ground truth: the ground truth's claims are asked for once, not twice."
+    rows = [dict(query_id=f'{sys_}-{q}', query=f'Where is river {q}?', gt_answer=f'River {q} is in Africa. It is long.',
+                 response=f'{sys_} says river {q} is somewhere.', retrieved_context=[{'doc_id': 'd', 'text': f'River {q}.'}])
+            for q in range(4) for sys_ in ('a', 'b')]
+    (tmp_path/'in.json').write_text(json.dumps({'results': rows}))
+    assert main(['check', str(tmp_path/'in.json'), '--out', str(tmp_path/'out.json'),
+                 '--concurrency', str(concurrency)]) == 0
+    chat = [json.dumps(r['body'], sort_keys=True) for r in scripted_env.requests if r['path'].endswith('/chat/completions')]
+    assert chat and len(chat) == len(set(chat)), f"{len(chat) - len(set(chat))} of {len(chat)} requests sent twice"
+    got = {r['query_id']: r for r in json.loads((tmp_path/'out.json').read_text())['results']}
+    for q in range(4):   # both systems got the ground-truth claims (the second from the call the first made)
+        assert got[f'a-{q}']['gt_answer_claims'] and got[f'a-{q}']['gt_answer_claims'] == got[f'b-{q}']['gt_answer_claims']
+
+# 11 -----------------------------------------------------------------------------------------------------------------
+def _pair(i, **kw):
+    s = {'precision': 50.0, 'recall': 40.0}
+    return {'instance_id': i, 'model1': {'ragchecker': s}, 'model2': {'ragchecker': {**s, 'recall': 60.0}}, **kw}
+
+HUMAN = [{'instance_id': i, 'correctness_label': 1, 'completeness_label': -1, 'overall_label': 2} for i in range(3)]
+
+@pytest.mark.parametrize('human, scores, says', [
+    ([dict(HUMAN[0], overall_label=float('nan'))] + HUMAN[1:], None, "h.json: row 0 (instance 0): field 'overall_label': nan is not a finite number in [-2, 2]"),
+    ([dict(HUMAN[0], correctness_label='good')] + HUMAN[1:], None, "field 'correctness_label': 'good' is not a finite number"),
+    ([dict(HUMAN[0], completeness_label=7)] + HUMAN[1:], None, "field 'completeness_label': 7 is not a finite number in [-2, 2]"),
+    (HUMAN[:1] + [[1, 2]] + HUMAN[2:], None, 'h.json: row 1: a JSON list, not an object'),
+    ({'rows': HUMAN}, None, 'h.json: expected a list of rows, got a JSON dict'),
+    ([dict(HUMAN[0], instance_id=[1])] + HUMAN[1:], None, "field 'instance_id' is a list, not a text or number"),
+    (HUMAN, [_pair(0), _pair(1, model2='x'), _pair(2)], "s.json: pair 1: field 'model2.ragchecker' is missing"),
+    (HUMAN, [_pair(0), _pair(1), {**_pair(2), 'model1': {'ragchecker': {'precision': 'high', 'recall': 1}}}],
+     "s.json: pair 2: field 'model1.ragchecker.precision': 'high' is not a finite number"),
+    (HUMAN, [{'model1': 3}], "s.json: pair 0: field 'model1' is not an object"),
+])
+def test_11_meta_eval_files_that_are_malformed_are_named(tmp_path, capsys, human, scores, says):
+    (tmp_path/'h.json').write_text(json.dumps(human))
+    (tmp_path/'s.json').write_text(json.dumps(scores or [_pair(i) for i in range(3)]))
+    assert main(['meta-eval', '--human', str(tmp_path/'h.json'), '--scores', str(tmp_path/'s.json')]) == 1
+    err = capsys.readouterr().err
+    assert says in err and 'Traceback' not in err and len(err.strip().splitlines()) == 1, err
+
+def test_11_a_fifo_given_as_a_file_is_refused_not_waited_on(tmp_path, capsys):
+    os.mkfifo(tmp_path/'h.json')
+    (tmp_path/'s.json').write_text(json.dumps([_pair(i) for i in range(3)]))
+    assert main(['meta-eval', '--human', str(tmp_path/'h.json'), '--scores', str(tmp_path/'s.json')]) == 1
+    assert 'h.json: not a regular file' in capsys.readouterr().err
+
+@pytest.mark.parametrize('field, value, says', [
+    ('review', 'maybe', "row 1 (id 'r1'): field 'review' is 'maybe', not accept, edit or reject"),
+    ('groundedness_score', 'five', "reviewed.jsonl: line 2: field 'groundedness_score' is 'five', not a whole number"),
+    ('kept', 'False', "row 1 (id 'r1'): field 'kept' is 'False', not true or false"),
+])
+def test_11_audit_review_files_that_are_malformed_are_named(tmp_path, server, monkeypatch, capsys, field, value, says):
+    rows = [dict(id=f'r{i}', question=f'q{i}?', review='accept', groundedness_score=4, kept=True) for i in range(3)]
+    rows[1][field] = value
+    (tmp_path/'reviewed.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    ref = tmp_path/'ref.json'; ref.write_text(json.dumps(TOY))
+    for k, v in {'OPENAI_BASE_URL': server.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model',
+                 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+    assert main(['audit', str(ref), '--judge-profile', 'small', '--review', str(tmp_path/'reviewed.jsonl')]) == 1
+    err = capsys.readouterr().err
+    assert says in err and 'Traceback' not in err, err

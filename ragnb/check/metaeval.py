@@ -4,8 +4,9 @@
 
 # %% ../../nbs/42_metaeval.ipynb #927d3937
 from __future__ import annotations
-import json, sys
+import json, math, sys
 from pathlib import Path
+from ragnb.core.safe import MB, printable, read_text_bounded
 
 import numpy as np
 from ragnb.core.lazy import lazy
@@ -19,10 +20,24 @@ __all__ = ['ASPECTS', 'JUDGE_METRICS', 'CHARS_PER_CLAIM', 'ASPECT_NAMES', 'load_
 
 # %% ../../nbs/42_metaeval.ipynb #2094cf79
 def _read(src)->tuple:
-    "The rows of a JSON file (a list) and its name for errors; a list of rows is passed through as 'rows'."
-    if not isinstance(src, (str, Path)): return list(src), 'rows'
-    try: return json.loads(Path(src).read_text()), src
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"{src}: not a JSON file: {e}") from None
+    ("The rows of a JSON file (a list of objects) and its name for errors; a list of rows is passed through as 'rows'. "
+     "A fifo, a folder or a file over 256 MB is refused without reading it.")
+    if not isinstance(src, (str, Path)): rows, src = list(src), 'rows'
+    else:
+        try: rows = json.loads(read_text_bounded(src, 256 * MB))
+        except (json.JSONDecodeError, RecursionError) as e: raise ValueError(f"{src}: not a JSON file: {e}") from None
+    if not isinstance(rows, list): raise ValueError(f"{src}: expected a list of rows, got a JSON {type(rows).__name__}")
+    if not rows: raise ValueError(f"{src}: no rows")
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict): raise ValueError(f"{src}: row {i}: a JSON {type(r).__name__}, not an object")
+    return rows, src
+
+def _number(v, where:str, lo:float=-math.inf, hi:float=math.inf) -> float:
+    "`v` as a finite number in [lo, hi], else `ValueError` naming `where` (NaN, text and booleans are not numbers)."
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+        rng = f" in [{lo:g}, {hi:g}]" if math.isfinite(lo) else ''
+        raise ValueError(f"{where}: {printable(repr(v))[:40]} is not a finite number{rng}")
+    return float(v)
 
 # %% ../../nbs/42_metaeval.ipynb #7cffc28b
 ASPECTS = ('correctness_label', 'completeness_label', 'overall_label')
@@ -35,12 +50,15 @@ def load_human(
     seen = {}
     out = []
     for i, r in enumerate(rows):
+        where = f"{path}: row {i} (instance {printable(repr(r.get('instance_id')))[:40]})"
         for f in ('instance_id',) + ASPECTS:
-            if r.get(f) is None:
-                raise ValueError(f"{path}: row {i} (instance {r.get('instance_id')!r}): field {f!r} is missing")
+            if r.get(f) is None: raise ValueError(f"{where}: field {f!r} is missing")
+        if isinstance(r['instance_id'], bool) or not isinstance(r['instance_id'], (str, int)):
+            raise ValueError(f"{where}: field 'instance_id' is a {type(r['instance_id']).__name__}, "
+                             "not a text or number")
         a = seen[r['instance_id']] = seen.get(r['instance_id'], -1) + 1
         out.append({'instance_id': r['instance_id'], 'annotator': a, 'dataset': r.get('dataset'),
-                    **{k: float(r[k]) for k in ASPECTS}})
+                    **{k: _number(r[k], f"{where}: field {k!r}", -2, 2) for k in ASPECTS}})
     return pd.DataFrame(out)
 
 # %% ../../nbs/42_metaeval.ipynb #f887f023
@@ -51,6 +69,7 @@ def load_pair_scores(
     "Per pair, each metric's score for response 1 and response 2 (columns `metric/1`, `metric/2`) under key `system`."
     rows, path = _read(path)
     skip = {'model_name', 'response', 'critiques'}
+    if not isinstance(rows[0].get('model1'), dict): raise ValueError(f"{path}: pair 0: field 'model1' is not an object")
     if system is None:   # the one dict-valued key besides the texts, e.g. 'ragchecker'
         keys = [k for k, v in rows[0]['model1'].items() if k not in skip and isinstance(v, dict)]
         if len(keys) != 1:
@@ -60,9 +79,12 @@ def load_pair_scores(
     for i, r in enumerate(rows):
         d = {'instance_id': r.get('instance_id', i)}
         for side in ('1', '2'):
-            s = (r.get(f'model{side}') or {}).get(system)
+            m = r.get(f'model{side}')
+            s = m.get(system) if isinstance(m, dict) else None
             if not isinstance(s, dict): raise ValueError(f"{path}: pair {i}: field 'model{side}.{system}' is missing")
-            d.update({f'{k}/{side}': np.nan if v is None else float(v) for k, v in s.items()})
+            d.update({f'{k}/{side}': np.nan if v is None else _number(v, f"{path}: pair {i}: field "
+                                                                         f"'model{side}.{system}.{k}'")
+                      for k, v in s.items()})
         out.append(d)
     return pd.DataFrame(out).set_index('instance_id')
 

@@ -762,10 +762,35 @@ def _cache_cut(self:LLM, res:Result, text:str|None, answered:str, pt:int, ct:int
 # %% ../../nbs/14_llm.ipynb #932ea2c7
 @patch
 async def _acall_once(self:LLM, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
-    "Cache lookup, else the call with retries, a total deadline per attempt and the cache write; no parsing."
+    ("Cache lookup, else the call (one request per cache key in flight: an identical call waits for it) with retries, "
+     "a total deadline per attempt and the cache write; no parsing.")
     key = cache_key(self.cache_endpoint, model, messages, params, pid)
     res = Result(id=item_id, model=model, prompt=pid, key=key)
     if (hit := _cached_answer(self, res, messages)) is not None: return hit
+    loop, flight = asyncio.get_running_loop(), self.__dict__.setdefault('_flight', {})
+    if (lead := flight.get((id(loop), key))) is not None:
+        try: return _follow(self, res, await asyncio.shield(lead), messages)
+        except asyncio.CancelledError:
+            if not lead.cancelled(): raise   # this call was cancelled, not the one it waited for
+            return await self._acall_once(messages, params, pid, item_id, model)   # that one gave up: make the call
+    lead = flight[id(loop), key] = loop.create_future()
+    try: out = await self._send_once(res, messages, params, pid, item_id, model)
+    except BaseException: lead.cancel(); raise
+    finally: flight.pop((id(loop), key), None)
+    lead.set_result(out)
+    return out
+
+def _follow(self:LLM, res:Result, lead:Result, messages) -> Result:
+    "The answer to a call made while an identical one was in flight: the reply that one cached, else its failure."
+    if (hit := _cached_answer(self, res, messages)) is not None: return hit
+    if lead.failure: res.failure = Failure(res.id, lead.failure.kind, lead.failure.message, 0)
+    else: res.cached, res.text, res.model, res.finish_reason = True, lead.text, lead.model, lead.finish_reason
+    res.errors = list(lead.errors)
+    return res
+
+@patch
+async def _send_once(self:LLM, res:Result, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
+    "The call of `res` with retries, a total deadline per attempt and the cache write."
     headers = {'X-Ragnb-Prompt': pid} if pid else {}
     attempt, errors, call, grown, spent, r, text = 0, 0, params, False, Usage(), None, None
     joined = joined_content(messages) if self._features.get('join_text_parts') else None

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/30_generate.ipynb #cddd6dc4
 from __future__ import annotations
-import html, json, random, re, threading, time
+import html, json, math, random, re, threading, time
 from dataclasses import dataclass, field, asdict, fields
 from fastcore.basics import patch
 from pathlib import Path
@@ -18,7 +18,7 @@ from ragnb.core.llm import LLM, Request, Result, Usage, ParseError
 from ragnb.core.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.docs.documents import Document, Chunk, load_documents, split_documents, split_many
 from ragnb.core.display import md_escape
-from ragnb.core.safe import atomic_path, atomic_write
+from ragnb.core.safe import atomic_path, atomic_write, printable
 
 # %% auto #0
 __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'LANGUAGE_CODES', 'CANDIDATES',
@@ -350,6 +350,23 @@ def _kappa(a:np.ndarray, b:np.ndarray)->float:
     return float('nan') if pe == 1 else round((po - pe) / (1 - pe), 3)
 
 # %% ../../nbs/30_generate.ipynb #a6d1a1fb
+def _check_review(r:pd.DataFrame):
+    ("`ValueError` naming the row and field of a review that is not accept/edit/reject, a score that is not a finite "
+     "number (a missing one is fine), or a `kept` that is not true/false (the text 'False' would count as kept).")
+    name = lambda i: f"row {i}" + (f" (id {printable(repr(r.at[i, 'id']))[:40]})" if 'id' in r else '')
+    for i, v in r.review.items():
+        if v not in ('accept', 'edit', 'reject'):
+            raise ValueError(f"{name(i)}: field 'review' is {printable(repr(v))[:40]}, not accept, edit or reject")
+    for c in [f'{c}_score' for c in CRITERIA if f'{c}_score' in r]:
+        for i, v in r[c].items():
+            if v is None or (isinstance(v, float) and math.isnan(v)): continue
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+                raise ValueError(f"{name(i)}: field {c!r} is {printable(repr(v))[:40]}, not a number")
+    if 'kept' in r:
+        for i, v in r.kept.items():
+            if not isinstance(v, (bool, np.bool_)) and v not in (0, 1):
+                raise ValueError(f"{name(i)}: field 'kept' is {printable(repr(v))[:40]}, not true or false")
+
 def critic_agreement(
     ds,                 # A `Dataset`, its DataFrame or a `ReviewState`, with a `review` column (accept / edit / reject)
     min_score:int=3,    # A critic "keeps" a question when its score reaches this
@@ -360,8 +377,9 @@ def critic_agreement(
     if 'review' not in df or not df.review.notna().any():
         raise ValueError("no human review in this dataset: review it first (ragnb.view.widgets.ReviewViewer)")
     r = df[df.review.notna() & df.question.notna()]
+    _check_review(r)
     human = r.review.isin(['accept', 'edit']).to_numpy()
-    verdicts = {c: (r[f'{c}_score'].astype(float) >= min_score).to_numpy() for c in CRITERIA if f'{c}_score' in r}
+    verdicts = {c: (pd.to_numeric(r[f'{c}_score']) >= min_score).to_numpy() for c in CRITERIA if f'{c}_score' in r}
     if 'kept' in r: verdicts['kept (all criteria)'] = r.kept.astype(bool).to_numpy()
     rows = {k: dict(reviewed=len(r), agree=round(float(np.mean(v == human)), 3), kappa=_kappa(v, human),
                     critic_keeps_human_rejects=int(np.sum(v & ~human)),
@@ -520,6 +538,24 @@ def save(self:Dataset, path # File to write: .parquet, else JSONL
     "Save as Parquet if `path` ends in .parquet, else as JSONL."
     return self.to_parquet(path) if str(path).endswith('.parquet') else self.to_jsonl(path)
 
+def _jsonl_rows(path:Path) -> list[dict]:
+    ("The rows of a dataset's JSONL file, each an object whose whole-number fields (`_INT_COLS`) hold whole numbers; "
+     "else `ValueError` naming the file, line and field. A fifo or a file over 1 GB is refused without reading it.")
+    from ragnb.core.safe import read_text_bounded, MB
+    rows = []
+    for n, l in enumerate(read_text_bounded(path, 1024 * MB).splitlines(), 1):
+        if not l.strip(): continue
+        try: r = json.loads(l)
+        except (ValueError, RecursionError) as e: raise ValueError(f"{path}: line {n}: not JSON ({e})") from None
+        if not isinstance(r, dict): raise ValueError(f"{path}: line {n}: a JSON {type(r).__name__}, not an object")
+        for c in _INT_COLS:
+            v = r.get(c)
+            if v is None or (isinstance(v, float) and math.isnan(v)): continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
+                raise ValueError(f"{path}: line {n}: field {c!r} is {printable(repr(v))[:40]}, not a whole number")
+        rows.append(r)
+    return rows
+
 @patch(cls_method=True)
 def load(cls:Dataset, path # A file written by `save`
         ) -> Dataset:
@@ -530,7 +566,7 @@ def load(cls:Dataset, path # A file written by `save`
         for c in _JSON_COLS:
             if c in df: df[c] = df[c].map(json.loads)
     else:
-        rows = [json.loads(l) for l in path.read_text(encoding='utf-8').splitlines() if l.strip()]
+        rows = _jsonl_rows(path)
         df = pd.DataFrame(rows, columns=list(rows[0]) if rows else [f.name for f in fields(QA)])
     return cls(df)
 
