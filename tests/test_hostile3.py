@@ -359,3 +359,130 @@ def test_11_audit_review_files_that_are_malformed_are_named(tmp_path, server, mo
     assert main(['audit', str(ref), '--judge-profile', 'small', '--review', str(tmp_path/'reviewed.jsonl')]) == 1
     err = capsys.readouterr().err
     assert says in err and 'Traceback' not in err, err
+
+# 2 ------------------------------------------------------------------------------------------------------------------
+class _Hostile:
+    "An HTTP 'RAG service' on 127.0.0.1: /bomb (gzip of 40 MB of spaces), /endless, /trickle (a byte every 0.3 s)."
+    def __init__(self):
+        import gzip, http.server, threading, time
+        bomb = gzip.compress(b'{"answer": "' + b' ' * (40 << 20) + b'", "contexts": []}', 9)
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+            def log_message(self, *a): pass
+            def do_POST(self):
+                self.rfile.read(int(self.headers['Content-Length']))
+                if self.path == '/bomb':
+                    self.send_response(200); self.send_header('Content-Encoding', 'gzip')
+                    self.send_header('Content-Length', str(len(bomb))); self.end_headers(); self.wfile.write(bomb)
+                    return
+                self.send_response(200); self.send_header('Transfer-Encoding', 'chunked'); self.end_headers()
+                t0 = time.time()
+                try:
+                    for _ in range(4000 if self.path == '/endless' else 200):   # bounded: 4000 MB, or 60 s
+                        if time.time() - t0 > 60: break
+                        piece = b' ' * (1 << 20) if self.path == '/endless' else b' '
+                        self.wfile.write(b'%x\r\n%s\r\n' % (len(piece), piece)); self.wfile.flush()
+                        if self.path == '/trickle': time.sleep(0.3)
+                except OSError: pass   # the client hung up: what it should do
+        self.srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        self.srv.daemon_threads = True
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f'http://127.0.0.1:{self.srv.server_port}'
+
+@pytest.mark.parametrize('path, extra, says', [
+    ('/bomb', [], 'the reply is over 16,777,216 bytes (decompressed)'),
+    ('/endless', [], 'the reply is over 16,777,216 bytes (decompressed)'),
+    ('/trickle', ['--timeout', '2'], 'no answer within 2.0 s'),
+])
+def test_2_http_systems_are_bounded_in_bytes_and_time(tmp_path, capsys, path, extra, says):
+    import resource, time
+    svc = _Hostile()
+    (tmp_path/'qs.jsonl').write_text(json.dumps({'query_id': 'q1', 'question': 'Why?', 'answer': 'Because.'}) + '\n')
+    t0, rss0 = time.time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        code = main(['run', str(tmp_path/'qs.jsonl'), '--system', svc.url + path, '--retries', '0',
+                     '--out', str(tmp_path/'answers.json'), *extra])
+    finally: svc.srv.shutdown()
+    err = capsys.readouterr().err
+    assert code == 1 and says in err and 'Traceback' not in err, err
+    assert time.time() - t0 < 30
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 200_000   # KB: no 40 MB+ reply held many times
+    failed = json.loads((tmp_path/'answers.json').read_text())
+    assert json.dumps(failed).count(says.split(' (')[0][:30]) >= 1   # the failure and its reason are in the file
+
+def test_2_the_defaults_are_shown_in_help(capsys):
+    with pytest.raises(SystemExit): main(['run', '--help'])
+    out = capsys.readouterr().out
+    assert 'default 300' in out and '16,777,216' in out
+
+# 7 ------------------------------------------------------------------------------------------------------------------
+class _OddContent:
+    "A chat endpoint whose streamed reply has an integer among its text chunks, or whose JSON fields are numbers."
+    def __init__(self, mode:str):
+        import http.server, threading
+        text = ['Factoid question: Where does the Nile flow?\nAnswer: North\nEvidence: ', 42,
+                'The Nile is a river in Africa that flows north.']
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                if body.get('stream'):
+                    self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.end_headers()
+                    parts = text if mode == 'stream' else ['{"question": 42, "answer": 7, "evidence": 3}']
+                    for p in parts:
+                        ev = {'choices': [{'index': 0, 'delta': {'content': p}}]}
+                        self.wfile.write(b'data: ' + json.dumps(ev).encode() + b'\n\n')
+                    fin = {'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}]}
+                    self.wfile.write(b'data: ' + json.dumps(fin).encode() + b'\n\ndata: [DONE]\n\n')
+        self.srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f'http://127.0.0.1:{self.srv.server_port}/v1'
+
+@pytest.mark.parametrize('mode, says', [('stream', "delta.content is a int (42), not text"),
+                                        ('json', "'question' is a int, 'answer' is a int, 'evidence' is a int, not text")])
+def test_7_a_reply_with_non_text_content_writes_no_row(tmp_path, monkeypatch, capsys, mode, says):
+    (tmp_path/'docs').mkdir()
+    (tmp_path/'docs'/'nile.md').write_text('# Nile\n\n' + 'The Nile is a river in Africa that flows north. ' * 10)
+    svc = _OddContent(mode)
+    for k, v in {'OPENAI_BASE_URL': svc.url, 'OPENAI_API_KEY': 'x', 'RAGNB_MODEL': 'm',
+                 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+    try: code = main(['generate', str(tmp_path/'docs'), '--out', str(tmp_path/'qa.jsonl'), '--max-retries', '0'])
+    finally: svc.srv.shutdown()
+    err = capsys.readouterr().err
+    assert code == 1 and says in err and not (tmp_path/'qa.jsonl').exists(), err
+
+# 9, second half ---------------------------------------------------------------------------------------------------
+def test_9_a_local_server_that_dies_mid_run_is_named(tmp_path):
+    "The demo against a local server that the OS kills after three replies: one line saying so, not a pandas error."
+    srv = tmp_path/'server.py'
+    srv.write_text('''import json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+port = int(sys.argv[sys.argv.index("--port") + 1]); alias = sys.argv[sys.argv.index("--model_alias") + 1]
+n = [0]
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        b = json.dumps({"data": [{"id": alias}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        n[0] += 1
+        if n[0] > 3: print("out of memory: killed", flush=True); os.kill(os.getpid(), signal.SIGKILL)
+        text = "Factoid question: What is it?\\nAnswer: A thing\\nEvidence: it"
+        b = json.dumps({"id": "x", "object": "chat.completion", "model": alias, "choices": [{"index": 0,
+             "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+             "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+HTTPServer(("127.0.0.1", port), H).serve_forever()
+''')
+    py = tmp_path/'py'
+    py.write_text(f'#!/bin/sh\n[ "$1" = "-c" ] && exit 0\nexec {sys.executable} {srv} "$@"\n'); py.chmod(0o755)
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith('OPENAI')}, 'RAGNB_GGUF': str(tmp_path/'m.gguf'),
+           'RAGNB_LOCAL_PYTHON': str(py), 'RAGNB_CACHE_DIR': str(tmp_path/'cache'), 'RAGNB_STREAM': '0'}
+    r = subprocess.run([str(Path(sys.executable).with_name('ragnb')), 'demo', '--mode', 'local', '--out',
+                        str(tmp_path/'out'), '--max-retries', '0'], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 1 and 'Traceback' not in r.stderr, r.stderr[-3000:]
+    assert 'the local model server' in r.stderr and 'stopped during the run (killed by SIGKILL)' in r.stderr, r.stderr[-2000:]
+    assert 'out of memory: killed' in r.stderr

@@ -592,7 +592,11 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         if record: _demo_record(m, record, params, st, summary, started, log)
         log(f"5. figures: {', '.join(Path(f['file']).name for f in figures.values())}\nmodel calls: {llm.usage}\n"
             f"wrote {out}/summary.json and {out}/report.html")
+        if (why := getattr(m.server, 'exit_note', lambda: None)()): raise ConnectionError(why)   # outputs written
         return summary
+    except Exception as e:   # a local server that died mid-run: say so, not what its failed calls did downstream
+        if (why := getattr(m.server, 'exit_note', lambda: None)()): raise ConnectionError(why) from e
+        raise
     finally:
         m.stop()
 

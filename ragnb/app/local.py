@@ -393,6 +393,17 @@ def check_server(gguf:str|Path, # The model file
         return {'first_reply_s': first, 'prompt_tokens': n, 'read_s': secs, 'read_tps': n / secs if secs else 0.0}
     finally: srv.stop()
 
+# %% ../../nbs/81_local.ipynb #39bfdf8f
+@patch
+def exit_note(self:LocalServer) -> str|None:
+    "None while the server runs (or before it started); else one line: how it ended, and its log's last lines."
+    if self.proc is None or self.proc.poll() is None: return None
+    tail = []
+    if self.log_path and self.log_path.exists():
+        tail = self.log_path.read_text(errors='replace').strip().splitlines()[-3:]
+    return (f"the local model server ({self.base_url}) stopped during the run ({_died(self.proc.returncode)})"
+            + (': ' + ' | '.join(tail) if tail else ''))
+
 # %% ../../nbs/81_local.ipynb #7ae0a22d
 def local_install(dest:str|Path|None=None, # Where to write the model; default `model_path()`
                   python:str|None=None, # Interpreter to install into; default `server_python()`

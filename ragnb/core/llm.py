@@ -978,6 +978,9 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
             d = c.get('delta') or {}
             if isinstance(d.get('content'), str):
                 seen = True; parts.append(d['content']); progress = progress or bool(d['content'])
+            elif d.get('content') is not None:   # a number or an object: the reply is not text, whatever came before
+                raise BadReply(f"a stream chunk's delta.content is a {type(d['content']).__name__} "
+                               f"({printable(repr(d['content']))[:40]}), not text")
             if c.get('finish_reason'): finish, progress = c['finish_reason'], True
         if progress: chunks, first, deadline = chunks + 1, False, time.monotonic() + self.idle_timeout
     if finish is None and not done:

@@ -23,10 +23,11 @@ from ragnb.synth.generate import QA, Dataset
 from ragnb.core.safe import csv_text, write_text
 
 # %% auto #0
-__all__ = ['read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop', 'System', 'as_system', 'SystemRun',
-           'arun_system', 'run_system', 'require', 'LangChainSystem', 'load_checked', 'compare', 'claim_moves',
-           'moves_html', 'ComparisonViewer', 'LlamaIndexSystem', 'HaystackSystem', 'json_path', 'HTTPSystem',
-           'from_ragas', 'to_ragas_dataset', 'load_system', 'evaluate_system', 'add_cli']
+__all__ = ['MAX_REPLY_BYTES', 'QUESTION_TIMEOUT', 'read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop',
+           'System', 'as_system', 'SystemRun', 'arun_system', 'run_system', 'require', 'LangChainSystem',
+           'load_checked', 'compare', 'claim_moves', 'moves_html', 'ComparisonViewer', 'LlamaIndexSystem',
+           'HaystackSystem', 'json_path', 'HTTPSystem', 'from_ragas', 'to_ragas_dataset', 'load_system',
+           'evaluate_system', 'add_cli']
 
 # %% ../../nbs/62_systems.ipynb #f2ca3da7
 from .retrieval import read_dataset
@@ -721,6 +722,8 @@ def json_path(obj, # Parsed JSON
     return vals if many else vals[0]
 
 # %% ../../nbs/62_systems.ipynb #be0b30ca
+MAX_REPLY_BYTES = 16 << 20   # a URL system's reply, decompressed: more is a failure (a gzip bomb, an endless reply)
+
 class HTTPSystem(System):
     "A RAG service at a URL: POST the question as JSON, read the answer and the contexts from the reply by their paths."
     def __init__(self, url:str, # The endpoint, e.g. http://127.0.0.1:8000/rag
@@ -729,11 +732,12 @@ class HTTPSystem(System):
                  question_field:str='question', # The request's key for the question
                  body:dict|None=None, # Other fields of every request, e.g. {'top_k': 5}
                  headers:dict|None=None, # e.g. {'Authorization': 'Bearer ...'} (never written to disk by ragnb)
-                 timeout:float=60.0, # Seconds per request
-                 name:str|None=None # Name in tables and figures (default: the URL)
+                 timeout:float=60.0, # Seconds per request, in all (a reply that trickles in is cut off too)
+                 name:str|None=None, # Name in tables and figures (default: the URL)
+                 max_bytes:int=MAX_REPLY_BYTES # Most bytes of a reply read, after decompression
                 ):
         self.url, self.answer_path, self.contexts_path = url, answer_path, contexts_path
-        self.question_field = question_field
+        self.question_field, self.max_bytes = question_field, max_bytes
         self.body, self.headers, self.timeout, self.name = dict(body or {}), dict(headers or {}), timeout, name or url
         self._clients = {}
 
@@ -748,11 +752,24 @@ async def acall(self:HTTPSystem, question:str # One question of the test set
     loop = asyncio.get_running_loop()
     if (c := self._clients.get(loop)) is None:
         c = self._clients[loop] = httpx.AsyncClient(timeout=self.timeout, headers=self.headers)
-    r = await c.post(self.url, json={**self.body, self.question_field: question})
-    r.raise_for_status()
-    try: data = r.json()
-    except ValueError: raise OutputError(f"the reply is not JSON: {r.text[:80]!r}") from None
+    raw = await asyncio.wait_for(self._post(c, {**self.body, self.question_field: question}), self.timeout)
+    try: data = json.loads(raw)
+    except ValueError: raise OutputError(f"the reply is not JSON: {raw[:80]!r}") from None
     return json_path(data, self.answer_path), json_path(data, self.contexts_path)
+
+@patch
+async def _post(self:HTTPSystem, c, body:dict) -> bytes:
+    "POST `body`; the reply's bytes, decompressed, read as they come and cut off past `max_bytes` (an `OutputError`)."
+    async with c.stream('POST', self.url, json=body) as r:
+        if r.is_error: await r.aread(); r.raise_for_status()   # an error page: the status says what went wrong
+        got, n = [], 0
+        async for chunk in r.aiter_bytes():   # decompressed: the cap counts what a gzip body inflates to
+            n += len(chunk)
+            if n > self.max_bytes:
+                raise OutputError(f"the reply is over {self.max_bytes:,} bytes (decompressed): not read further "
+                                  "(HTTPSystem max_bytes, ragnb run --max-reply-bytes)")
+            got.append(chunk)
+    return b''.join(got)
 
 @patch
 async def aclose(self:HTTPSystem):
@@ -857,12 +874,13 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
 
 # %% ../../nbs/62_systems.ipynb #66ced539
 def _http_kw(args) -> dict:
-    kw = dict(answer_path=args.answer_path, contexts_path=args.contexts_path, question_field=args.question_field)
-    return {k: v for k, v in kw.items() if v}
+    kw = dict(answer_path=args.answer_path, contexts_path=args.contexts_path, question_field=args.question_field,
+              max_bytes=args.max_reply_bytes)
+    return {k: v for k, v in kw.items() if v} | {'timeout': args.timeout or None}
 
 def _cli_run(args) -> int:
     run = run_system(args.dataset, load_system(args.system, **_http_kw(args)), args.name, args.concurrency,
-                     args.timeout, args.retries, args.limit, progress=sys.stderr.isatty(), out=args.out)
+                     args.timeout or None, args.retries, args.limit, progress=sys.stderr.isatty(), out=args.out)
     for f in run.failures: print(f"ragnb run: question {f}", file=sys.stderr)
     s = run.timings().seconds
     print(f"{run.name}: {len(run.results)} answered, {len(run.failures)} failed; {run.wall:.1f} s "
@@ -875,7 +893,7 @@ def _cli_evaluate(args) -> int:
     llm = LLM(model=args.model, progress=sys.stderr.isatty())
     run, chk = evaluate_system(args.dataset, load_system(args.system, **_http_kw(args)), args.out, llm, args.name,
                                args.claim_format, args.judge_profile, concurrency=args.concurrency,
-                               timeout=args.timeout,
+                               timeout=args.timeout or None,
                                retries=args.retries, limit=args.limit, progress=sys.stderr.isatty())
     for f in run.failures: print(f"ragnb evaluate: question {f}", file=sys.stderr)
     for e in chk.scores.errors: print(f"ragnb evaluate: not scored: {e}", file=sys.stderr)
@@ -910,13 +928,19 @@ def _cli_compare(args) -> int:
     return 0
 
 # %% ../../nbs/62_systems.ipynb #8853b5f1
+QUESTION_TIMEOUT = 300.0   # seconds per question on the command line: a service that trickles bytes is cut off
+
 def _system_args(p):
     p.add_argument('dataset',
                    help='test set: ragnb JSONL/Parquet, RAGChecker JSON, or a ragas JSONL (user_input, reference)')
     p.add_argument('--system', required=True, help='module:attribute, path/to/file.py:attribute, or an http(s) URL')
     p.add_argument('--name', help='name of the system in tables and figures')
     p.add_argument('--concurrency', type=int, default=4, help='questions in flight at once')
-    p.add_argument('--timeout', type=float, help='seconds per question')
+    p.add_argument('--timeout', type=float, default=QUESTION_TIMEOUT,
+                   help=f'seconds per question, in all; past it the question is a timeout failure (default '
+                        f'{QUESTION_TIMEOUT:g}; 0: none)')
+    p.add_argument('--max-reply-bytes', type=int, default=MAX_REPLY_BYTES,
+                   help=f"URL systems: most bytes of a reply read, after decompression (default {MAX_REPLY_BYTES:,})")
     p.add_argument('--retries', type=int, default=1,
                    help='retries of rate limits, server errors, timeouts, lost connections')
     p.add_argument('--limit', type=int, help='only the first N questions')

@@ -61,7 +61,10 @@ def _json_object(text:str)->dict|None:
 
 # %% ../../nbs/30_generate.ipynb #59fcb533
 def _qa_from_json(j:dict, text:str)->dict:
-    out = {k: _clean_field(str(j.get(k) or ''), oneline=k != 'evidence') for k in ('question', 'answer', 'evidence')}
+    if bad := [f"{k!r} is a {type(j[k]).__name__}" for k in ('question', 'answer', 'evidence')
+               if j.get(k) is not None and not isinstance(j[k], str)]:   # {"question": 42}: not a question
+        raise ParseError(f"JSON reply: {', '.join(bad)}, not text; it starts {text.strip()[:80]!r}")
+    out = {k: _clean_field(j.get(k) or '', oneline=k != 'evidence') for k in ('question', 'answer', 'evidence')}
     if missing := [k for k, v in out.items() if not v]:
         raise ParseError(f"JSON reply has no {', '.join(repr(k) for k in missing)}; it starts {text.strip()[:80]!r}")
     return out
