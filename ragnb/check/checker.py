@@ -4,7 +4,7 @@
 
 # %% ../../nbs/41_checker.ipynb #43a89ca2
 from __future__ import annotations
-import html, json, math, random, re, sys
+import dataclasses, html, json, math, os, random, re, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -12,19 +12,20 @@ from typing import Callable
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 
-from ragnb.core.llm import LLM, Pacing, Request, ParseError
+from ragnb.core.llm import LLM, Pacing, Request, ParseError, env_model
 from ragnb.core.options import add_call_options, call_options, check_output
 from ragnb.core.prompts import get_prompt
 from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics,
                                  check_unique_ids)
 
 # %% auto #0
-__all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS', 'RAGCHECKER_JOINT', 'json_reply',
-           'Claims', 'cut_list', 'salvage_claims', 'parse_claims', 'claim_text', 'claims_schema', 'numbered',
-           'parse_labels', 'CheckTask', 'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker',
-           'judge_profile', 'yes_no', 'small_checker', 'profile_checker', 'extract_claims', 'check_tasks',
-           'check_claims', 'ragchecker_calls', 'usage_table', 'estimate_checks', 'CheckRun', 'check_texts',
-           'run_checks', 'input_mismatch', 'add_judge_profile', 'add_cli']
+__all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS', 'SMALL_BATCH', 'RAGCHECKER_JOINT',
+           'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'cut_list', 'salvage_claims', 'parse_claims', 'claim_text',
+           'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome', 'pairwise_checker',
+           'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'yes_no', 'yes_no_lines', 'small_checker',
+           'profile_checker', 'extract_claims', 'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table',
+           'estimate_checks', 'estimate_run', 'estimate_line', 'CheckRun', 'check_texts', 'run_checks',
+           'input_mismatch', 'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -180,6 +181,7 @@ class CheckOutcome:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     replies: list|None = None   # per claim, the raw reply its label was read from (when the checker keeps them)
+    asked_again: dict = field(default_factory=dict)   # claim position -> why its first reply gave it no label
 
 Checker = Callable[[list], list]   # list[CheckTask] -> list[CheckOutcome]
 
@@ -328,19 +330,75 @@ def yes_no(text:str # A one-word reply
     raise ParseError(f"expected Yes or No, got {(text or '')[:60]!r}")
 
 # %% ../../nbs/41_checker.ipynb #e911e247
+_NUMBERED = re.compile(r'^[\s*#>`-]*(?:claim\s*)?(\d+)\s*[.):\]-]?\s*(.*)$', re.I)
+
+def yes_no_lines(text:str, # A reply to `judge_claims_yes_no`: one numbered Yes/No line per claim
+                 n:int # How many claims were asked about (numbered 1..n)
+                ) -> dict:
+    ("Claim number -> label of a numbered Yes/No reply: Entailment or Neutral, None for a line that gives neither (or "
+     "two lines that disagree); a claim with no line is left out. A number outside 1..n, or no numbered line at all "
+     "(prose), is a `ParseError`: then no line of the reply can be trusted to be about the claim it names.")
+    got = {}
+    for line in (text or '').splitlines():
+        if not (m := _NUMBERED.match(line)): continue   # a heading or a remark: not a label
+        k = int(m[1])
+        if not 1 <= k <= n:
+            raise ParseError(f"a label for claim {k}, but only claims 1-{n} were asked about: {line.strip()[:60]!r}")
+        try: lab = yes_no(m[2])
+        except ParseError: lab = None
+        got[k] = lab if got.get(k, lab) == lab else None   # "3. Yes" then "3. No": neither
+    if not got: raise ParseError(f"expected {n} numbered Yes/No lines, got {(text or '')[:80]!r}")
+    return got
+
+# %% ../../nbs/41_checker.ipynb #4e906604
 SMALL_MAX_TOKENS = 8   # a Yes/No reply is 1-2 tokens; the cap stops a small model that goes on explaining
+SMALL_BATCH = 8        # claims of one reference per call when batching (`--claims-per-call 8`); the default
+                       # stays 1, the profile the lessons recorded, until the live measurement (issue 41) moves it
+
+def _batch_cap(n:int) -> int: return 6 * n + 8   # "12. Yes" is 4-5 tokens a line; room for a heading line
+
+def _yes_no_batches(tasks:list, k:int) -> list:
+    "(task index, claim positions) of each call: a task's claims in order, `k` at a time (a call needs 2 or more)."
+    return [(i, list(range(s, min(s + k, len(t.claims))))) for i, t in enumerate(tasks)
+            for s in range(0, len(t.claims), k) if k > 1 and min(s + k, len(t.claims)) - s > 1]
+
+def _spent(o:CheckOutcome, r):
+    o.calls += 1; o.cached += r.cached
+    o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
 
 def small_checker(llm:LLM, # The model that labels the claims
                   model:str|None=None, # Model name; default: the LLM's
-                  prompt:str='judge_claim_binary', # A prompt with {question}, {reference} and {claim}, answered Yes/No
-                  rounds:int=2 # Most calls per claim (an unreadable reply is asked again once)
+                  prompt:str='judge_claim_binary', # One claim: a prompt with {question}, {reference} and {claim}, Yes/No
+                  rounds:int=2, # Most one-claim calls per claim still unlabelled (an unreadable reply is asked again)
+                  claims_per_call:int=1, # Claims of one reference asked in one call first; 1: one per call
+                  batch_prompt:str='judge_claims_yes_no' # Several claims: {question}, {reference}, numbered {claims}, {n}
                  ) -> Checker:
-    "A checker that asks one Yes/No question per claim (Yes: Entailment, No: Neutral); the `small` judge profile."
-    p = get_prompt(prompt)
+    ("The `small` judge profile: Yes/No per claim (Yes: Entailment, No: Neutral), `claims_per_call` claims of a "
+     "reference per call, then one call per claim whose label was missing or unreadable.")
+    p, pb = get_prompt(prompt), get_prompt(batch_prompt)
     def check(tasks):
         out = [CheckOutcome(replies=[None] * len(t.claims)) for t in tasks]
-        got = [{} for _ in tasks]
-        todo = [(i, j) for i, t in enumerate(tasks) for j in range(len(t.claims))]
+        got, why = [{} for _ in tasks], {}
+        groups = _yes_no_batches(tasks, claims_per_call)
+        reqs = [Request(pb.messages(question=tasks[i].question, reference=tasks[i].reference, n=len(js),
+                                    claims='\n'.join(f"{k + 1}. {claim_text(tasks[i].claims[j])}" for k, j in enumerate(js))),
+                        prompt=pb, id=f"{tasks[i].id}/{js[0] + 1}-{js[-1] + 1}", model=model,
+                        params={'max_tokens': _batch_cap(len(js))}) for i, js in groups]
+        for (i, js), r in zip(groups, llm.batch(reqs, desc='checking claims', show_estimate=0)):
+            _spent(out[i], r)
+            if not r.text:   # no reply at all: each claim is asked on its own
+                for j in js: why[i, j] = f"{r.failure.kind}: {r.failure.message[:120]}"
+                continue
+            try: labs = yes_no_lines(r.text, len(js))   # a reply cut at the cap keeps its complete lines
+            except ParseError as e: labs, bad = {}, str(e)
+            else: bad = None
+            for k, j in enumerate(js, 1):
+                if labs.get(k): got[i][j] = labs[k]; out[i].replies[j] = r.text
+                else: why[i, j] = bad or (f"no line for claim {k} of the call" if k not in labs else
+                                          f"line {k} of the call gave neither Yes nor No")
+        todo = [(i, j) for i, t in enumerate(tasks) for j in range(len(t.claims)) if j not in got[i]]
+        for i, j in todo:
+            if (i, j) in why: out[i].asked_again[j] = why[i, j]
         last = {}
         for rnd in range(rounds):
             if not todo: break
@@ -351,10 +409,8 @@ def small_checker(llm:LLM, # The model that labels the claims
                             {'max_tokens': SMALL_MAX_TOKENS, 'seed': rnd, 'temperature': 0.5})
                     for i, j in todo]
             for (i, j), r in zip(todo, llm.batch(reqs, desc='checking claims', show_estimate=0)):
-                o = out[i]
-                o.calls += 1; o.cached += r.cached
-                o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
-                o.replies[j] = r.text
+                _spent(out[i], r)
+                out[i].replies[j] = r.text
                 v = r.value if r.ok else salvaged(r, yes_no)   # "No. The reference..." cut at the cap is still a No
                 if v: got[i][j] = v
                 else: last[i, j] = r.failure
@@ -362,22 +418,26 @@ def small_checker(llm:LLM, # The model that labels the claims
         for i, t in enumerate(tasks):
             miss = [j for j in range(len(t.claims)) if j not in got[i]]
             if miss:
-                f = last.get((i, miss[0]))
-                out[i].failure = (f"{len(miss)} of {len(t.claims)} claims still unlabelled after {rounds} call(s) each"
-                                  + (f"; claim {miss[0] + 1}: {f.kind}: {f.message[:160]}" if f else ''))
+                j = miss[0]; f = last.get((i, j))
+                out[i].failure = (f"{len(miss)} of {len(t.claims)} claims still unlabelled after "
+                                  f"{rounds} call(s) of their own; claim {j + 1} ({claim_text(t.claims[j])[:60]!r})"
+                                  + (f": {f.kind}: {f.message[:160]}" if f else '')
+                                  + (f" (first reply: {why[i, j]})" if (i, j) in why else ''))
             else: out[i].labels = [got[i][j] for j in range(len(t.claims))]
         return out
     return check
 
-# %% ../../nbs/41_checker.ipynb #0f97d8f8
+# %% ../../nbs/41_checker.ipynb #1b5a8bf0
 def profile_checker(llm:LLM, # The judge
                     profile:str='default', # 'small', 'default' or 'auto' (small for models of 3B parameters or fewer)
                     model:str|None=None, # Model name; default: the LLM's
-                    prefix_order:bool=True # `llm_checker`: send calls that start alike one after another
+                    prefix_order:bool=True, # `llm_checker`: send calls that start alike one after another
+                    claims_per_call:int=1 # `small_checker`: claims of a reference asked in one call
                    ) -> Checker:
     "The checker of a judge profile: `llm_checker` (default) or `small_checker` (small)."
     name = judge_profile(profile, model or llm.model)
-    return small_checker(llm, model) if name == 'small' else llm_checker(llm, model, prefix_order=prefix_order)
+    if name == 'small': return small_checker(llm, model, claims_per_call=claims_per_call)
+    return llm_checker(llm, model, prefix_order=prefix_order)
 
 # %% ../../nbs/41_checker.ipynb #6cee70a0
 def _note(r:RAGResult, stage:str, calls:int=0, cached:int=0, pt:int=0, ct:int=0):
@@ -503,6 +563,10 @@ def check_claims(results:list, # `RAGResult`s with their claims extracted
             o, k = next(outcomes), 0
             _note(r, 'check', o.calls, o.cached, o.prompt_tokens, o.completion_tokens)
             for f, n in split:
+                again = sorted(j - k for j in o.asked_again if k <= j < k + n)
+                if again:   # a claim's first reply gave no label: it was asked on its own (recorded, not hidden)
+                    _warn(r, 'check', f, 'asked_again', f"{t.id}: claim(s) {', '.join(str(j + 1) for j in again)} asked "
+                          f"again on their own; first reply: {o.asked_again[again[0] + k]}", claims=again)
                 labels = None if o.labels is None else o.labels[k:k + n]; k += n
                 if labels is None: _fail(r, 'check', f, f"{t.id}: {o.failure}")
                 elif chunk is None: setattr(r, f, labels)
@@ -541,22 +605,73 @@ def usage_table(results:list # Checked `RAGResult`s (their `ragnb` usage records
 # %% ../../nbs/41_checker.ipynb #4bf3cd7c
 def _tokens(messages) -> int: return sum(len(m['content']) for m in messages) // 4 + 4 * len(messages)
 
+def _repeated(calls:list) -> int:
+    "Prompt tokens of `calls` (message lists, in the order sent) that repeat the start of the call before."
+    texts = [''.join(m['role'] + m['content'] for m in ms) for ms in calls]
+    return sum(len(os.path.commonprefix([a, b])) for a, b in zip(texts, texts[1:])) // 4
+
+def _small_calls(tasks:list, k:int) -> tuple:
+    "The first-round calls of `small_checker` (message lists, in the order sent) and their completion-token caps."
+    p, pb = get_prompt('judge_claim_binary'), get_prompt('judge_claims_yes_no')
+    groups = _yes_no_batches(tasks, k)
+    inb = {(i, j) for i, js in groups for j in js}
+    calls = [pb.messages(question=tasks[i].question, reference=tasks[i].reference, n=len(js),
+                         claims='\n'.join(f"{n + 1}. {claim_text(tasks[i].claims[j])}" for n, j in enumerate(js)))
+             for i, js in groups]
+    one = [(i, j) for i, t in enumerate(tasks) for j in range(len(t.claims)) if (i, j) not in inb]
+    calls += [p.messages(question=tasks[i].question, reference=tasks[i].reference, claim=claim_text(tasks[i].claims[j]))
+              for i, j in one]
+    return calls, sum(4 * len(js) + 2 for _, js in groups) + 2 * len(one)
+
 def estimate_checks(tasks:list, # `CheckTask`s
-                    profile:str # 'small' or 'default' (resolved)
+                    profile:str, # 'small' or 'default' (resolved)
+                    claims_per_call:int=1 # The small profile's claims per call
                    ) -> dict:
-    "Calls and tokens a checker profile will spend on `tasks` (first attempts; re-asks come on top)."
+    ("Calls and tokens a checker profile will spend on `tasks` (first attempts; re-asks come on top); `repeated`: the "
+     "prompt tokens that repeat the start of the call before, which a server's prefix cache (llama.cpp, vLLM, hosted "
+     "prompt caching) can read instead of computing.")
     if profile == 'small':
-        p = get_prompt('judge_claim_binary')
-        pt = sum(_tokens(p.messages(question=t.question, reference=t.reference, claim=claim_text(c)))
-                 for t in tasks for c in t.claims)
-        n = sum(len(t.claims) for t in tasks)
-        return dict(calls=n, prompt_tokens=pt, completion_tokens=2 * n)
-    p = get_prompt('check_claims')
-    pt = sum(_tokens(p.messages(question=t.question, reference=t.reference,
-                                claims=numbered(t.claims, range(len(t.claims))), n=len(t.claims)))
-             for t in tasks if t.claims)
-    return dict(calls=sum(bool(t.claims) for t in tasks), prompt_tokens=pt,
-                completion_tokens=sum(12 * len(t.claims) for t in tasks))
+        calls, ct = _small_calls(tasks, claims_per_call)
+    else:
+        p = get_prompt('check_claims')
+        calls = by_prefix([p.messages(question=t.question, reference=t.reference, n=len(t.claims),
+                                      claims=numbered(t.claims, range(len(t.claims)))) for t in tasks if t.claims],
+                          lambda m: m)
+        ct = sum(12 * len(t.claims) for t in tasks)
+    return dict(calls=len(calls), prompt_tokens=sum(map(_tokens, calls)), completion_tokens=ct,
+                repeated=_repeated(calls))
+
+CHARS_PER_CLAIM = 45   # a RAGChecker triplet claim covers about 45 characters of its text (its example: 44)
+
+def estimate_run(results:list, # `RAGResult`s, claims extracted or not
+                 profile:str='small', # Judge profile, resolved: 'small' or 'default'
+                 claim_format:str='triplet', # 'triplet' or 'sentence'
+                 claims_per_call:int=1 # The small profile's claims per call
+                ) -> dict:
+    ("What `run_checks` will send for `results`, before any call: extraction calls for the texts without claims, then "
+     "checking calls, with claims not yet extracted guessed at one per `CHARS_PER_CLAIM` characters (`guessed`).")
+    p = get_prompt(f'extract_claims_{claim_format}')
+    ext = [m for _, _, m, _ in _claim_jobs([dataclasses.replace(r) for r in results], p)]
+    guess = lambda c, t: c if c is not None else ['x' * CHARS_PER_CLAIM] * max(1, len(t) // CHARS_PER_CLAIM)
+    tasks = [t for r in results for t, _, _ in _tasks(dataclasses.replace(
+        r, response_claims=guess(r.response_claims, r.response) if r.response.strip() else [],
+        gt_answer_claims=guess(r.gt_answer_claims, r.gt_answer) if r.gt_answer.strip() else []))[0]]
+    chk = estimate_checks(tasks, profile, claims_per_call)
+    texts = [len(r.response) for r in results if r.response_claims is None]
+    texts += [len(r.gt_answer) for r in results if r.gt_answer_claims is None]
+    return dict(calls=len(ext) + chk['calls'], extract_calls=len(ext), check_calls=chk['calls'],
+                prompt_tokens=sum(map(_tokens, ext)) + chk['prompt_tokens'],
+                completion_tokens=sum(n // CHARS_PER_CLAIM * 12 for n in texts) + chk['completion_tokens'],
+                repeated=_repeated(ext) + chk['repeated'], guessed=bool(ext))
+
+def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
+                 ) -> str:
+    "One line for a person: calls, prompt tokens (and how many a prefix cache can reuse), completion tokens."
+    calls = (f"{e['calls']:,} model calls ({e['extract_calls']:,} extracting claims, {e['check_calls']:,} checking them)"
+             if 'extract_calls' in e else f"{e['calls']:,} model calls")
+    return (calls + f", ~{e['prompt_tokens']:,} prompt tokens (~{e['repeated']:,} of them repeat the start of the call "
+            f"before, which a prefix cache reads once), ~{e['completion_tokens']:,} completion tokens"
+            + (f"; claims not extracted yet are guessed at one per {CHARS_PER_CLAIM} characters" if e.get('guessed') else ''))
 
 # %% ../../nbs/41_checker.ipynb #60684a22
 @dataclass
@@ -602,6 +717,8 @@ def check_texts(results:list, # `RAGResult`s (from `load_results`)
                                  "fill it in or leave the result out")
 
 # %% ../../nbs/41_checker.ipynb #631e952d
+_resolve_profile = judge_profile   # `run_checks`' parameter of the same name hides the function
+
 def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a list of results
                llm:LLM|None=None, # The model for both stages; default `LLM()` from the environment
                claim_format:str='triplet', # 'triplet' (RAGChecker's) or 'sentence'
@@ -610,7 +727,9 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
                checker:Checker|None=None, # Another checker (e.g. an NLI model); default: the judge profile's
                out=None, # JSON file to write RAGChecker's output to (and to resume from)
                judge_profile:str='default', # 'default' (`llm_checker`), 'small' (`small_checker`) or 'auto'
-               prefix_order:bool=True # Send calls that start alike one after another (a server's prompt cache)
+               prefix_order:bool=True, # Send calls that start alike one after another (a server's prompt cache)
+               claims_per_call:int=1, # The small profile's claims of a reference per call (1: one each)
+               show_estimate:bool=False # Print the checking calls and tokens once the claims are known
               ) -> CheckRun:
     "Extract claims and check them where missing (a half-finished input resumes), score, and save to `out` if given."
     results = load_results(results)
@@ -624,7 +743,12 @@ def run_checks(results, # RAGChecker input: a path, a dict with `results`, or a 
             r.ragnb['warnings'] = [w for w in r.ragnb['warnings'] if getattr(r, w['field'], None) is not None]
     extract_claims(results, llm, claim_format, extractor_model, prefix_order)
     if out: save_results(results, out)
-    check_claims(results, checker or profile_checker(llm, judge_profile, checker_model, prefix_order=prefix_order))
+    if show_estimate and checker is None:
+        tasks = [t for r in results for t, _, _ in check_tasks(r)]
+        e = estimate_checks(tasks, _resolve_profile(judge_profile, checker_model or llm.model), claims_per_call)
+        print(f"checking claims: {estimate_line(e)}", file=sys.stderr)
+    check_claims(results, checker or profile_checker(llm, judge_profile, checker_model, prefix_order=prefix_order,
+                                                     claims_per_call=claims_per_call))
     s = save_results(results, out) if out else score(results)
     if not out: attach_metrics(results, s)
     return CheckRun(results, s, usage_table(results))
@@ -670,10 +794,16 @@ def _cli_check(args) -> int:
     check_unique_ids(results, f"{src}: ")
     check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
+    profile = judge_profile(args.judge_profile, args.checker_model or env_model())
+    e = estimate_run(results, profile, args.claim_format, args.claims_per_call)
+    print(f"ragnb check: {'would send' if args.dry_run else 'will send'} about {estimate_line(e)} "
+          f"(judge profile {profile})", file=sys.stderr)
+    if args.dry_run: return 0
     llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()),
               batch=BatchAPI() if args.batch else None, **call_options(args))
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out,
-                     judge_profile=args.judge_profile, prefix_order=args.prefix_order)
+                     judge_profile=args.judge_profile, prefix_order=args.prefix_order,
+                     claims_per_call=args.claims_per_call, show_estimate=True)
     with pd.option_context('display.width', 200): print(run.usage.to_string())
     print(json.dumps(run.scores.overall, indent=2))
     fails = [(r.query_id, f) for r in run.results for f in r.ragnb.get('failures', [])]
@@ -716,6 +846,11 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
                    "rerun resumes)")
+    p.add_argument('--claims-per-call', type=int, default=1, metavar='N',
+                   help=f"small judge profile: claims of one reference asked about in one call (default 1: one call "
+                   f"per claim; e.g. {SMALL_BATCH}: fewer calls, each claim still labelled on its own line)")
+    p.add_argument('--dry-run', action='store_true',
+                   help='print the calls and tokens the run would send, and send nothing')
     p.add_argument('--restart', action='store_true', help='ignore an existing OUTPUT and start from INPUT')
     add_call_options(p)
     p.set_defaults(func=_cli_check)

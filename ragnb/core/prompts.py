@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import functools, re, string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'prompt_text', 'Prompt',
-           'register', 'get_prompt', 'labelled_fields']
+__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'JUDGE_SYSTEM_BATCH',
+           'prompt_text', 'Prompt', 'register', 'get_prompt', 'labelled_fields']
 
 # %% ../../nbs/17_prompts.ipynb #00569695
 def prompt_text(content # A message's `content`: a string, or a list of parts (text, images)
@@ -334,6 +334,28 @@ template=_JUDGE_INPUTS + """- Entailment: the reference states or clearly implie
 - Contradiction: the reference states something incompatible with the claim.
 - Neutral: the reference neither supports nor contradicts the claim (including when it does not mention it).
 Use only the reference, not your own knowledge. Answer with one word: Entailment, Neutral or Contradiction."""))
+
+# %% ../../nbs/17_prompts.ipynb #f2e6b197
+JUDGE_SYSTEM_BATCH = ("You check claims against a reference text. A claim is supported when the reference states it or "
+                      "clearly implies it. Use only the reference, not your own knowledge: if the reference does not "
+                      "mention a claim, it is not supported. You answer with one word per claim.")
+
+register(Prompt('judge_claims_yes_no', '1', system=JUDGE_SYSTEM_BATCH,
+description='several numbered claims against one reference: one line per claim, its number and Yes or No',
+template="""Question (context only): {question}
+
+Reference:
+<<<
+{reference}
+>>>
+
+Claims:
+{claims}
+
+For each of the {n} claims: does the reference state or clearly imply it? Reply with {n} lines, one per claim, each the
+claim's number and one word, Yes or No, like:
+1. Yes
+2. No"""))
 
 # %% ../../nbs/17_prompts.ipynb #2831f31f
 _TYPED_RULES = """- Write the question as this user would ask it: {persona}.

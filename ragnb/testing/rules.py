@@ -12,7 +12,7 @@ from typing import Callable
 from ..core.prompts import PROMPTS, prompt_text
 
 # %% auto #0
-__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way']
+__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way', 'scripted_judge_batch']
 
 # %% ../../nbs/00a_rules.ipynb #34d9d128
 class PromptMismatch(ValueError):
@@ -789,6 +789,15 @@ def scripted_judge_3way(call:Call, # The request, with the prompt's `claim` and 
                        ) -> str:
     "Scripted one-claim 3-way judge: the word-overlap label, one word."
     return _one_claim(call)
+
+@scripted_reply('judge_claims_yes_no')
+def scripted_judge_batch(call:Call, # The request, with the prompt's `reference` and numbered `claims`
+                         rng:random.Random # The server's seeded random generator
+                        ) -> str:
+    "Scripted judge of several claims: one numbered line per claim, Yes when the word-overlap judge says Entailment."
+    lines = re.findall(r'(?m)^(\d+)\. (.+)$', call.inputs['claims'])
+    return '\n'.join(f"{n}. {'Yes' if overlap_judge(c, call.inputs['reference']) == 'Entailment' else 'No'}"
+                     for n, c in lines)
 
 # %% ../../nbs/61_pipeline.ipynb #7e995324
 _RAG_STOP = set('a an and are as at be by can do does for from how i in is it of on or should the to what when where '
