@@ -368,10 +368,10 @@ def _spent(o:CheckOutcome, r):
 
 def small_checker(llm:LLM, # The model that labels the claims
                   model:str|None=None, # Model name; default: the LLM's
-                  prompt:str='judge_claim_binary', # One claim: a prompt with {question}, {reference} and {claim}, Yes/No
+                  prompt:str='judge_claim_binary', # One claim: {question}, {reference} and {claim}, answered Yes/No
                   rounds:int=2, # Most one-claim calls per claim still unlabelled (an unreadable reply is asked again)
                   claims_per_call:int=1, # Claims of one reference asked in one call first; 1: one per call
-                  batch_prompt:str='judge_claims_yes_no' # Several claims: {question}, {reference}, numbered {claims}, {n}
+                  batch_prompt:str='judge_claims_yes_no' # Several: {question}, {reference}, numbered {claims}, {n}
                  ) -> Checker:
     ("The `small` judge profile: Yes/No per claim (Yes: Entailment, No: Neutral), `claims_per_call` claims of a "
      "reference per call, then one call per claim whose label was missing or unreadable.")
@@ -381,7 +381,8 @@ def small_checker(llm:LLM, # The model that labels the claims
         got, why = [{} for _ in tasks], {}
         groups = _yes_no_batches(tasks, claims_per_call)
         reqs = [Request(pb.messages(question=tasks[i].question, reference=tasks[i].reference, n=len(js),
-                                    claims='\n'.join(f"{k + 1}. {claim_text(tasks[i].claims[j])}" for k, j in enumerate(js))),
+                                    claims='\n'.join(f"{k + 1}. {claim_text(tasks[i].claims[j])}"
+                                                     for k, j in enumerate(js))),
                         prompt=pb, id=f"{tasks[i].id}/{js[0] + 1}-{js[-1] + 1}", model=model,
                         params={'max_tokens': _batch_cap(len(js))}) for i, js in groups]
         for (i, js), r in zip(groups, llm.batch(reqs, desc='checking claims', show_estimate=0)):
@@ -565,7 +566,8 @@ def check_claims(results:list, # `RAGResult`s with their claims extracted
             for f, n in split:
                 again = sorted(j - k for j in o.asked_again if k <= j < k + n)
                 if again:   # a claim's first reply gave no label: it was asked on its own (recorded, not hidden)
-                    _warn(r, 'check', f, 'asked_again', f"{t.id}: claim(s) {', '.join(str(j + 1) for j in again)} asked "
+                    which = ', '.join(str(j + 1) for j in again)
+                    _warn(r, 'check', f, 'asked_again', f"{t.id}: claim(s) {which} asked "
                           f"again on their own; first reply: {o.asked_again[again[0] + k]}", claims=again)
                 labels = None if o.labels is None else o.labels[k:k + n]; k += n
                 if labels is None: _fail(r, 'check', f, f"{t.id}: {o.failure}")
@@ -667,11 +669,13 @@ def estimate_run(results:list, # `RAGResult`s, claims extracted or not
 def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
                  ) -> str:
     "One line for a person: calls, prompt tokens (and how many a prefix cache can reuse), completion tokens."
-    calls = (f"{e['calls']:,} model calls ({e['extract_calls']:,} extracting claims, {e['check_calls']:,} checking them)"
+    calls = (f"{e['calls']:,} model calls ({e['extract_calls']:,} extracting claims, "
+             f"{e['check_calls']:,} checking them)"
              if 'extract_calls' in e else f"{e['calls']:,} model calls")
     return (calls + f", ~{e['prompt_tokens']:,} prompt tokens (~{e['repeated']:,} of them repeat the start of the call "
             f"before, which a prefix cache reads once), ~{e['completion_tokens']:,} completion tokens"
-            + (f"; claims not extracted yet are guessed at one per {CHARS_PER_CLAIM} characters" if e.get('guessed') else ''))
+            + (f"; claims not extracted yet are guessed at one per {CHARS_PER_CLAIM} characters"
+               if e.get('guessed') else ''))
 
 # %% ../../nbs/41_checker.ipynb #60684a22
 @dataclass
