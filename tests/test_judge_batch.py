@@ -53,3 +53,13 @@ def test_numbered_labels_are_read_strictly(reply, n, want):
 @pytest.mark.parametrize('reply', ['1. Yes\n4. No', 'The first claim is supported.', ''])
 def test_a_label_for_a_claim_not_asked_or_prose_is_a_parse_error(reply):
     with pytest.raises(ParseError): yes_no_lines(reply, 3)
+
+@pytest.mark.parametrize('model, profile, prompt', [('qwen2.5-coder-1.5b-instruct-q4_k_m', 'small', 'judge_claim_binary'),
+                                                    ('scripted-test-model', 'default', 'check_claims')])
+def test_auto_is_the_default_and_says_why(tmp_path, env, monkeypatch, capsys, model, profile, prompt):
+    monkeypatch.setenv('RAGNB_MODEL', model)
+    assert main(['check', str(EXAMPLE), '--out', str(tmp_path/'o.json')]) == 0
+    err = capsys.readouterr().err
+    assert f"ragnb check: judge profile {profile} (auto: the model name '{model}'" in err
+    asked = {(r['prompt'] or '').split('@')[0] for r in env.requests}
+    assert prompt in asked and ({'judge_claim_binary', 'check_claims'} - {prompt}).isdisjoint(asked)

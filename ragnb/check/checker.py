@@ -22,9 +22,9 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
 __all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS', 'SMALL_BATCH', 'RAGCHECKER_JOINT',
            'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'cut_list', 'salvage_claims', 'parse_claims', 'claim_text',
            'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome', 'pairwise_checker',
-           'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'yes_no', 'yes_no_lines', 'small_checker',
-           'profile_checker', 'extract_claims', 'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table',
-           'estimate_checks', 'estimate_run', 'estimate_line', 'CheckRun', 'check_texts', 'run_checks',
+           'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'profile_reason', 'yes_no', 'yes_no_lines',
+           'small_checker', 'profile_checker', 'extract_claims', 'check_tasks', 'check_claims', 'ragchecker_calls',
+           'usage_table', 'estimate_checks', 'estimate_run', 'estimate_line', 'CheckRun', 'check_texts', 'run_checks',
            'input_mismatch', 'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
@@ -319,6 +319,18 @@ def judge_profile(profile:str, # 'small', 'default' or 'auto'
     if profile != 'auto': return profile
     sizes = [float(m) for m in _SIZE.findall(re.sub(r'[-_]', ' ', model or ''))]
     return 'small' if sizes and max(sizes) <= 3 else 'default'
+
+# %% ../../nbs/41_checker.ipynb #9ad27a55
+def profile_reason(profile:str, # As asked: 'small', 'default' or 'auto'
+                   model:str|None # The judge's model name
+                  ) -> str:
+    "The resolved profile and why, in words: 'small (auto: the model name qwen2.5-1.5b says 1.5B parameters)'."
+    got = judge_profile(profile, model)
+    if profile != 'auto': return f"{got} (asked for)"
+    sizes = [float(m) for m in _SIZE.findall(re.sub(r'[-_]', ' ', model or ''))]
+    said = f"says {max(sizes):g}B parameters" if sizes else 'gives no size'
+    return (f"{got} (auto: the model name {model!r} {said}; small is for 3B or fewer, --judge-profile sets it)"
+            if model else f"{got} (auto: no model name; --judge-profile sets it)")
 
 # %% ../../nbs/41_checker.ipynb #eeb31560
 def yes_no(text:str # A one-word reply
@@ -800,6 +812,8 @@ def _cli_check(args) -> int:
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
     profile = judge_profile(args.judge_profile, args.checker_model or env_model())
     e = estimate_run(results, profile, args.claim_format, args.claims_per_call)
+    print(f"ragnb check: judge profile {profile_reason(args.judge_profile, args.checker_model or env_model())}",
+          file=sys.stderr)
     print(f"ragnb check: {'would send' if args.dry_run else 'will send'} about {estimate_line(e)} "
           f"(judge profile {profile})", file=sys.stderr)
     if args.dry_run: return 0
@@ -827,9 +841,10 @@ def _cli_check(args) -> int:
 def add_judge_profile(p # An argparse (sub)parser
                      ):
     "Add `--judge-profile` (small, default or auto) to a command that checks claims."
-    p.add_argument('--judge-profile', choices=JUDGE_PROFILES, default='default',
+    p.add_argument('--judge-profile', choices=JUDGE_PROFILES, default='auto',
                    help="how to ask the judge: default (all claims of a reference in one call, 3-way labels), small "
-                   "(one Yes/No call per claim, for models of 3B parameters or fewer), auto (small for such models)")
+                   "(Yes/No per claim, for models of 3B parameters or fewer), auto (the default: small for such "
+                   "models, by the model's name)")
 
 # %% ../../nbs/41_checker.ipynb #8f0e680f
 def add_cli(sub # `Subcommands` of the `ragnb` parser
