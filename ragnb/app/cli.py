@@ -24,6 +24,8 @@ COMMANDS = {  # command: (module that defines it, one-line help)
             'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
     'evaluate': ('ragnb.rag.systems',
                  'run a RAG system on a test set, check it with RAGChecker, write metrics and figures'),
+    'inspect': ('ragnb.rag.inspect', 'score a test set itself: coverage, redundancy, difficulty, mix and quality, '
+                'each with a verdict (no model)'),
     'compare': ('ragnb.rag.systems',
                 "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
     'meta-eval': ('ragnb.check.metaeval', 'correlate metric preferences with human pairwise preferences'),

@@ -1,0 +1,66 @@
+"Issue 42, first step: `ragnb inspect` scores a test set itself; each measure flags a set built to fail it."
+import json
+import pandas as pd
+import pytest
+from ragnb.app.cli import main
+from ragnb.rag.inspect import inspect_testset, near_duplicates
+
+ASKS = ['Which river crosses Cairo?', 'How tall is Mount Kenya?', 'When was the Aswan dam finished?',
+        'Who painted the Mona Lisa?', 'What metal melts at 1538 degrees?', 'Where do emperor penguins breed?',
+        'How many moons does Mars have?', 'Which language is spoken in Quebec?', 'What causes ocean tides?',
+        'Why is the sky blue at noon?', 'Which planet has the longest day?', 'How old is the Great Wall?']
+
+def rows(**over):
+    out = [dict(id=f'q{i}', question=q, answer='a', evidence=f'Passage {i} holds the fact the reader needs.',
+                source_doc=f'doc{i % 3}.md', chunk_id=f'doc{i % 3}.md#{i}', context=f'Text {i} on subject {i * 7}.',
+                kept=True, evidence_start=i * 100, evidence_end=i * 100 + 40, evidence_found=True,
+                question_language='en', question_type='factoid') for i, q in enumerate(ASKS)]
+    for i, r in enumerate(out):
+        for k, f in over.items(): r[k] = f(i, r)
+    return out
+
+def write(path, rs):
+    path.write_text(''.join(json.dumps(r) + '\n' for r in rs)); return path
+
+def verdict(rep, measure): return rep.table().loc[measure, 'verdict']
+
+def test_a_good_set_passes_and_each_bad_set_is_flagged():
+    assert all(m.verdict in ('ok', 'n/a') for m in inspect_testset(rows(), languages=['en']).measures)
+    dup = inspect_testset(rows(question=lambda i, r: ASKS[0] if i < 4 else r['question']))
+    assert verdict(dup, 'near-duplicate questions') == 'check' and len(dup.duplicates) == 6   # 4 alike: 6 pairs
+    copied = inspect_testset(rows(evidence=lambda i, r: r['question'] + ' That is what the text says.'))
+    assert verdict(copied, 'questions copied from their evidence') == 'check'
+    one_doc = inspect_testset(rows(kept=lambda i, r: r['source_doc'] == 'doc0.md'))
+    assert verdict(one_doc, 'documents covered') == 'check'
+    one_lang = inspect_testset(rows(), languages=['en', 'de'])
+    assert verdict(one_lang, 'languages asked for and present') == 'check'
+    same = inspect_testset(rows(evidence_start=lambda i, r: 0, evidence_end=lambda i, r: 40))
+    assert verdict(same, 'questions sharing evidence') == 'check'
+    easy = inspect_testset(rows(context=lambda i, r: r['question'] + ' ' + r['context']))
+    assert verdict(easy, 'found first by keywords (BM25)') == 'check'
+
+def test_a_measure_without_its_fields_says_so():
+    rep = inspect_testset([{'question': q} for q in ASKS])
+    t = rep.table()
+    assert t.loc['documents covered', 'verdict'] == 'n/a' and 'no source_doc' in t.loc['documents covered', 'finding']
+    assert t.loc['questions copied from their evidence', 'verdict'] == 'n/a'
+
+def test_cli_reads_ragnb_and_ragchecker_sets_and_names_bad_rows(tmp_path, capsys):
+    good = write(tmp_path/'qa.jsonl', rows())
+    assert main(['inspect', str(good), '--languages', 'en,de', '--out', str(tmp_path/'r.json')]) == 0
+    out = capsys.readouterr().out
+    assert 'near-duplicate questions' in out and 'missing: de' in out
+    assert json.loads((tmp_path/'r.json').read_text())['kept'] == 12
+    assert main(['inspect', str(good), '--languages', 'en,de', '--strict']) == 1   # a 'check' verdict
+    rc = tmp_path/'rc.json'
+    rc.write_text(json.dumps({'results': [{'query_id': str(i), 'query': q, 'gt_answer': 'a'} for i, q in enumerate(ASKS)]}))
+    assert main(['inspect', str(rc)]) == 0
+    bad = write(tmp_path/'bad.jsonl', rows(question=lambda i, r: 7 if i == 3 else r['question']))
+    capsys.readouterr()
+    assert main(['inspect', str(bad), '--out', str(tmp_path/'no.json')]) == 1
+    err = capsys.readouterr().err
+    assert f'{bad} row 3' in err and "'question'" in err and not (tmp_path/'no.json').exists()
+
+def test_near_duplicates_in_blocks_match_one_block():
+    qs = ASKS * 3
+    assert near_duplicates(qs, block=5) == near_duplicates(qs, block=1000)
