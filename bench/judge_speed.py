@@ -64,13 +64,16 @@ def main():
         os.environ.setdefault('RAGNB_LOCAL_THREADS', '1')
         srv = LocalServer(threads=int(os.environ['RAGNB_LOCAL_THREADS'])).start(); url = srv.base_url
         print(f"recording from {srv.model} at {url}", flush=True)
+    # cache keys name the endpoint: a replay asks (without sending) the URL the recording was made from
+    url = url or server.get('_endpoint') or 'http://127.0.0.1:9/v1'
+    if a.record: server['_endpoint'] = url
     REC.parent.mkdir(exist_ok=True)
-    rows = []
+    rows, pairs = [], {}
     try:
         for cfg in a.configs.split(','):
             profile, per = CONFIGS[cfg]
             for r0, rr in zip(results(a.n), ref):
-                llm = LLM(base_url=url or 'http://127.0.0.1:9/v1', api_key='local', model=MODEL, cache_path=REC,
+                llm = LLM(base_url=url, api_key='local', model=MODEL, cache_path=REC,
                           replay=not a.record, progress=False, pacing=Pacing(concurrency=1),
                           deadlines=Deadlines(total=1800, first_token=600, idle=120))
                 t0 = time.perf_counter()
@@ -84,6 +87,7 @@ def main():
                                        completion_tokens=u.completion_tokens, seconds=round(secs, 1))
                     SERVER.write_text(json.dumps(server, indent=1))
                 r = run.results[0]; ok, n = agreement(r, rr)
+                pairs.setdefault(cfg, []).extend(zip(flat(r), flat(rr)) if len(flat(r)) == len(flat(rr)) else [])
                 rows.append(dict(config=cfg, result=rr.query_id, failures=len(r.ragnb.get('failures', [])),
                                  agree=ok, labels=n, **server.get(key, {})))
                 print(json.dumps(rows[-1]), flush=True)
@@ -98,6 +102,10 @@ def main():
                                             seconds=('seconds', 'mean'), agree=('agree', 'sum'), labels=('labels', 'sum'),
                                             failures=('failures', 'sum'))
     g['entailed-or-not %'] = (100 * g.agree / g.labels).round(1)
-    print('\nper result (mean of', a.n, 'results):'); print(g.round(1).to_string())
+    from ragnb.view.audit import cohen_kappa
+    ent = lambda xs: ['E' if x == 'Entailment' else 'n' for x in xs]
+    g['kappa'] = [round(cohen_kappa(ent([a for a, _ in pairs[c]]), ent([b for _, b in pairs[c]])), 2)
+                  if pairs.get(c) else float('nan') for c in g.index]
+    print(f'\nper result (mean of {len(ref)} results; RAGChecker\'s example holds {len(ref)}):'); print(g.round({c: 1 for c in g.columns if c != 'kappa'}).to_string())
 
 if __name__ == '__main__': main()
