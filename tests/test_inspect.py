@@ -64,3 +64,13 @@ def test_cli_reads_ragnb_and_ragchecker_sets_and_names_bad_rows(tmp_path, capsys
 def test_near_duplicates_in_blocks_match_one_block():
     qs = ASKS * 3
     assert near_duplicates(qs, block=5) == near_duplicates(qs, block=1000)
+
+def test_against_another_set_and_the_figure(tmp_path, capsys):
+    a = write(tmp_path/'a.jsonl', rows())
+    b = write(tmp_path/'b.jsonl', rows(evidence=lambda i, r: r['question'] + ' That is what the text says.'))
+    assert main(['inspect', str(a), '--against', str(b), '--figure', str(tmp_path/'cov.png')]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith('questions copied from their evidence') and 'ok / check' in l)
+    lo, hi = [float(x) for x in line.split()[-5:-3]]
+    assert 0 < lo <= hi <= 1                                           # b copies more, beyond the interval
+    assert (tmp_path/'cov.png').read_bytes()[:4] == b'\x89PNG'

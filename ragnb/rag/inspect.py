@@ -8,6 +8,7 @@ import json, re, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
+from fastcore.basics import patch
 from ..core.lazy import lazy
 from ..core.display import md_escape
 from ..core.safe import write_text
@@ -16,7 +17,8 @@ pd = lazy('pandas')
 
 # %% auto #0
 __all__ = ['pd', 'THRESHOLDS', 'SIMILAR', 'COPY_OVERLAP', 'read_testset', 'Measure', 'sections', 'coverage', 'near_duplicates',
-           'same_evidence', 'word_overlap', 'keyword_ranks', 'TestSetReport', 'inspect_testset', 'add_cli']
+           'same_evidence', 'word_overlap', 'keyword_ranks', 'TestSetReport', 'inspect_testset', 'compare_testsets',
+           'add_cli']
 
 # %% ../../nbs/63_inspect.ipynb #dea5ed60
 def read_testset(src # A `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
@@ -299,6 +301,41 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
                           f"{int(gen.evidence_found.fillna(False).astype(bool).sum())} of {len(gen)} generated"))
     return TestSetReport(name, len(df), len(k), ms, cov, uncovered, dupdf, sedf, pq, mix, q)
 
+# %% ../../nbs/63_inspect.ipynb #a3f37de1
+@patch
+def plot(self:TestSetReport, top:int=30):
+    "`ragnb.view.plots.plot_coverage` of this report."
+    from ragnb.view.plots import plot_coverage
+    return plot_coverage(self, top)
+
+# %% ../../nbs/63_inspect.ipynb #a71f98b8
+def _shares(rep:TestSetReport) -> dict:
+    "Per-question 0/1 values behind the measures that are a share of questions."
+    pq = rep.per_question
+    out = {}
+    if 'word_overlap' in pq: out['questions copied from their evidence'] = (pq.word_overlap.dropna() >= COPY_OVERLAP)
+    if 'keyword_rank' in pq: out['found first by keywords (BM25)'] = (pq.keyword_rank == 1)
+    return {k: v.to_numpy(float) for k, v in out.items()}
+
+def compare_testsets(a:TestSetReport, b:TestSetReport, # Two reports (`inspect_testset`)
+                     n_resamples:int=2000, seed:int=0, confidence:float=0.95) -> pd.DataFrame:
+    "The measures of `a` and `b`, their difference (b - a), and a bootstrap interval where it is a share of questions."
+    ta, tb = a.table(), b.table()
+    rows, sa, sb, rng = [], _shares(a), _shares(b), np.random.default_rng(seed)
+    for m in ta.index.union(tb.index, sort=False):
+        va, vb = ta.value.get(m), tb.value.get(m)
+        lo = hi = None
+        if m in sa and m in sb and len(sa[m]) and len(sb[m]):
+            d = [rng.choice(sb[m], len(sb[m])).mean() - rng.choice(sa[m], len(sa[m])).mean()
+                 for _ in range(n_resamples)]
+            lo, hi = np.quantile(d, [(1 - confidence) / 2, (1 + confidence) / 2])
+        diff = None if va is None or vb is None or pd.isna(va) or pd.isna(vb) else vb - va
+        rows.append(dict(measure=m, **{a.name: va, b.name: vb}, difference=diff,
+                         low=None if lo is None else round(float(lo), 3),
+                         high=None if hi is None else round(float(hi), 3),
+                         verdicts=f"{ta.verdict.get(m, 'n/a')} / {tb.verdict.get(m, 'n/a')}"))
+    return pd.DataFrame(rows).set_index('measure')
+
 # %% ../../nbs/63_inspect.ipynb #c94b19f1
 def _cli_inspect(args) -> int:
     docs = None
@@ -308,10 +345,19 @@ def _cli_inspect(args) -> int:
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     rep = inspect_testset(args.dataset, docs, split(args.languages), split(args.question_types))
     print(rep)
+    if args.against:
+        other = inspect_testset(args.against, docs, split(args.languages), split(args.question_types))
+        if other.name == rep.name: other.name = f"{other.name} (against)"
+        with pd.option_context('display.width', 200):
+            print(f"\nagainst {args.against}: difference {other.name} - {rep.name}, 95% bootstrap interval over "
+                  "questions where the measure is a share of them\n" + compare_testsets(rep, other).to_string())
     if len(rep.duplicates): print(f"\nnear-duplicates (first 10):\n{rep.duplicates.head(10).to_string(index=False)}")
     if rep.uncovered:
         print("\nnot covered (first 10): " + '; '.join(f"{d}: {s or '(start)'}" for d, s in rep.uncovered[:10]))
     if args.out: write_text(args.out, json.dumps(rep.to_dict(), indent=1, default=str)); print(f"wrote {args.out}")
+    if args.figure:
+        from ragnb.view.plots import save_figure
+        save_figure(rep.plot(), args.figure); print(f"wrote {args.figure}")
     return 1 if any(m.verdict == 'check' for m in rep.measures) and args.strict else 0
 
 def add_cli(sub # `Subcommands` of the `ragnb` parser
@@ -322,6 +368,8 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--docs', nargs='*', help='the corpus (folders, files): coverage by section, BM25 over all of it')
     p.add_argument('--languages', help='languages asked for, e.g. en,de: each must be present')
     p.add_argument('--question-types', help='question types asked for, e.g. factoid,multi_hop')
+    p.add_argument('--against', help='another test set to put side by side (differences with bootstrap intervals)')
+    p.add_argument('--figure', help='write the questions-per-document figure (.png, .svg or .pdf)')
     p.add_argument('--out', help='write the report as JSON')
     p.add_argument('--strict', action='store_true', help='exit 1 when a measure says check')
     p.set_defaults(func=_cli_inspect)

@@ -18,7 +18,7 @@ from ..core.safe import atomic_path
 from ..core.display import compact_png
 
 # %% auto #0
-__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison']
+__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
 
 # %% ../../nbs/50_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -640,4 +640,25 @@ def plot_comparison(cmp:Comparison, # From `compare`
     fig.suptitle(title or f'RAGChecker metrics of {k} systems, {ci}% bootstrap intervals (paired on the right)',
                  x=.01, ha='left', fontsize=10)
     fig.tight_layout(rect=(0, .05, 1, .97))
+    return fig
+
+# %% ../../nbs/63_inspect.ipynb #206c6e8d
+def plot_coverage(rep, # A `TestSetReport` (read by its `coverage` and `name`)
+                  top:int=30 # Documents shown, fewest questions first
+                 ) -> plt.Figure:
+    "Kept questions per document (bars) and the share of its sections or passages they cover (label)."
+    cov = rep.coverage.sort_values(['kept', 'document']).head(top)
+    fig = plt.figure(figsize=(7.5, 0.9 + 0.28 * max(len(cov), 1))); plt.close(fig)
+    ax = fig.subplots()
+    if not len(cov):
+        ax.text(0.5, 0.5, 'no source_doc column: coverage unknown', ha='center', va='center'); ax.set_axis_off()
+        return fig
+    y = np.arange(len(cov))
+    ax.barh(y, cov.kept, color=[OKABE_ITO[5] if k == 0 else OKABE_ITO[0] for k in cov.kept])
+    ax.set_yticks(y, [textwrap.shorten(str(d), 40) for d in cov.document], fontsize=8)
+    for yi, (k, c, n, u) in enumerate(zip(cov.kept, cov.covered, cov.parts, cov.unit)):
+        ax.text(k, yi, f"  {c}/{n} {u}", va='center', fontsize=7)
+    ax.set_xlabel('kept questions'); ax.margins(x=0.25); ax.invert_yaxis()   # the fewest at the top
+    ax.set_title(f"{rep.name}: questions per document (fewest first)", loc='left', fontsize=10)
+    fig.tight_layout()
     return fig
