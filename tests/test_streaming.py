@@ -172,3 +172,43 @@ def test_checker_sends_calls_in_prefix_order(tmp_path):
     assert sorted(order[False]) == sorted(order[True]) and order[False] != order[True]   # the same calls, reordered
     descents = lambda o: sum(a > b for a, b in zip(o, o[1:]))
     assert descents(order[True]) <= 2 < descents(order[False])   # ascending within each of the (at most 3) rounds
+
+
+class _Interrupting:
+    "A chat server that streams the first `bad` replies' text, then '[DONE]' without a finish reason; whole after that."
+    def __init__(self, bad:int):
+        import http.server, json, threading
+        n = [0]
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def do_POST(self):
+                self.rfile.read(int(self.headers['Content-Length'])); n[0] += 1
+                self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.end_headers()
+                for t in ('The Nile ', 'flows '):
+                    self.wfile.write(b'data: ' + json.dumps({'choices': [{'index': 0, 'delta': {'content': t}}]}).encode()
+                                     + b'\n\n')
+                if n[0] > bad:
+                    fin = {'choices': [{'index': 0, 'delta': {'content': 'north.'}, 'finish_reason': 'stop'}]}
+                    self.wfile.write(b'data: ' + json.dumps(fin).encode() + b'\n\n')
+                self.wfile.write(b'data: [DONE]\n\n')
+        self.srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.base_url = f'http://127.0.0.1:{self.srv.server_port}/v1'
+
+def test_a_stream_stopped_without_a_finish_reason_is_interrupted_not_a_reply(tmp_path):
+    "Issue 41: llama-cpp-python ends a stream it interrupts with '[DONE]' and no finish reason; that is not a reply."
+    from ragnb.core.llm import LLM
+    s = _Interrupting(bad=10)
+    try:
+        llm = LLM(base_url=s.base_url, api_key='x', model='m', cache=False, progress=False,
+                  retries=Retries(backoff=0.01, max_retries=1))
+        r = llm.call(msg('Where does the Nile flow?'))
+        assert r.failure.kind == 'interrupted' and r.attempts == 2 and '--concurrency 1' in r.failure.message
+        assert r.text is None                                       # 'The Nile flows ' was never taken for the answer
+    finally: s.srv.shutdown()
+    s = _Interrupting(bad=1)                                        # interrupted once, then whole: retried, kept
+    try:
+        r = LLM(base_url=s.base_url, api_key='x', model='m', cache=False, progress=False,
+                retries=Retries(backoff=0.01, max_retries=1)).call(msg('Where does the Nile flow?'))
+        assert r.ok and r.text == 'The Nile flows north.' and r.attempts == 2
+    finally: s.srv.shutdown()

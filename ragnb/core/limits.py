@@ -10,8 +10,8 @@ from ragnb.core.lazy import lazy
 openai = lazy('openai')  # imported at the first use, as in `ragnb.core.llm`
 
 # %% auto #0
-__all__ = ['RETRYABLE', 'BadReply', 'NotSent', 'error_kind', 'http_lib', 'http_request', 'retry_after', 'backoff_delay',
-           'reset_seconds', 'RateLimiter']
+__all__ = ['RETRYABLE', 'BadReply', 'NotSent', 'Interrupted', 'error_kind', 'http_lib', 'http_request', 'retry_after',
+           'backoff_delay', 'reset_seconds', 'RateLimiter']
 
 # %% ../../nbs/14b_limits.ipynb #9790b644
 class BadReply(Exception):
@@ -20,7 +20,10 @@ class BadReply(Exception):
 class NotSent(Exception):
     "A call not sent because the endpoint refused the API key on an earlier call of this `LLM`."
 
-RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection', 'bad_reply'}
+class Interrupted(Exception):
+    "A streamed reply the server ended without a finish reason: stopped, not finished (llama-cpp-python does this)."
+
+RETRYABLE = {'rate_limit', 'server_error', 'timeout', 'connection', 'bad_reply', 'interrupted'}
 
 def error_kind(e:Exception # An exception raised by a model call
               ) -> str:
@@ -28,6 +31,7 @@ def error_kind(e:Exception # An exception raised by a model call
     if isinstance(e, openai.APITimeoutError) or isinstance(e, asyncio.TimeoutError): return 'timeout'
     if isinstance(e, BadReply): return 'bad_reply'
     if isinstance(e, NotSent): return 'auth'
+    if isinstance(e, Interrupted): return 'interrupted'
     if isinstance(e, openai.APIConnectionError): return 'connection'
     if isinstance(e, openai.RateLimitError): return 'rate_limit'
     if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)): return 'auth'

@@ -16,7 +16,7 @@ from ragnb.core.lazy import lazy
 from ragnb.core.safe import printable, redact
 from ragnb.core.cache import CallCache, Exchange, cache_key, message_refs, select_traces
 from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after,
-                               http_lib, http_request)
+                               http_lib, http_request, Interrupted)
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
@@ -161,7 +161,7 @@ class Usage:
 class Failure:
     "Why a model call produced no usable value."
     item_id:Any
-    kind:str  # rate_limit server_error timeout connection bad_request auth bad_reply empty truncated parse
+    kind:str  # rate_limit server_error timeout connection interrupted bad_request auth bad_reply empty truncated parse
               # replay_miss other
     message:str
     attempts:int=0
@@ -986,6 +986,10 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
     if finish is None and not done:
         raise openai.APIConnectionError(message=f"the stream from {self.base_url} ended before the reply was complete "
                                         f"(after {chunks} chunk(s))", request=http_request(url))
+    if finish is None and seen:   # '[DONE]' after text, but no finish reason: the server stopped it, it did not end
+        raise Interrupted(f"the server ended this streamed reply after {chunks} chunk(s) without a finish reason: it "
+                          "was interrupted, not finished (llama-cpp-python's server stops a stream when another "
+                          "request arrives: keep one call in flight for it, --concurrency 1)")
     return _completion(body, parts if seen else None, finish, usage, meta, chunks)
 
 # %% ../../nbs/14_llm.ipynb #445bf095
