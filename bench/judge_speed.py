@@ -1,4 +1,4 @@
-"""Issue 41, step 3: both judge profiles on the same 3 results of RAGChecker's example, against the local model.
+"""Issue 41, step 3: both judge profiles on the same results of RAGChecker's example (its 2), against the local model.
 
     python bench/judge_speed.py --record     # start `ragnb local serve` (one thread), send what is missing, ~25 min
     python bench/judge_speed.py              # replay the committed recording: the table, no model needed

@@ -8,8 +8,8 @@ import contextlib, os, re, secrets, stat, zlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'inflate_bounded', 'printable', 'redact',
-           'atomic_path', 'atomic_write', 'write_text', 'write_bytes', 'neutral', 'csv_text']
+__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'read_jsonl', 'inflate_bounded', 'printable',
+           'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes', 'neutral', 'csv_text']
 
 # %% ../../nbs/12_safe.ipynb #7728aaad
 class UnsafeInput(ValueError):
@@ -52,6 +52,24 @@ def read_bounded(
 def read_text_bounded(path, limit:int=64*MB, what:str|None=None)->str:
     "`read_bounded` decoded as UTF-8 (undecodable bytes replaced)."
     return read_bounded(path, limit, what).decode('utf-8', errors='replace')
+
+def read_jsonl(
+    path,                 # A JSONL file
+    limit:int=64*MB,      # The most bytes to read (`read_bounded`)
+    what:str|None=None,   # What the file is, for a refused read (default: its path)
+)->list[tuple[int, dict]]:
+    "(line number, object) of each non-blank line; `UnsafeInput` naming the file and line of one that is not an object."
+    import json
+    rows = []
+    for n, line in enumerate(read_text_bounded(path, limit, what).splitlines(), 1):
+        if not line.strip(): continue
+        try: r = json.loads(line)
+        except ValueError as e:
+            raise UnsafeInput(f"{path}, line {n}: not a JSON object ({getattr(e, 'msg', e)})") from None
+        except RecursionError: raise UnsafeInput(f"{path}, line {n}: JSON nested too deeply to read") from None
+        if not isinstance(r, dict): raise UnsafeInput(f"{path}, line {n}: a JSON {type(r).__name__}, not an object")
+        rows.append((n, r))
+    return rows
 
 def inflate_bounded(
     blob:bytes,           # A zlib stream

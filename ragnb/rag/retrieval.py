@@ -285,7 +285,7 @@ def read_dataset(src,                # A DataFrame, a `generate.Dataset`, a list
     return df  # the index still numbers the rows of the source, for error messages
 
 # %% ../../nbs/60_retrieval.ipynb #428b6bd7
-from ..core.safe import read_text_bounded
+from ..core.safe import read_jsonl
 
 def _read(src) -> pd.DataFrame:
     if isinstance(src, pd.DataFrame): return src
@@ -293,12 +293,7 @@ def _read(src) -> pd.DataFrame:
         p = Path(src)
         if not p.exists(): raise FileNotFoundError(f"dataset {p} does not exist")
         if p.suffix == '.parquet': return pd.read_parquet(p)
-        rows = []
-        for n, line in enumerate(read_text_bounded(p, what=f"dataset {p}").splitlines(), 1):
-            if not line.strip(): continue
-            try: rows.append(json.loads(line))
-            except json.JSONDecodeError as e: raise ValueError(f"{p}, line {n}: not a JSON object ({e.msg})") from None
-        return pd.DataFrame(rows)
+        return pd.DataFrame([r for _, r in read_jsonl(p, what=f"dataset {p}")])
     return pd.DataFrame(list(src))
 
 # %% ../../nbs/60_retrieval.ipynb #80d79d23

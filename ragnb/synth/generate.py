@@ -544,13 +544,9 @@ def save(self:Dataset, path # File to write: .parquet, else JSONL
 def _jsonl_rows(path:Path) -> list[dict]:
     ("The rows of a dataset's JSONL file, each an object whose whole-number fields (`_INT_COLS`) hold whole numbers; "
      "else `ValueError` naming the file, line and field. A fifo or a file over 1 GB is refused without reading it.")
-    from ragnb.core.safe import read_text_bounded, MB
+    from ragnb.core.safe import read_jsonl, MB
     rows = []
-    for n, l in enumerate(read_text_bounded(path, 1024 * MB).splitlines(), 1):
-        if not l.strip(): continue
-        try: r = json.loads(l)
-        except (ValueError, RecursionError) as e: raise ValueError(f"{path}: line {n}: not JSON ({e})") from None
-        if not isinstance(r, dict): raise ValueError(f"{path}: line {n}: a JSON {type(r).__name__}, not an object")
+    for n, r in read_jsonl(path, 1024 * MB):
         for c in _INT_COLS:
             v = r.get(c)
             if v is None or (isinstance(v, float) and math.isnan(v)): continue
