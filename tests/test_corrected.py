@@ -140,3 +140,105 @@ def test_ppi_mean_edges():
     assert e['high'] == float('inf')                    # one label: no variance to speak of, no finite interval
     e = ppi_mean(z[:3], zh[:3], zh, var_floor=0.0)
     assert e['low'] < e['estimate'] < e['high']
+
+
+# --- the command line, the widget, the comparison and the report ---
+
+import io, subprocess, sys
+from ragnb.view.label import Labeller, LabelWidget, label_loop, plot_corrected
+
+
+CLI = 'from ragnb.app.cli import main; raise SystemExit(main())'
+
+def ragnb(*args, stdin=''):
+    return subprocess.run([sys.executable, '-c', CLI, *map(str, args)], input=stdin, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture
+def judged_file(tmp_path, judged):
+    p = tmp_path/'judged.json'
+    p.write_text(json.dumps({'results': [r.to_dict() for r in judged]}))
+    return p
+
+
+def test_ragnb_label_then_metrics_with_labels(judged_file, truth):
+    person = Labeller(truth, judged_file.parent/'unused.jsonl')
+    todo = Labeller(judged_file).todo
+    answers = ''.join(person.show(k)['judge'][0].lower() + '\n' for k in todo[:25]) + 'q\n'
+    r = ragnb('label', judged_file, stdin=answers)
+    assert r.returncode == 0, r.stderr
+    labels = judged_file.parent/'judged.labels.jsonl'
+    assert len(read_labels(labels, load_results(judged_file))) == 25
+    assert 'Correct the metrics: ragnb metrics' in r.stderr
+    r = ragnb('label', judged_file, stdin='e\nq\n')          # resumes: the 26th decision, not the first again
+    lab = read_labels(labels, load_results(judged_file))
+    assert len(lab) == 26 and (lab.rows[-1]['result'], lab.rows[-1]['side'], lab.rows[-1]['claim'],
+                               lab.rows[-1]['ref']) == todo[25]
+    r = ragnb('metrics', judged_file, '--labels', labels)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert set(out) == {'metrics', 'corrected'} and set(out['corrected']['metrics']) == set(METRICS)
+    m = out['corrected']['metrics']['faithfulness']
+    assert m['method'] == 'PPI++' and m['low'] <= m['corrected'] <= m['high']
+    assert 'corrected by' in r.stderr and 'decisions labelled' in r.stderr
+    r = ragnb('metrics', judged_file)
+    assert r.returncode == 0 and 'uncorrected' in r.stderr
+
+
+def test_metrics_with_a_bad_labels_file_prints_nothing(judged_file, judged):
+    p = judged_file.parent/'bad.labels.jsonl'
+    add_labels(p, judged, [row()])
+    p.write_text(p.read_text() + json.dumps(row(claim=1, label='maybe')) + '\n')
+    r = ragnb('metrics', judged_file, '--labels', p)
+    assert r.returncode == 2 and r.stdout == ''
+    assert f"{p}, line 3: unknown label 'maybe'" in r.stderr
+
+
+def test_compare_with_labels(tmp_path, truth, judged):
+    other = biased(truth, seed=5, up=0.1, down=0.3)
+    files, labels = [], []
+    for name, rs in (('one', judged), ('two', other)):
+        f = tmp_path/f'{name}.json'; f.write_text(json.dumps({'results': [r.to_dict() for r in rs]}))
+        lab = labels_path(f); add_labels(lab, rs, reference_labels(truth, label_plan(rs)[:30]))
+        files.append(f); labels.append(lab)
+    r = ragnb('compare', *files, '--labels', *labels, '--resamples', 200, '--out', tmp_path/'cmp')
+    assert r.returncode == 0, r.stderr
+    assert 'corrected by the labels, two - one' in r.stdout and 'no difference shown' in r.stdout
+    assert (tmp_path/'cmp'/'corrected.csv').exists()
+    r = ragnb('compare', *files, '--labels', labels[0])
+    assert r.returncode == 2 and 'one labels file per results file' in r.stderr and r.stdout == ''
+
+
+def test_widget_writes_each_click_and_escapes_text(tmp_path, truth):
+    rs = copy.deepcopy(truth)
+    rs[0].response_claims[0] = ['<script>alert(1)</script>', 'is', 'x']
+    w = LabelWidget(rs, tmp_path/'w.labels.jsonl')
+    w.lab.todo.sort(key=lambda k: k[:3] != ('0', 'response', 0))   # bring the hostile claim to the front
+    w.refresh()
+    assert '<script>' not in w.body.value and '&lt;script&gt;' in w.body.value
+    assert 'judge said' not in w.body.value
+    w.judge.value = True
+    assert 'judge said' in w.body.value
+    key = w.lab.current
+    w.buttons[2].click()
+    assert read_labels(tmp_path/'w.labels.jsonl', rs).by_key()[key] == 'Contradiction'
+    bundle = w._repr_mimebundle_()
+    assert '<script>' not in bundle['text/html']
+
+
+def test_figure_and_demo_report(tmp_path, truth, judged):
+    lab = Labels(dataset_fingerprint(judged), reference_labels(truth, label_plan(judged)[:10]))
+    fig = plot_corrected(corrected_metrics(judged, lab, draws=10, boot=20))
+    assert len(fig.axes[0].get_yticklabels()) == len(METRICS)
+    from ragnb.app.demo import run_demo
+    out = tmp_path/'demo'
+    run_demo(out, mode='scripted', log=lambda s: None)
+    assert 'Uncorrected' in (out/'report.html').read_text()
+    checked = load_results(out/'ragchecker_output.json')
+    plan = label_plan(checked)[:5]
+    add_labels(out/'ragchecker_output.labels.jsonl', checked, reference_labels(checked, plan))
+    run_demo(out, mode='scripted', log=lambda s: None)
+    html = (out/'report.html').read_text()
+    assert 'Corrected by your labels' in html and 'corrected_metrics.png' in html
+    assert json.loads((out/'corrected_metrics.json').read_text())['decisions_labelled'] > 0

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ragnb.check.metrics import (METRICS, METRIC_GROUPS, METRIC_SPECS, MetricSpec, LabelBatch, CheckingDataError,
-                           claim_metrics, score, compare, add_cli, register_metric, unregister_metric)
+                           claim_metrics, score, compare, register_metric, unregister_metric)
+from ragnb.check.corrected import add_cli
 from ragnb.core.samples import sample_path
 
 DATA = sample_path('ragchecker', 'examples')

@@ -19,7 +19,10 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'parse': ('ragnb.synth.multimodal', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.rag.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
     'check': ('ragnb.check.checker', "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
-    'metrics': ('ragnb.check.metrics', "RAGChecker's 11 metrics from a checked results file (no model call)"),
+    'metrics': ('ragnb.check.corrected', "RAGChecker's 11 metrics from a checked results file (no model call); "
+                "--labels: corrected by your labels, with intervals"),
+    'label': ('ragnb.view.label', "label a random sample of the judge's claim decisions (Entailment / Neutral / "
+              'Contradiction) into a labels file, resumable'),
     'run': ('ragnb.rag.systems',
             'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
     'evaluate': ('ragnb.rag.systems',

@@ -383,6 +383,21 @@ def _recorded_html(s:dict) -> str:
     return rec
 
 # %% ../../nbs/82_demo.ipynb #0ea13043
+def _corrected_html(s:dict, out:Path) -> str:
+    "The report's word on the metrics' correction: the corrected table and figure, or that they are uncorrected."
+    import pandas as pd
+    f = out/'corrected_metrics.json'
+    if 'corrected_metrics' in s.get('figures', {}) and f.exists():
+        c = json.loads(f.read_text())
+        t = pd.DataFrame(c['metrics']).T[['judge', 'corrected', 'low', 'high', 'method']]
+        return (f"<h2>Corrected by your labels</h2><p>{_e(c['note'])}; percent, "
+                f"{int(round(c['confidence'] * 100))}% intervals.</p>{_table(t)}{_figure_html(s, 'corrected_metrics')}")
+    why = s.get('missing_figures', {}).get('corrected_metrics')
+    return ("<p><b>Uncorrected</b>: these are the judge's figures; no person has labelled a sample of its decisions"
+            + (f" ({_e(why)})" if why else '') + ". To correct them, with 95% intervals: <code>ragnb label "
+            "ragchecker_output.json</code> in this folder, then <code>ragnb metrics ragchecker_output.json --labels "
+            "ragchecker_output.labels.jsonl</code> (or run the demo again into this folder).</p>")
+
 def report_html(out:str|Path # The run's folder
                ) -> str:
     "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
@@ -415,6 +430,7 @@ def report_html(out:str|Path # The run's folder
 {_table(by_k)}{_figure_html(s, 'retrieval_by_k')}
 <h2>RAGChecker: the 11 metrics</h2><p>n = {s['ragchecker_n']} answers, claims extracted and checked by {_e(run['model'])}; percent, \u2193 lower is better for the noise sensitivities and hallucination.</p>
 {_table(met, index=False)}{_figure_html(s, 'ragchecker_metrics')}
+{_corrected_html(s, out)}
 <h2>Claim shares</h2><p>{s.get('response_claims', 0)} response claims.</p>{_table(shares) if len(shares) else ''}{_figure_html(s, 'claim_shares')}
 <h2>One answer, claim by claim</h2>{_figure_html(s, 'entailment_map')}
 <h2>Stage timings</h2>{_table(stages, index=False)}{rec}
@@ -474,6 +490,21 @@ def save_figures(out:Path, # The run's folder
                                   f"\u201c{first['query']}\u201d (query_id {first['query_id']}). " + ENTAILMENT_CAPTION
                                   + f" Model: {label}.")
     else: missing['entailment_map'] = 'no answer has all four label sets'
+    lp = Path(out)/'ragchecker_output.labels.jsonl'   # a person's labels of this run's decisions (ragnb label)
+    if lp.exists():
+        from ragnb.check.corrected import LabelsError, corrected_metrics, read_labels
+        from ragnb.view.label import plot_corrected
+        from ragnb.check.metrics import load_results
+        try:
+            rs = load_results(checked)
+            c = corrected_metrics(rs, read_labels(lp, rs))
+        except (LabelsError, ValueError, OSError) as e: missing['corrected_metrics'] = f"labels not used: {e}"
+        else:
+            write_text(Path(out)/'corrected_metrics.json', json.dumps(c.to_dict(), indent=1))
+            figs['corrected_metrics'] = (plot_corrected(c), f"The 11 metrics corrected by {c.labels} labelled "
+                                         f"decisions ({lp.name}): open circles the judge's figures, dots the corrected "
+                                         "ones with 95% intervals (PPI++ where a metric is a mean over claims, "
+                                         "calibrated imputation elsewhere; lesson 43_corrected).")
     return ({name: {'file': str(plots.save_figure(f, Path(out)/f'{name}.png')), 'caption': cap} for name,
              (f, cap) in figs.items()}, missing)
 
@@ -537,7 +568,8 @@ def _demo_summary(m, info:dict, params:dict, docs, ds, chunks, report, rag, run,
     summary['seconds'] = round(time.perf_counter() - t0, 1)
     summary['files'] = ['dataset.jsonl', 'rag_results.json', 'ragchecker_output.json', 'summary.json',
                         'report.html',
-                        'calls.sqlite'] + [Path(f['file']).name for f in figures.values()]
+                        'calls.sqlite'] + [Path(f['file']).name for f in figures.values()] + (
+                        ['corrected_metrics.json'] if 'corrected_metrics' in figures else [])
     return summary
 
 # %% ../../nbs/82_demo.ipynb #a4731ee7

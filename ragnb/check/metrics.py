@@ -22,7 +22,7 @@ __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'EX
            'METRIC_GROUPS', 'SIDES', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags',
            'MetricSpec', 'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'Scores', 'duplicate_ids',
            'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json', 'load_results',
-           'results_frame', 'attach_metrics', 'save_results', 'add_cli']
+           'results_frame', 'attach_metrics', 'save_results', 'metrics_args']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -686,11 +686,11 @@ def _cli_metrics(args) -> int:
     print(f"ragnb metrics: {args.file}: {s.coverage_line()}", file=sys.stderr)
     return 1 if s.errors else 0
 
-def add_cli(
-    sub,  # the `argparse` subparsers of the `ragnb` command
+def metrics_args(
+    p,  # the parser of `ragnb metrics` (`ragnb.check.corrected.add_cli` makes it and adds `--labels`)
 ):
-    "Register `ragnb metrics`."
-    p = sub.add_parser('metrics')
+    "The arguments of `ragnb metrics` and its handler."
     p.add_argument('file', help='RAGChecker JSON with the four label matrices per result')
     add_engine_args(p)
     p.set_defaults(func=_cli_metrics)
+    return p

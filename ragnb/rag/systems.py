@@ -903,9 +903,35 @@ def _cli_evaluate(args) -> int:
     return 1 if run.failures or chk.scores.errors else 0
 
 # %% ../../nbs/62_systems.ipynb #3e2ebee3
+def _corrected_pairs(args, names:list) -> list:
+    "With `--labels`: each file's metrics corrected by its labels; (baseline, other, `compare_corrected` table) pairs."
+    from ragnb.check.corrected import corrected_metrics, compare_corrected, read_labels
+    from ragnb.check.metrics import load_results
+    if len(args.labels) != len(args.files):
+        raise ValueError(f"--labels: give one labels file per results file ({len(args.files)}), '-' for none")
+    cs = []
+    for f, l in zip(args.files, args.labels):
+        if l == '-': cs.append(None); continue
+        rs = load_results(f)
+        cs.append(corrected_metrics(rs, read_labels(l, rs), alpha=1 - args.confidence, seed=args.seed))
+    return [(names[0], n, compare_corrected(cs[0], c, (names[0], n))) for n, c in zip(names[1:], cs[1:])
+            if cs[0] is not None and c is not None]
+
 def _cli_compare(args) -> int:
+    pairs = None
+    if args.labels:   # read every labels file before anything is printed or written: a bad one stops the command
+        from ragnb.check.corrected import LabelsError
+        names = args.names or [Path(f).stem for f in args.files]
+        try: pairs = _corrected_pairs(args, names)
+        except (LabelsError, ValueError, OSError) as e: print(f"ragnb compare: {e}", file=sys.stderr); return 2
     cmp = compare(*args.files, names=args.names, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     print(cmp)
+    if pairs is not None:
+        for a, b, t in pairs:
+            print(f"\ncorrected by the labels, {b} - {a} (percent, {args.confidence:.0%} intervals):\n"
+                  f"{t.round(1).to_string()}")
+        if not pairs: print("\n--labels: the baseline and at least one other file need labels to compare corrected "
+                            "figures", file=sys.stderr)
     moves = []
     for b in cmp.names[1:]:
         mv = claim_moves(cmp, cmp.baseline, b)
@@ -922,6 +948,7 @@ def _cli_compare(args) -> int:
         write_text(out/'table.csv', csv_text(cmp.table(), index=True))
         write_text(out/'deltas.csv', csv_text(cmp.deltas))
         write_text(out/'claim_moves.csv', csv_text(pd.concat(moves)))
+        if pairs: write_text(out/'corrected.csv', csv_text(pd.concat([t.assign(a=x, b=y) for x, y, t in pairs])))
         from ragnb.view.plots import save_figure
         save_figure(cmp.plot(), out/'comparison.png')
         print(f"\nwrote {out}/: table.csv, deltas.csv, claim_moves.csv, comparison.png")
@@ -972,4 +999,6 @@ def add_cli(sub # argparse's subparsers of the `ragnb` command
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--moves', type=int, default=10, help='claims that move to print per pair')
     p.add_argument('--out', help='folder for table.csv, deltas.csv, claim_moves.csv and comparison.png')
+    p.add_argument('--labels', nargs='+', help="one labels file per results file (ragnb label; '-' for none): also "
+                                              "compare the figures corrected by them, with intervals")
     p.set_defaults(func=_cli_compare)
