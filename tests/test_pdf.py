@@ -180,9 +180,18 @@ def test_offline_reading_order_two_columns(tmp_path):
     assert 0 < md.find('pulleys, provided') < md.find('The two general types') < left_last < right_first < md.find('Elastic Stop Nut')
 
 def test_offline_parse_scanned_and_text_only(tmp_path):
-    scan = parse_pdf(DOCS/'unstructured/example-docs/pdf/table-multi-row-column-cells.pdf', tmp_path/'s', offline=True)
+    f = DOCS/'unstructured/example-docs/pdf/table-multi-row-column-cells.pdf'   # a real scan: a picture of a table
+    scan = parse_pdf(f, tmp_path/'s', offline=True, ocr='never')
     (p,) = scan.pages
     assert 'no text layer' in p.warnings[0] and [s.kind for s in p.segments()] == ['image']
+    from ragnb.docs.ocr import choose_engine, OcrUnavailable
+    try: choose_engine()
+    except OcrUnavailable: pass   # tests/test_ocr.py covers the page without an engine
+    else:
+        (p,) = parse_pdf(f, tmp_path/'o', offline=True).pages   # ocr='auto': read by OCR
+        assert p.ocr['reason'] == 'scanned' and not p.warnings
+        text = ' '.join(s.content for s in p.segments())
+        assert 'Low Vision' in text and '1716 sec, n=3' in text
     text = parse_pdf(DOCS/'docling/tests/data/pdf/sources/multi_page.pdf', tmp_path/'t', offline=True, pages=[1])
     assert all(s.kind == 'text' for s in text.pages[0].segments()) and len(text.pages[0].markdown) > 500
 

@@ -132,6 +132,7 @@ class ParsedPage:
     image:str|None = None  # path of the marked page image
     failure:object = None  # the model call's `Failure`, when the page could not be parsed
     warnings:list = field(default_factory=list)
+    ocr:dict|None = None  # how OCR read the page, when it did (`ragnb.docs.ocr.OcrPage` as a dict)
     def segments(self)->list[Segment]:
         "The page as text, table and image segments in reading order."
         out, pos, md = [], 0, self.markdown.replace(OFFLINE_MARK, '')
@@ -149,6 +150,7 @@ class ParsedPage:
 @patch
 def _repr_markdown_(self:ParsedPage)->str:
     head = f"**page {self.page}** · {md_escape(self.mode)} · {len(self.tables)} table(s) · {len(self.images)} image(s)"
+    if self.ocr: head += f" · read by OCR ({md_escape(self.ocr.get('engine'))}, {self.ocr.get('dpi')} dpi)"
     if self.failure is not None: return head + f"\n\n**failed**: {md_escape(self.failure)}"
     # escaped, and no math from a page
     body = escape(self.markdown.replace(OFFLINE_MARK, '').strip(), quote=False).replace('$', '\\$')
@@ -210,7 +212,7 @@ def save(
         for name, html in p.tables.items(): write_text(out/f"{name}.html", html + '\n')
         pages.append(dict(page=p.page, markdown=None if p.failure is not None else f"page_{p.page}.md",
                           tables=[f"{n}.html" for n in p.tables], images=list(p.images),
-                          page_image=Path(p.image).name if p.image else None, warnings=p.warnings,
+                          page_image=Path(p.image).name if p.image else None, warnings=p.warnings, ocr=p.ocr,
                           failure=None if p.failure is None
                           else dict(kind=p.failure.kind, message=p.failure.message)))
     manifest = dict(file=str(self.path), doc=self.doc, mode=self.mode, model=self.model, prompt=self.prompt,

@@ -14,16 +14,17 @@ sparse = lazy('scipy.sparse')  # imported where regions are merged, so `ragnb re
 csgraph = lazy('scipy.sparse.csgraph')
 from ragnb.core.safe import atomic_path
 from ragnb.docs.documents import DocumentFormat, register_format
+from ragnb.docs.ocr import ocr_copy
 from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE,
                               BARE_TABLE, IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder,
                               cells_html, page_list)
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects', 'image_rects',
-           'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes', 'snap_to_words',
-           'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom', 'render_page', 'render_regions',
-           'mark_page', 'read_page_reply', 'table_grid', 'offline_page', 'page_messages', 'regions_many',
-           'find_regions', 'parse_pdf', 'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'NO_TEXT', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects',
+           'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes',
+           'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom', 'render_page',
+           'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'offline_page', 'page_messages',
+           'regions_many', 'find_regions', 'parse_pdf', 'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -744,6 +745,8 @@ def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
     return out
 
 # %% ../../nbs/23_pdf.ipynb #1a54c608
+NO_TEXT = 'no text layer (a scanned page): only vision parsing or OCR (ragnb.docs.ocr) can read its text'
+
 def offline_page(
     page:pymupdf.Page,  # the page
     regions:list[Region],  # its regions (rendered or not); those of kind 'table' become HTML tables
@@ -762,8 +765,7 @@ def offline_page(
             items.append((*r.bbox, f"![]({r.name})"))
     items += _text_outside(page, boxes)
     body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2))
-    no_text = 'no text layer (a scanned page): only vision parsing can read its text'
-    warnings = [] if page.get_text().strip() else [no_text]
+    warnings = [] if page.get_text().strip() else [NO_TEXT]
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
 
 # %% ../../nbs/23_pdf.ipynb #a0cc66f7
@@ -943,6 +945,10 @@ def parse_pdf(
     max_side:int=MAX_SIDE,  # pixels: longest side of a page image or crop
     max_pixels:int=MAX_PIXELS,  # pixels of a page image or crop
     max_image_pixels:int=MAX_IMAGE_PIXELS,  # pixels: embedded pictures over this are blanked, not decoded (a warning)
+    ocr:str='auto',  # 'auto': offline, pages with no usable text layer are read by OCR; 'always'; 'never'
+    ocr_engine:str='auto',  # 'auto' (the first installed of `ragnb.docs.ocr.OCR_ENGINES`) or an engine's name
+    ocr_dpi:int=300,  # resolution OCR reads pages at
+    ocr_language:str='eng',  # Tesseract's language code(s), e.g. 'eng+deu'
     **region_kw,  # passed to `page_regions`
 )->ParsedDoc:
     "Parse a PDF into markdown pages, HTML tables and image crops in `out_dir`, page failures recorded."
@@ -951,6 +957,13 @@ def parse_pdf(
     claim_folder(out, ParsedDoc(str(path), did, '', []))
     pnos = pages or list(range(1, doc.page_count+1))
     big = {pno: cap_images(doc, pno, max_image_pixels, str(path)) for pno in pnos}  # before anything decodes them
+    source = path   # the file parsed: `path`, or its copy with OCR text where pages have no usable text layer
+    read, unread = {}, {}
+    if ocr == 'always' or (ocr == 'auto' and offline):   # a vision model reads the page image itself
+        copy_, read, unread = ocr_copy(doc, out/'ocr'/path.name, pnos, ocr, ocr_engine, ocr_dpi, ocr_language)
+        if copy_: source, doc = copy_, open_pdf(copy_)
+    elif ocr not in ('auto', 'always', 'never'): raise ValueError(f"ocr must be auto, always or never, not {ocr!r}")
+    path, orig = source, path
     budget = dict(max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels)
     regions = render_regions(path, find_regions(path, pages, engine, workers, max_image_pixels=max_image_pixels,
                                                 **region_kw), out, zoom=crop_zoom, **budget)
@@ -959,14 +972,20 @@ def parse_pdf(
     res = (_parse_offline(path, doc, did, out, pnos, by_page, marked, engine, workers, max_image_pixels) if offline
            else _parse_vision(path, did, out, pnos, by_page, marked, llm, prompt, model))
     _add_warnings(res, doc, path, big, region_kw.get('detectors'), page_zoom, max_side, max_pixels)
+    res.path = str(orig)
+    for pp in res.pages:
+        if pp.page in read: pp.ocr = asdict(read[pp.page])
+        if pp.page in unread: pp.warnings = [w for w in pp.warnings if w != NO_TEXT] + [unread[pp.page]]
     res.save(out)
     return res
 
 def _parse_as_document(path, out_dir, llm=None, offline=False, pages=None, engine='local', workers=1,
-                       max_side=MAX_SIDE, max_pixels=MAX_PIXELS, max_image_pixels=MAX_IMAGE_PIXELS, **_) -> ParsedDoc:
+                       max_side=MAX_SIDE, max_pixels=MAX_PIXELS, max_image_pixels=MAX_IMAGE_PIXELS, ocr='auto',
+                       ocr_engine='auto', ocr_dpi=300, ocr_language='eng', **_) -> ParsedDoc:
     "`parse_pdf` with the options of `parse_document` that a PDF takes."
     return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
-                     max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels)
+                     max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels, ocr=ocr,
+                     ocr_engine=ocr_engine, ocr_dpi=ocr_dpi, ocr_language=ocr_language)
 
 register_format(DocumentFormat('.pdf', 'PDF', _parse_as_document, model=True))  # a row of the format table
 

@@ -199,13 +199,18 @@ def parse_document(
     max_pixels:int=MAX_PIXELS,  # PDF: pixels of a page image or crop
     max_image_pixels:int=MAX_IMAGE_PIXELS,  # a picture declaring more pixels is not decoded (PDF: left blank)
     max_xml_elements:int=MAX_XML_ELEMENTS,  # DOCX/PPTX: more XML elements in all its parts make it unreadable
+    ocr:str='auto',  # PDF: 'auto' (offline: pages with no usable text layer go through OCR), 'always' or 'never'
+    ocr_engine:str='auto',  # PDF: 'auto' or an OCR engine's name (`ragnb.docs.ocr.OCR_ENGINES`)
+    ocr_dpi:int=300,  # PDF: resolution OCR reads at
+    ocr_language:str='eng',  # PDF: Tesseract's language code(s)
 )->ParsedDoc:
     ("Parse `path` into a `ParsedDoc` with the parser its suffix has in `DOCUMENT_FORMATS` (docs.documents): PDFs page "
      "by page, Word and PowerPoint files natively; a file of another suffix is read as a PDF.")
     return _format_of(path).parse(
         path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
         max_image_bytes=max_image_bytes, max_part_bytes=max_part_bytes, max_side=max_side, max_pixels=max_pixels,
-        max_image_pixels=max_image_pixels, max_xml_elements=max_xml_elements)
+        max_image_pixels=max_image_pixels, max_xml_elements=max_xml_elements, ocr=ocr, ocr_engine=ocr_engine,
+        ocr_dpi=ocr_dpi, ocr_language=ocr_language)
 
 def _format_of(path) -> DocumentFormat:
     "The parsed format of `path` in the format table (a PDF for a suffix it does not parse)."
@@ -217,6 +222,7 @@ def _format_of(path) -> DocumentFormat:
 # %% ../../nbs/32_multimodal.ipynb #34f6fba7
 from ..core.engine import add_engine_args
 from ..core.batch import BatchAPI
+from ..docs.ocr import OcrUnavailable, OCR_ENGINES
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
     try:
@@ -227,14 +233,17 @@ def _cli_parse(args)->int:
                              max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
                              max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
                              max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
-                             engine=args.engine, workers=args.workers)
-    except DocumentError as e:
+                             engine=args.engine, workers=args.workers, ocr=args.ocr, ocr_engine=args.ocr_engine,
+                             ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language)
+    except (DocumentError, OcrUnavailable) as e:
         print(f"error: {e}", file=sys.stderr); return 2
     ok = len(res.pages) - len(res.failures)
     print(f"{args.file}: {ok}/{len(res.pages)} pages parsed ({res.mode}) into {args.out}")
     # a damaged file, a scanned page: said here, not only in the manifest
     for w in res.warnings: print(f"  warning: {w}", file=sys.stderr)
     for p in res.pages:
+        if p.ocr: print(f"  page {p.page}: read by OCR: {p.ocr['engine']}, {p.ocr['dpi']} dpi, {p.ocr['words']} words "
+                        f"in {p.ocr['seconds']:.1f} s ({p.ocr['reason']})", file=sys.stderr)
         for w in p.warnings: print(f"  page {p.page}: warning: {w}", file=sys.stderr)
         if p.failure is not None:
             print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
@@ -272,6 +281,13 @@ def add_cli(
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
                    "rerun resumes)")
+    p.add_argument('--ocr', choices=['auto', 'always', 'never'], default='auto',
+                   help='PDF: auto reads pages with no usable text layer (scans) by OCR when --offline; always reads '
+                        'every page by OCR; never')
+    p.add_argument('--ocr-engine', default='auto', choices=['auto', *OCR_ENGINES],
+                   help='PDF: the OCR engine (auto: the first installed)')
+    p.add_argument('--ocr-dpi', type=int, default=300, help='PDF: resolution OCR reads pages at')
+    p.add_argument('--ocr-language', default='eng', help="PDF: Tesseract's language code(s), e.g. eng+deu")
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_parse)

@@ -1,0 +1,124 @@
+"Issue 43: scanned PDFs read offline by OCR (Tesseract through PyMuPDF), through the same regions, tables and chunks."
+import json, os, socket, subprocess, sys
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ragnb.core.samples import sample_path
+from ragnb.docs.ocr import (OcrUnavailable, NO_ENGINE, choose_engine, needs_ocr, ocr_copy, scanned_copy, word_recall,
+                            image_cover, garbled)
+from ragnb.docs.pdf import parse_pdf, NO_TEXT
+
+BORN = sample_path('documents', 'icdar2013', 'us', 'us-033.pdf')
+
+def _engine():
+    try: return choose_engine()
+    except OcrUnavailable as e: return str(e)
+
+ENGINE = _engine()
+needs_engine = pytest.mark.skipif(isinstance(ENGINE, str), reason=f"no OCR engine here ({ENGINE}); .ci/run installs "
+                                                                   "Debian's tesseract-ocr")
+CLI = 'from ragnb.app.cli import main; raise SystemExit(main())'
+
+
+@pytest.fixture(scope='module')
+def scan(tmp_path_factory):
+    return scanned_copy(BORN, tmp_path_factory.mktemp('scan')/'us-033.pdf')
+
+
+@pytest.fixture(scope='module')
+def born_parse(tmp_path_factory):
+    return parse_pdf(BORN, tmp_path_factory.mktemp('born'), offline=True)
+
+
+def test_which_pages_need_ocr(scan, tmp_path):
+    assert needs_ocr(pymupdf.open(scan)[0]) == 'scanned' and image_cover(pymupdf.open(scan)[0]) > 0.99
+    assert needs_ocr(pymupdf.open(BORN)[0]) is None
+    blank = pymupdf.open(); blank.new_page()
+    assert needs_ocr(blank[0]) is None                       # nothing to read: no OCR
+    assert garbled('\ue000' * 40 + ' ok') and not garbled('plain words ' * 10)   # a font without a Unicode map
+    assert not garbled('\ufffd' * 5)                         # too little to judge
+
+
+@needs_engine
+def test_scanned_pdf_reads_like_the_born_digital_one(scan, born_parse, tmp_path):
+    res = parse_pdf(scan, tmp_path/'out', offline=True)
+    assert res.path == str(scan)
+    for p, q in zip(res.pages, born_parse.pages):
+        assert p.ocr and p.ocr['engine'] == 'tesseract' and p.ocr['reason'] == 'scanned' and p.ocr['words'] > 100
+        assert NO_TEXT not in p.warnings
+        truth = q.markdown + ' '.join(q.tables.values())
+        assert word_recall(truth, p.markdown + ' '.join(p.tables.values())) >= 0.85, p.page
+        assert len(p.tables) == len(q.tables)                  # the tables come back as tables, with cells
+    assert '<td' in res.pages[0].tables['table_1']
+    man = json.loads((tmp_path/'out'/'manifest.json').read_text())
+    assert man['pages'][0]['ocr']['engine'] == 'tesseract'
+    chunks = [s for s in res.segments() if s.kind == 'text']
+    assert any('Population totals' in s.content for s in chunks)
+
+
+@needs_engine
+def test_never_and_vision_modes_leave_scans_alone(scan, tmp_path):
+    res = parse_pdf(scan, tmp_path/'never', offline=True, ocr='never', pages=[1])
+    assert res.pages[0].ocr is None and NO_TEXT in res.pages[0].warnings
+    path, info, why = ocr_copy(pymupdf.open(BORN), tmp_path/'c.pdf')
+    assert path is None and info == {} and why == {}           # nothing needs OCR: no copy
+    path, info, _ = ocr_copy(pymupdf.open(BORN), tmp_path/'c.pdf', pages=[1], mode='always')
+    assert info[1].reason == 'always' and path.exists()
+    with pytest.raises(ValueError, match='auto, always or never'): parse_pdf(scan, tmp_path/'bad', offline=True,
+                                                                              ocr='sometimes')
+
+
+def test_without_an_engine_the_message_names_both_ways_and_other_pages_stay(scan, tmp_path, monkeypatch):
+    mixed = pymupdf.open(BORN)
+    mixed.insert_pdf(pymupdf.open(scan), from_page=1, to_page=1)   # page 4: a scan of page 2
+    mixed.save(tmp_path/'mixed.pdf')
+    empty = tmp_path/'tessdata'; empty.mkdir()
+    monkeypatch.setenv('TESSDATA_PREFIX', str(empty))               # Tesseract without its language files
+    with pytest.raises(OcrUnavailable) as e: choose_engine()
+    assert 'apt install tesseract-ocr' in str(e.value) and 'brew install tesseract' in str(e.value)
+    with pytest.raises(OcrUnavailable, match='no language file for eng'): choose_engine('tesseract')
+    res = parse_pdf(tmp_path/'mixed.pdf', tmp_path/'out', offline=True)
+    assert [p.ocr for p in res.pages] == [None] * 4
+    assert 'Population totals' in res.pages[0].markdown                # the born-digital pages are kept
+    w = res.pages[3].warnings
+    assert len(w) == 1 and 'no text layer (scanned page) and no OCR' in w[0] and 'brew install tesseract' in w[0]
+    r = subprocess.run([sys.executable, '-c', CLI, 'parse', str(tmp_path/'mixed.pdf'), '--offline', '--out',
+                        str(tmp_path/'cli'), '--ocr-engine', 'tesseract'], capture_output=True, text=True,
+                       env={**os.environ, 'TESSDATA_PREFIX': str(empty)}, timeout=300)
+    assert r.returncode == 0, r.stderr   # a named engine that is missing: the pages say so, the document is kept
+    assert 'page 4: warning: no text layer (scanned page) and no OCR' in r.stderr
+
+
+@needs_engine
+def test_nothing_is_downloaded(scan, tmp_path, monkeypatch):
+    def refuse(self, addr, *a, **k):
+        raise AssertionError(f"OCR tried to connect to {addr}")
+    monkeypatch.setattr(socket.socket, 'connect', refuse)
+    monkeypatch.setattr(socket.socket, 'connect_ex', refuse)
+    monkeypatch.setattr(socket, 'create_connection', lambda *a, **k: refuse(None, a))
+    res = parse_pdf(scan, tmp_path/'out', offline=True, pages=[2])
+    assert res.pages[0].ocr['words'] > 100
+
+
+@needs_engine
+def test_cli_says_which_engine_read_which_page(scan, tmp_path):
+    r = subprocess.run([sys.executable, '-c', CLI, 'parse', str(scan), '--offline', '--out', str(tmp_path/'o'),
+                        '--pages', '1,3'], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert 'page 1: read by OCR: tesseract, 300 dpi' in r.stderr and 'page 3: read by OCR: tesseract' in r.stderr
+    r = subprocess.run([sys.executable, '-c', CLI, 'parse', str(scan), '--offline', '--out', str(tmp_path/'p'),
+                        '--ocr-engine', 'nope'], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "invalid choice: 'nope'" in r.stderr
+
+
+@pytest.mark.parametrize('name', ['tesseract', 'mupdf-tesseract'])
+def test_each_tesseract_engine_reads_a_scanned_page(name, scan, tmp_path):
+    from ragnb.docs.ocr import OCR_ENGINES
+    if why := OCR_ENGINES[name].problem(): pytest.skip(f"{name}: {why}")
+    path, info, missed = ocr_copy(pymupdf.open(scan), tmp_path/'c.pdf', pages=[2], engine=name)
+    assert missed == {} and info[2].engine == name
+    page = pymupdf.open(path)[1]
+    assert page.rect == pymupdf.open(scan)[1].rect                # the same page size, so boxes stay in place
+    assert word_recall(pymupdf.open(BORN)[1].get_text(), page.get_text()) >= 0.9
