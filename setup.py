@@ -37,6 +37,9 @@ setuptools.setup(
                     # PyMuPDF's page-layout model (onnxruntime; the model ships in the wheel): tables without rules, table vs figure
                     'layout': ['pymupdf>=1.26.6,<2', 'pymupdf-layout>=1.26.6,<2'],
                     'scale': ['ray[data]>=2.9'],  # --engine ray: CPU-heavy stages as Ray Data pipelines
+                    # OCR of scanned pages with nothing but pip (ragnb.docs.ocr's 'rapidocr'; its models ship in the wheel):
+                    # Tesseract, a system package, is better and comes first when installed
+                    'ocr': ['rapidocr-onnxruntime>=1.4.4,<1.5'],
                     },
     python_requires='>=' + cfg['min_python'], zip_safe=False,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])], 'Intended Audience :: ' + cfg['audience'].title(),

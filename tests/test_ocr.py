@@ -76,8 +76,11 @@ def test_without_an_engine_the_message_names_both_ways_and_other_pages_stay(scan
     mixed.save(tmp_path/'mixed.pdf')
     empty = tmp_path/'tessdata'; empty.mkdir()
     monkeypatch.setenv('TESSDATA_PREFIX', str(empty))               # Tesseract without its language files
+    from ragnb.docs.ocr import RapidOcr                              # and no pip engine either
+    monkeypatch.setattr(RapidOcr, 'problem', lambda self, language='eng': 'rapidocr-onnxruntime is not installed')
     with pytest.raises(OcrUnavailable) as e: choose_engine()
     assert 'apt install tesseract-ocr' in str(e.value) and 'brew install tesseract' in str(e.value)
+    assert 'pip install "ragnb[ocr]"' in str(e.value)
     with pytest.raises(OcrUnavailable, match='no language file for eng'): choose_engine('tesseract')
     res = parse_pdf(tmp_path/'mixed.pdf', tmp_path/'out', offline=True)
     assert [p.ocr for p in res.pages] == [None] * 4
@@ -122,3 +125,37 @@ def test_each_tesseract_engine_reads_a_scanned_page(name, scan, tmp_path):
     page = pymupdf.open(path)[1]
     assert page.rect == pymupdf.open(scan)[1].rect                # the same page size, so boxes stay in place
     assert word_recall(pymupdf.open(BORN)[1].get_text(), page.get_text()) >= 0.9
+
+
+def test_word_boxes_split_at_spaces_and_at_space_wide_gaps():
+    from ragnb.docs.ocr import _word_boxes
+    box = lambda x0, x1: [[x0, 10], [x1, 10], [x1, 30], [x0, 30]]
+    # 'ab cd' with a space, then 'ef' after a gap the model wrote no space for, 'gh' right after
+    chars = ['a', 'b', ' ', 'c', 'd', 'e', 'f', 'g', 'h']
+    xs = [(0, 10), (10, 20), (20, 26), (26, 36), (36, 46), (60, 70), (70, 80), (81, 91), (91, 101)]
+    words = _word_boxes(chars, [box(*x) for x in xs])
+    assert [w[4] for w in words] == ['ab', 'cd', 'efgh']   # the gap of 14 (> 0.6 x 10) splits; the gap of 1 not
+    assert words[0][:4] == (0, 10, 20, 30) and words[2][:4] == (60, 10, 101, 30)
+
+
+def test_words_pdf_puts_each_word_at_its_place(tmp_path):
+    from ragnb.docs.ocr import words_pdf
+    doc = pymupdf.open(); page = doc.new_page(width=300, height=200)
+    pix = page.get_pixmap(dpi=150)
+    words = [(150, 150, 350, 190, 'Population'), (375, 150, 475, 190, 'totals'), (150, 300, 250, 340, '1,087')]
+    one = pymupdf.open('pdf', words_pdf(page, pix, words, 150))[0]
+    got = one.get_text('words')
+    assert [w[4] for w in got] == ['Population', 'totals', '1,087'] and one.rect == page.rect
+    for w, (x0, y0, x1, y1, _) in zip(got, words):   # pixels at 150 dpi -> points: x 72/150
+        k = 72 / 150
+        assert abs(w[0] - x0 * k) < 2 and abs(w[2] - x1 * k) < 2 and y0 * k - 2 < w[3] < y1 * k + 2
+
+
+@pytest.mark.skipif(not __import__('importlib').util.find_spec('rapidocr_onnxruntime'),
+                    reason='rapidocr-onnxruntime is not installed (pip install "ragnb[ocr]")')
+def test_rapidocr_reads_a_scanned_page_offline(scan, tmp_path, monkeypatch):
+    def refuse(self, addr, *a, **k): raise AssertionError(f"RapidOCR tried to connect to {addr}")
+    monkeypatch.setattr(socket.socket, 'connect', refuse)
+    path, info, missed = ocr_copy(pymupdf.open(scan), tmp_path/'r.pdf', pages=[1], engine='rapidocr')
+    assert missed == {} and info[1].engine == 'rapidocr'
+    assert word_recall(pymupdf.open(BORN)[0].get_text(), pymupdf.open(path)[0].get_text()) >= 0.85

@@ -12,8 +12,8 @@ import pymupdf
 
 # %% auto #0
 __all__ = ['NO_ENGINE', 'OCR_ENGINES', 'scanned_copy', 'text_chars', 'image_cover', 'garbled', 'needs_ocr', 'OcrUnavailable',
-           'OcrEngine', 'tessdata_dir', 'Tesseract', 'MupdfTesseract', 'choose_engine', 'OcrPage', 'ocr_copy',
-           'word_recall']
+           'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf', 'RapidOcr',
+           'choose_engine', 'ruling_lines', 'OcrPage', 'ocr_copy', 'word_recall']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
@@ -67,7 +67,7 @@ def needs_ocr(page:pymupdf.Page, # A PDF page
 # %% ../../nbs/22a_ocr.ipynb #c788b1ff
 NO_ENGINE = ("no OCR engine is installed: install Tesseract (Debian/Ubuntu: sudo apt install tesseract-ocr; macOS: "
              "brew install tesseract; Windows: choco install tesseract), which ragnb finds on PATH or through "
-             "TESSDATA_PREFIX")
+             "TESSDATA_PREFIX, or pip install \"ragnb[ocr]\" for an engine that installs with pip (RapidOCR)")
 
 class OcrUnavailable(RuntimeError):
     "The OCR engine asked for cannot run here; the message says why and how to get one."
@@ -96,9 +96,11 @@ def tessdata_dir() -> Path|None:
     return None
 
 class Tesseract(OcrEngine):
-    ("The `tesseract` program (Tesseract 4 or 5) on PATH: each page rendered to PNG, read into a PDF page with the "
-     "words as invisible text, fitted to the page's own size. One thread a page (OMP_THREAD_LIMIT=1): on 2 cores "
-     "Tesseract's own threads made a page take 7 s instead of 1.3 s, with the same words.")
+    ("The `tesseract` program (Tesseract 4 or 5) on PATH: each page rendered to PNG and read into words with their "
+     "boxes (its TSV output), which `words_pdf` places over the picture. Not its own PDF output: there each word's "
+     "invisible glyphs run wider than the word, so neighbouring table cells ran together (cells F1 57% against 71% "
+     "on the bench). One thread a page (OMP_THREAD_LIMIT=1): on 2 cores Tesseract's own threads made a page take 7 s "
+     "instead of 1.3 s, with the same words.")
     name = 'tesseract'
     def problem(self, language='eng'):
         if not shutil.which('tesseract'): return "no tesseract program on PATH"
@@ -108,15 +110,23 @@ class Tesseract(OcrEngine):
         except (OSError, subprocess.TimeoutExpired): v = ''
         return (v.splitlines() or ['tesseract'])[0].strip()
     def page_pdf(self, page, dpi=300, language='eng'):
-        png = page.get_pixmap(dpi=dpi).tobytes('png')
+        pix = page.get_pixmap(dpi=dpi)
         env = {**os.environ, 'OMP_THREAD_LIMIT': '1'}
-        r = subprocess.run(['tesseract', 'stdin', 'stdout', '--dpi', str(dpi), '-l', language, 'pdf'], input=png,
-                           capture_output=True, env=env, timeout=600)
-        if r.returncode or not r.stdout.startswith(b'%PDF'):
+        r = subprocess.run(['tesseract', 'stdin', 'stdout', '--dpi', str(dpi), '-l', language, 'tsv'],
+                           input=pix.tobytes('png'), capture_output=True, env=env, timeout=600)
+        if r.returncode:
             raise OcrUnavailable(f"tesseract failed (exit {r.returncode}): {r.stderr.decode(errors='replace')[-300:]}")
-        one, out = pymupdf.open('pdf', r.stdout), pymupdf.open()
-        out.new_page(width=page.rect.width, height=page.rect.height).show_pdf_page(page.rect, one, 0)
-        return out.tobytes(garbage=3, deflate=True)
+        return words_pdf(page, pix, tsv_words(r.stdout.decode('utf-8', errors='replace')), dpi)
+
+def tsv_words(tsv:str) -> list[tuple]:
+    "Words (x0, y0, x1, y1, text) in pixels from Tesseract's TSV output (level 5 rows with text)."
+    out, lines = [], tsv.splitlines()
+    for line in lines[1:]:
+        f = line.split('\t')
+        if len(f) < 12 or f[0] != '5' or not f[11].strip(): continue
+        x, y, w, h = map(int, f[6:10])
+        out.append((x, y, x + w, y + h, unicodedata.normalize('NFKC', f[11].strip())))
+    return out
 
 def _languages_missing(language:str) -> str|None:
     d = tessdata_dir()
@@ -125,17 +135,88 @@ def _languages_missing(language:str) -> str|None:
     return f"Tesseract has no language file for {', '.join(missing)} in {d}" if missing else None
 
 class MupdfTesseract(OcrEngine):
-    ("Tesseract as MuPDF has it built in (`Pixmap.pdfocr_tobytes`): only the language files come from the system "
+    ("Tesseract as MuPDF has it built in (`Page.get_textpage_ocr`): only the language files come from the system "
      "(TESSDATA_PREFIX), no program is needed. It read fewer words than the program on scanned tables here (20 "
      "against 60 on a bordered table), so it comes second.")
     name = 'mupdf-tesseract'
     def problem(self, language='eng'): return _languages_missing(language)
     def describe(self): return f"tesseract built into MuPDF {pymupdf.VersionFitz}, language files in {tessdata_dir()}"
     def page_pdf(self, page, dpi=300, language='eng'):
-        pix = page.get_pixmap(dpi=dpi)   # RGB: MuPDF's OCR reads no words from a grey pixmap (seen with 1.28)
-        return pix.pdfocr_tobytes(compress=True, language=language, tessdata=str(tessdata_dir()))
+        # words and boxes from MuPDF's OCR text page, placed by `words_pdf` (as for the program, for the same reason)
+        tp = page.get_textpage_ocr(dpi=dpi, full=True, language=language, tessdata=str(tessdata_dir()))
+        k = dpi / 72
+        words = [(w[0] * k, w[1] * k, w[2] * k, w[3] * k, w[4]) for w in page.get_text('words', textpage=tp)]
+        return words_pdf(page, page.get_pixmap(dpi=dpi), words, dpi)
 
-OCR_ENGINES = {'tesseract': Tesseract(), 'mupdf-tesseract': MupdfTesseract()}  # the order `auto` tries
+def _word_boxes(chars:list, boxes:list, gap:float=0.6) -> list[tuple]:
+    ("Words of one recognised line as (x0, y0, x1, y1, text) in pixels, from its characters and their boxes: a space "
+     "ends a word, and so does a gap wider than `gap` times the line's median character width (a space the model "
+     "did not write).")
+    import numpy as np
+    widths = [b[1][0] - b[0][0] for b, c in zip(boxes, chars) if c.strip()]
+    wide = gap * (float(np.median(widths)) if widths else 0.0)
+    words, cur = [], []
+    def flush():
+        if cur:
+            xs = [p[0] for b, _ in cur for p in b]; ys = [p[1] for b, _ in cur for p in b]
+            words.append((min(xs), min(ys), max(xs), max(ys), ''.join(c for _, c in cur)))
+        cur.clear()
+    for b, c in zip(boxes, chars):
+        if not c.strip(): flush(); continue
+        if cur and wide and b[0][0] - cur[-1][0][1][0] > wide: flush()
+        cur.append((b, c))
+    flush()
+    return words
+
+def words_pdf(page:pymupdf.Page, pix:pymupdf.Pixmap, words:list, dpi:int) -> bytes:
+    "A one-page PDF of `page`'s size: the picture `pix`, and each word (pixel box, text) invisible over its place."
+    out = pymupdf.open()
+    q = out.new_page(width=page.rect.width, height=page.rect.height)
+    q.insert_image(q.rect, pixmap=pix)
+    s = 72 / dpi
+    for x0, y0, x1, y1, text in words:
+        r = pymupdf.Rect(x0 * s, y0 * s, x1 * s, y1 * s)
+        if r.is_empty or not text: continue
+        size = max(1.0, r.height * 0.85)
+        w = pymupdf.get_text_length(text, fontname='helv', fontsize=size) or 1.0
+        at = pymupdf.Point(r.x0, r.y1 - r.height * 0.2)
+        q.insert_text(at, text, fontsize=size, fontname='helv', render_mode=3,
+                      morph=(at, pymupdf.Matrix(r.width / w, 1)))   # stretched to the word's width
+    return out.tobytes(garbage=3, deflate=True)
+
+class RapidOcr(OcrEngine):
+    ("RapidOCR (`rapidocr-onnxruntime`, Apache-2.0): PaddleOCR's models run by onnxruntime, shipped in the wheel, so "
+     "`pip install \"ragnb[ocr]\"` is enough. Its recogniser is PP-OCRv4's Chinese one, which reads Latin script too "
+     "but sometimes leaves out the space between words; ragnb takes each character's box and splits where the gap "
+     "between two characters is a space wide. Full-width punctuation becomes ASCII (NFKC).")
+    name = 'rapidocr'
+    _model = None
+    def problem(self, language='eng'):
+        import importlib.util
+        if importlib.util.find_spec('rapidocr_onnxruntime') is None:
+            return 'rapidocr-onnxruntime is not installed (pip install "ragnb[ocr]")'
+        return None
+    def describe(self):
+        from importlib.metadata import version
+        return f"rapidocr-onnxruntime {version('rapidocr-onnxruntime')} (PP-OCRv4, onnxruntime)"
+    def page_pdf(self, page, dpi=300, language='eng'):
+        import numpy as np
+        if RapidOcr._model is None:
+            from rapidocr_onnxruntime import RapidOCR
+            RapidOcr._model = RapidOCR()
+        pix = page.get_pixmap(dpi=dpi)
+        img = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, pix.n)[:, :, :3]
+        res, _ = RapidOcr._model(np.ascontiguousarray(img[:, :, ::-1]), return_word_box=True)   # BGR, as OpenCV
+        words = []
+        for r in res or []:
+            if len(r) >= 5 and r[3] and len(r[3]) == len(r[4]):   # box, text, score, char boxes, chars, scores
+                words += _word_boxes([unicodedata.normalize('NFKC', c) for c in r[4]], r[3])
+            else:   # no character boxes: the line's box and text
+                xs, ys = [p[0] for p in r[0]], [p[1] for p in r[0]]
+                words.append((min(xs), min(ys), max(xs), max(ys), unicodedata.normalize('NFKC', r[1])))
+        return words_pdf(page, pix, words, dpi)
+
+OCR_ENGINES = {'tesseract': Tesseract(), 'mupdf-tesseract': MupdfTesseract(), 'rapidocr': RapidOcr()}  # `auto` order
 
 def choose_engine(name:str='auto', # 'auto' or a name of `OCR_ENGINES`
                   language:str='eng', # Tesseract's language code(s), e.g. 'eng' or 'eng+deu'
@@ -151,6 +232,40 @@ def choose_engine(name:str='auto', # 'auto' or a name of `OCR_ENGINES`
         if (why := e.problem(language)) is None: return e
         whys.append(f"{n}: {why}")
     raise OcrUnavailable(f"{NO_ENGINE} ({'; '.join(whys)})")
+
+# %% ../../nbs/22a_ocr.ipynb #8b130f60
+def _runs(a, min_len:int) -> list[tuple]:
+    "(row, start, end) of each run of True at least `min_len` long, row by row, in a 2-D boolean array."
+    import numpy as np
+    d = np.diff(np.pad(a, ((0, 0), (1, 1))).astype(np.int8), axis=1)
+    s, e = np.argwhere(d == 1), np.argwhere(d == -1)
+    keep = (e[:, 1] - s[:, 1]) >= min_len
+    return list(zip(s[keep, 0].tolist(), s[keep, 1].tolist(), e[keep, 1].tolist()))
+
+def _merge_runs(runs:list, tol:int=3, max_thick:int=6) -> list[tuple]:
+    "Runs on neighbouring rows with about the same ends joined into lines (row0, row1, start, end); thick ones dropped."
+    lines = []
+    for r, a, b in sorted(runs, key=lambda x: (x[1], x[0])):
+        for l in lines:
+            if r - l[1] <= 1 and abs(a - l[2]) <= tol and abs(b - l[3]) <= tol:
+                l[1], l[2], l[3] = r, min(a, l[2]), max(b, l[3]); break
+        else: lines.append([r, r, a, b])
+    return [tuple(l) for l in lines if l[1] - l[0] + 1 <= max_thick]   # thicker: a filled area, not a rule
+
+def ruling_lines(page:pymupdf.Page, # A scanned page
+                 dpi:int=150,       # Resolution to look at
+                 min_length:float=36, # Shortest rule (pt): half an inch
+                 dark:int=128,      # Grey levels below this are ink
+                ) -> list[tuple]:
+    "Long straight rules in the page's picture as (x0, y0, x1, y1) in points: horizontal and vertical ones."
+    import numpy as np
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+    ink = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.stride)[:, :pix.w] < dark
+    k, n = 72 / dpi, max(2, int(min_length / 72 * dpi))
+    mid = lambda r0, r1: (r0 + r1 + 1) / 2 * k
+    out = [(a * k, mid(r0, r1), b * k, mid(r0, r1)) for r0, r1, a, b in _merge_runs(_runs(ink, n))]
+    out += [(mid(r0, r1), a * k, mid(r0, r1), b * k) for r0, r1, a, b in _merge_runs(_runs(ink.T, n))]
+    return [tuple(round(v, 2) for v in l) for l in out]
 
 # %% ../../nbs/22a_ocr.ipynb #01238565
 @dataclass
@@ -170,6 +285,7 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
              engine:str='auto', # 'auto' or a name of `OCR_ENGINES`
              dpi:int=300,      # Resolution to read at
              language:str='eng', # Tesseract's language code(s)
+             rules:bool=True,  # Draw the scan's ruling lines into the copy as vector lines (`ruling_lines`)
             ) -> tuple[Path|None, dict, dict]:
     ("Write a copy of `doc` with the pages that need OCR read by an engine: (the copy or None, {page: OcrPage}, "
      "{page: why it was not read}).")
@@ -189,6 +305,9 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
         except (OcrUnavailable, RuntimeError, OSError, subprocess.TimeoutExpired) as e:   # this page stays as it was
             new.insert_pdf(doc, from_page=i, to_page=i); missed[i + 1] = f"OCR by {eng.name} failed: {e}"; continue
         new.insert_pdf(one)
+        if rules:   # the scan's ruling lines as vector lines, for the table finders
+            for x0, y0, x1, y1 in ruling_lines(doc[i]):
+                new[-1].draw_line((x0, y0), (x1, y1), color=(0, 0, 0), width=0.5)
         info[i + 1] = OcrPage(i + 1, why[i + 1], eng.name, dpi, round(time.perf_counter() - t, 2),
                               len(one[0].get_text('words')))
     new.set_metadata({})
