@@ -9,7 +9,7 @@ from ragnb.core.cache import CallCache
 from ragnb.check.metrics import score, load_results
 from ragnb.testing.scripted import ScriptedServer
 
-FIGURES = ('critique_scores', 'retrieval_by_k', 'ragchecker_metrics', 'claim_shares', 'entailment_map')
+FIGURES = ('critique_scores', 'retrieval_by_k', 'ragchecker_metrics', 'claim_shares', 'entailment_map', 'testset_coverage')
 
 @pytest.fixture(scope='module')
 def replayed(tmp_path_factory):

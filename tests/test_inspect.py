@@ -74,3 +74,44 @@ def test_against_another_set_and_the_figure(tmp_path, capsys):
     lo, hi = [float(x) for x in line.split()[-5:-3]]
     assert 0 < lo <= hi <= 1                                           # b copies more, beyond the interval
     assert (tmp_path/'cov.png').read_bytes()[:4] == b'\x89PNG'
+
+def test_personas_styles_and_modality_against_what_was_asked(tmp_path, capsys):
+    kinds = ['student', 'expert', 'teacher']
+    even = inspect_testset(rows(persona=lambda i, r: kinds[i % 3]), asked={'persona': kinds})
+    assert verdict(even, 'personas asked for and present') == 'ok' and verdict(even, 'personas balanced') == 'ok'
+    starved = inspect_testset(rows(persona=lambda i, r: 'student' if i else 'expert'), asked={'persona': kinds})
+    assert verdict(starved, 'personas asked for and present') == 'check'            # no teacher at all
+    assert verdict(starved, 'personas balanced') == 'check'
+    assert starved.table().loc['personas asked for and present', 'finding'] == 'missing: teacher'
+    tables = inspect_testset(rows(evidence=lambda i, r: 'table_1' if i < 1 else r['evidence']),
+                             asked={'modality': ['text', 'table']})
+    assert verdict(tables, 'modalities asked for and present') == 'ok'
+    assert verdict(tables, 'modalities balanced') == 'check'                          # 1 table question of 12
+    nocol = inspect_testset(rows(), asked={'style': ['web_search']})
+    assert verdict(nocol, 'styles asked for and present') == 'n/a'
+    f = write(tmp_path/'set.jsonl', rows(persona=lambda i, r: 'student' if i else 'expert'))
+    assert main(['inspect', str(f), '--personas', 'student,expert,teacher', '--strict']) == 1
+    assert 'missing: teacher' in capsys.readouterr().out
+
+def test_the_demo_report_has_the_test_set_section(tmp_path):
+    from ragnb.app.demo import run_demo
+    s = run_demo(tmp_path/'demo', mode='scripted', log=lambda m: None)
+    names = [m['measure'] for m in s['testset']['measures']]
+    assert 'documents covered' in names and 'near-duplicate questions' in names
+    html = (tmp_path/'demo'/'report.html').read_text()
+    assert '<h2>The test set itself</h2>' in html and 'testset_coverage.png' in html
+    assert (tmp_path/'demo'/'testset_coverage.png').stat().st_size > 1000 and 'testset_coverage.png' in s['files']
+
+def test_sections_covered_without_offsets_finds_the_evidence(tmp_path):
+    from ragnb.docs.documents import load_documents
+    (tmp_path/'d').mkdir()
+    (tmp_path/'d'/'a.md').write_text('# Rivers\nThe Nile crosses Cairo on its way north.\n\n# Mountains\n'
+                                     'Mount Kenya is 5,199 metres tall.\n\n# Deserts\nThe Sahara is hot.\n')
+    docs = load_documents(tmp_path/'d')
+    rs = [dict(id='q1', question='Which river crosses Cairo?', answer='The Nile', source_doc=docs[0].id,
+               evidence='The Nile crosses Cairo'),
+          dict(id='q2', question='How tall is Mount Kenya?', answer='5,199 m', source_doc=docs[0].id,
+               evidence='Mount Kenya is 5,199 metres tall.')]
+    rep = inspect_testset(rs, docs=docs)
+    assert rep.table().loc['sections covered', 'finding'] == '2 of 3 sections have a kept question'
+    assert [s for _, s in rep.uncovered] == ['Deserts']

@@ -383,6 +383,16 @@ def _recorded_html(s:dict) -> str:
     return rec
 
 # %% ../../nbs/82_demo.ipynb #0ea13043
+def _testset_html(s:dict) -> str:
+    "The report's section on the test set itself: each measure with its threshold and verdict, and the coverage figure."
+    import pandas as pd
+    t = s.get('testset')
+    if not t: return ''
+    m = pd.DataFrame(t['measures'])
+    n_check = int((m.verdict == 'check').sum())
+    return (f"<h2>The test set itself</h2><p>Before trusting a metric computed on it (<code>ragnb inspect</code>): "
+            f"{len(m)} measures, {n_check} to check.</p>{_table(m, index=False)}{_figure_html(s, 'testset_coverage')}")
+
 def _corrected_html(s:dict, out:Path) -> str:
     "The report's word on the metrics' correction: the corrected table and figure, or that they are uncorrected."
     import pandas as pd
@@ -426,6 +436,7 @@ def report_html(out:str|Path # The run's folder
 <h2>Dataset</h2><p>{d['questions']} questions from {d['chunks']} passages: {d['kept']} kept (every critique score \u2265 {_e(s['keep'])}, evidence found in the passage),
 {d['dropped']} dropped ({d.get('unfound', 0)} with evidence not found in the passage), {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
 {_dataset_rows(rows)}{_figure_html(s, 'critique_scores')}
+{_testset_html(s)}
 <h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].</p>
 {_table(by_k)}{_figure_html(s, 'retrieval_by_k')}
 <h2>RAGChecker: the 11 metrics</h2><p>n = {s['ragchecker_n']} answers, claims extracted and checked by {_e(run['model'])}; percent, \u2193 lower is better for the noise sensitivities and hallucination.</p>
@@ -587,6 +598,18 @@ def _demo_record(m, record:str|Path, params:dict, st, summary:dict, started:floa
     log(f"recorded {export_calls(llm.cache, record, meta)}")
 
 # %% ../../nbs/82_demo.ipynb #13e2388c
+def _demo_testset(out:Path, ds, docs, figures:dict, missing:dict, label:str) -> dict|None:
+    "The test set scored itself (`ragnb inspect`): its measures for the report, the coverage figure saved beside it."
+    from ragnb.rag.inspect import inspect_testset
+    from ragnb.view import plots
+    try: ts = inspect_testset(ds.df, docs=list(docs), name='the demo set')
+    except (ValueError, KeyError) as e: missing['testset_coverage'] = f"the test-set report failed: {e}"; return None
+    figures['testset_coverage'] = {
+        'file': str(plots.save_figure(ts.plot(), Path(out)/'testset_coverage.png')),
+        'caption': f"Kept questions per document of the demo set ({ts.kept} of {ts.questions}) and the share of each "
+                   f"document's sections they cover (ragnb inspect). Questions by {label}."}
+    return dict(questions=ts.questions, kept=ts.kept, measures=[m.row() for m in ts.measures])
+
 def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files, figures, summary and report
              src:list|None=None, # Documents to load (folders, files or git URLs); default: the shipped samples
              max_chunks:int|None=DEFAULTS['max_chunks'], # Passages sampled for question generation
@@ -618,7 +641,9 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         checked = json.loads((out/'ragchecker_output.json').read_text())['results']
         n_claims = sum(len(r.get('response_claims') or []) for r in checked)
         with st('figures'): figures, missing = save_figures(out, ds.df, report, run.scores, checked, m.label)
+        with st('test-set report'): testset = _demo_testset(out, ds, docs, figures, missing, m.label)
         summary = _demo_summary(m, info, params, docs, ds, chunks, report, rag, run, n_claims, figures, missing, st, t0)
+        summary['testset'] = testset
         write_text(out/'summary.json', json.dumps(summary, indent=1, default=str))
         write_text(out/'report.html', report_html(out))
         if record: _demo_record(m, record, params, st, summary, started, log)

@@ -50,6 +50,7 @@ THRESHOLDS = dict(
     copied=0.25,          # share of kept questions mostly (>= `COPY_OVERLAP` of words) in their evidence: at most
     keyword_rank1=0.8,    # share whose own passage BM25 ranks first: at most (above: keyword match answers them)
     evidence_found=0.9,   # share of generated questions whose evidence was found in the source: at least
+    balance=0.5,          # each kind asked for (persona, style, ...): at least this share of an even split
 )
 SIMILAR, COPY_OVERLAP = 90, 0.7
 
@@ -96,8 +97,13 @@ def coverage(df:pd.DataFrame, # The test set (`read_testset`)
         k = kept[kept.source_doc.astype(str) == name]
         if name in texts:
             secs = sections(texts[name])
-            at = k.evidence_start if 'evidence_start' in k else k.get('chunk_start', pd.Series(dtype=float))
-            hit = {_section_of(secs, a) for a in at}
+            if 'evidence_start' in k: at = k.evidence_start
+            elif 'chunk_start' in k: at = k.chunk_start
+            elif 'evidence' in k:   # no offsets (a hand-written or exported set): find the quote in the document
+                from ragnb.docs.evidence import locate
+                at = [m.start if (m := locate(str(e), texts[name])) else None for e in k.evidence]
+            else: at = []
+            hit = {_section_of(secs, a) for a in at if a is not None and a == a}
             parts = [t for _, t in secs if t or len(secs) == 1]
             missing += [(name, t) for t in parts if t not in hit]
             unit = 'sections'
@@ -226,6 +232,7 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
                     docs:list|None=None, # The corpus's `Document`s, for coverage by section and BM25 over all of it
                     languages:list|None=None, # Languages that were asked for (ISO codes); each must be there
                     question_types:list|None=None, # Question types that were asked for; each must be there
+                    asked:dict|None=None, # Other kinds asked for: {'persona'|'style'|'length'|'modality': [values]}
                     thresholds:dict|None=None, # Overrides of `THRESHOLDS`
                     name:str|None=None # The set's name in tables
                    ) -> TestSetReport:
@@ -285,13 +292,28 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
     else: ms.append(Measure('found first by keywords (BM25)', None, th['keyword_rank1'], True, 'no context column'))
     # mix against what was asked
     mix = _mix(k)
-    for col, asked, label in (('question_language' if 'question_language' in k else 'language', languages, 'languages'),
+    lang = 'question_language' if 'question_language' in k else 'language'
+    for col, wanted, label in ((lang, languages, 'languages'),
                               ('question_type', question_types, 'question types')):
-        if not asked: continue
+        if not wanted: continue
         have = set(mix.get(col, pd.Series(dtype=int)).index)
-        lacking = [a for a in asked if a not in have]
-        ms.append(Measure(f"{label} asked for and present", (len(asked) - len(lacking)) / len(asked), 1.0, False,
-                          f"missing: {', '.join(lacking)}" if lacking else f"all {len(asked)} present"))
+        lacking = [a for a in wanted if a not in have]
+        ms.append(Measure(f"{label} asked for and present", (len(wanted) - len(lacking)) / len(wanted), 1.0, False,
+                          f"missing: {', '.join(lacking)}" if lacking else f"all {len(wanted)} present"))
+    for col, want in (asked or {}).items():   # personas, styles, lengths, modality: each there, none starved
+        if not want: continue
+        kinds = {'modality': 'modalities'}.get(col, f"{col}s")
+        if col not in mix:
+            ms.append(Measure(f"{kinds} asked for and present", None, 1.0, False, f"no {col} column")); continue
+        counts = mix[col]
+        lacking = [a for a in want if a not in counts.index]
+        ms.append(Measure(f"{kinds} asked for and present", (len(want) - len(lacking)) / len(want), 1.0, False,
+                          f"missing: {', '.join(map(str, lacking))}" if lacking else f"all {len(want)} present"))
+        got = counts.reindex(want).fillna(0)
+        even = got.sum() / len(want)
+        low = got.idxmin()
+        ms.append(Measure(f"{kinds} balanced", float(got.min() / even) if even else None, th['balance'], False,
+                          f"fewest: {low} ({int(got.min())} of {int(got.sum())}; an even share is {even:.1f})"))
     # quality as generated
     q = _quality(df)
     if 'evidence_found' in df:
@@ -343,10 +365,11 @@ def _cli_inspect(args) -> int:
         from ragnb.docs.documents import load_documents
         docs = load_documents(*args.docs)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
-    rep = inspect_testset(args.dataset, docs, split(args.languages), split(args.question_types))
+    asked = {c: split(getattr(args, c)) for c in ('persona', 'style', 'length', 'modality')}
+    rep = inspect_testset(args.dataset, docs, split(args.languages), split(args.question_types), asked=asked)
     print(rep)
     if args.against:
-        other = inspect_testset(args.against, docs, split(args.languages), split(args.question_types))
+        other = inspect_testset(args.against, docs, split(args.languages), split(args.question_types), asked=asked)
         if other.name == rep.name: other.name = f"{other.name} (against)"
         with pd.option_context('display.width', 200):
             print(f"\nagainst {args.against}: difference {other.name} - {rep.name}, 95% bootstrap interval over "
@@ -368,6 +391,10 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--docs', nargs='*', help='the corpus (folders, files): coverage by section, BM25 over all of it')
     p.add_argument('--languages', help='languages asked for, e.g. en,de: each must be present')
     p.add_argument('--question-types', help='question types asked for, e.g. factoid,multi_hop')
+    for opt, key, eg in (('personas', 'persona', 'student,expert'), ('styles', 'style', 'web_search,conversational'),
+                         ('lengths', 'length', 'short,long'), ('modalities', 'modality', 'text,table,image')):
+        p.add_argument(f'--{opt}', dest=key, help=f'{opt} asked for, e.g. {eg}: each present, none under half its '
+                                                  'even share')
     p.add_argument('--against', help='another test set to put side by side (differences with bootstrap intervals)')
     p.add_argument('--figure', help='write the questions-per-document figure (.png, .svg or .pdf)')
     p.add_argument('--out', help='write the report as JSON')
