@@ -25,21 +25,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ragnb.check.corrected import (Labels, corrected_metrics, dataset_fingerprint, label_plan, reference_labels,
-                                   claim_refs, PPI_METRICS)
+                                   claim_refs, PPI_METRICS, simulated_judge)
 from ragnb.check.metrics import load_results
 from ragnb.core.samples import sample_path
 
 FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer')
 
 
-def yes_sayer(results, seed=1, up=1/3, down=1/10):
-    rng, out = np.random.default_rng(seed), copy.deepcopy(results)
-    flip = lambda v: ('Neutral' if rng.random() < down else v) if v == 'Entailment' else (
-        'Entailment' if rng.random() < up else v)
-    for r in out:
-        for f in FIELDS:
-            setattr(r, f, [[flip(x) for x in row] if isinstance(row, list) else flip(row) for row in getattr(r, f)])
-    return out
+yes_sayer = simulated_judge   # flips a third of the Neutral decisions up, a tenth of the Entailments down
 
 
 def tiled(results, n):

@@ -7,7 +7,7 @@ import pytest
 
 from ragnb.check.corrected import (LabelsError, Labels, add_labels, read_labels, label_plan, next_claims,
                                    reference_labels, corrected_metrics, ppi_mean, dataset_fingerprint, PPI_METRICS,
-                                   labels_path)
+                                   labels_path, simulated_judge)
 from ragnb.check.metrics import load_results, score, METRICS
 from ragnb.core.samples import sample_path
 
@@ -18,15 +18,7 @@ FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved
 def truth(): return load_results(sample_path('ragchecker', 'examples', 'checking_outputs.json'))
 
 
-def biased(results, seed=1, up=1/3, down=1/10):
-    "A judge that says Entailment too readily (seeded flips of the truth)."
-    rng, out = np.random.default_rng(seed), copy.deepcopy(results)
-    flip = lambda v: ('Neutral' if rng.random() < down else v) if v == 'Entailment' else (
-        'Entailment' if rng.random() < up else v)
-    for r in out:
-        for f in FIELDS:
-            setattr(r, f, [[flip(x) for x in row] if isinstance(row, list) else flip(row) for row in getattr(r, f)])
-    return out
+biased = simulated_judge
 
 
 @pytest.fixture(scope='module')

@@ -115,3 +115,13 @@ def test_sections_covered_without_offsets_finds_the_evidence(tmp_path):
     rep = inspect_testset(rs, docs=docs)
     assert rep.table().loc['sections covered', 'finding'] == '2 of 3 sections have a kept question'
     assert [s for _, s in rep.uncovered] == ['Deserts']
+
+def test_mix_and_quality_counts_are_shown(capsys):
+    rs = rows(persona=lambda i, r: '<b>student</b>' if i % 2 else 'expert', groundedness_score=lambda i, r: 5 - i % 2,
+              drop_reason=lambda i, r: None)
+    rep = inspect_testset(rs)
+    c = rep.counts()
+    assert c['kept by persona'].loc['questions', 'expert'] == 6 and c['critique groundedness'].loc['questions', 5] == 6
+    html = rep._repr_html_()
+    assert 'kept by persona' in html and '&lt;b&gt;student&lt;/b&gt;' in html and '<b>student</b>' not in html
+    assert 'critique groundedness' in str(rep)

@@ -152,7 +152,7 @@ def test_words_pdf_puts_each_word_at_its_place(tmp_path):
 
 
 @pytest.mark.skipif(not __import__('importlib').util.find_spec('rapidocr_onnxruntime'),
-                    reason='rapidocr-onnxruntime is not installed (pip install "ragnb[ocr]")')
+                    reason='the ragnb[ocr] extra is not installed (rapidocr-onnxruntime: pip install "ragnb[ocr]")')
 def test_rapidocr_reads_a_scanned_page_offline(scan, tmp_path, monkeypatch):
     def refuse(self, addr, *a, **k): raise AssertionError(f"RapidOCR tried to connect to {addr}")
     monkeypatch.setattr(socket.socket, 'connect', refuse)

@@ -19,7 +19,8 @@ from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, LabelBatch, cla
 # %% auto #0
 __all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'CLAIM_METRICS', 'PPI_METRICS', 'LabelsError', 'dataset_fingerprint',
            'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan', 'next_claims', 'ppi_mean',
-           'Corrected', 'corrected_metrics', 'reference_labels', 'plan_labels', 'compare_corrected', 'add_cli']
+           'Corrected', 'corrected_metrics', 'reference_labels', 'simulated_judge', 'plan_labels', 'compare_corrected',
+           'add_cli']
 
 # %% ../../nbs/43_corrected.ipynb #2853ff78
 SIDES = {'response': 'response_claims', 'gt': 'gt_answer_claims'}
@@ -408,6 +409,22 @@ def reference_labels(reference:list,  # `RAGResult`s with the same claims and tr
             v = getattr(r, FIELD[side, 'main'])[i] if ref == MAIN[side] else getattr(r, FIELD[side, 'chunk'])[i][ref]
             rows.append(dict(result=q, side=side, claim=i, ref=ref, label=v))
     return rows
+
+# %% ../../nbs/43_corrected.ipynb #69047486
+def simulated_judge(results:list,   # `RAGResult`s with trusted labels
+                    seed:int=1,     # Seed of the flips
+                    up:float=1/3,   # Share of the non-Entailment labels flipped to Entailment
+                    down:float=1/10, # Share of the Entailments flipped to Neutral
+                   ) -> list:
+    "A copy of `results` judged by a biased judge: each label flipped at random, independently (to try corrections)."
+    import copy
+    rng, out = np.random.default_rng(seed), copy.deepcopy(results)
+    flip = lambda v: ('Neutral' if rng.random() < down else v) if v == 'Entailment' else (
+        'Entailment' if rng.random() < up else v)
+    for r in out:
+        for f in _KINDS:
+            setattr(r, f, [[flip(x) for x in row] if isinstance(row, list) else flip(row) for row in getattr(r, f)])
+    return out
 
 # %% ../../nbs/43_corrected.ipynb #e3cf3c08
 def plan_labels(c:Corrected,          # Corrected metrics with some labels

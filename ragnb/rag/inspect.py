@@ -4,7 +4,7 @@
 
 # %% ../../nbs/63_inspect.ipynb #38d435b0
 from __future__ import annotations
-import json, re, sys
+import html, json, re, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -204,12 +204,21 @@ class TestSetReport:
                     same_evidence=self.same_evidence.head(50).to_dict('records'),
                     mix={k: {str(a): int(b) for a, b in v.items()} for k, v in self.mix.items()},
                     quality={k: {str(a): int(b) for a, b in v.items()} for k, v in self.quality.items()})
+    def counts(self) -> dict:
+        ("The mix (kept questions by type, persona, style, length, language, modality) and the quality as generated "
+         "(critique scores 1-5 of every generated question, drop reasons), each as a one-row table of counts.")
+        out = {f"kept by {k}": v for k, v in self.mix.items()}
+        out.update({('critique ' + k.removesuffix('_score') if k.endswith('_score') else k.replace('_', ' ')): v
+                    for k, v in self.quality.items()})
+        return {k: pd.DataFrame([v.to_dict()], index=['questions']) for k, v in out.items() if len(v)}
     def __str__(self):
         with pd.option_context('display.width', 200, 'display.max_colwidth', 90):
-            return (f"{self.name}: {self.questions} questions, {self.kept} kept\n" + self.table().to_string())
+            extra = ''.join(f"\n\n{k}:\n{t.to_string()}" for k, t in self.counts().items())
+            return f"{self.name}: {self.questions} questions, {self.kept} kept\n" + self.table().to_string() + extra
     def _repr_html_(self):
         t = self.table().to_html(escape=True)
-        return f"<p><b>{md_escape(self.name)}</b>: {self.questions} questions, {self.kept} kept</p>{t}"
+        extra = ''.join(f"<p><i>{html.escape(k)}</i></p>{v.to_html(escape=True)}" for k, v in self.counts().items())
+        return f"<p><b>{html.escape(self.name)}</b>: {self.questions} questions, {self.kept} kept</p>{t}{extra}"
 
 # %% ../../nbs/63_inspect.ipynb #0f36db7d
 def _mix(k:pd.DataFrame) -> dict:
