@@ -11,8 +11,6 @@ from ragnb.check.corrected import (LabelsError, Labels, add_labels, read_labels,
 from ragnb.check.metrics import load_results, score, METRICS
 from ragnb.core.samples import sample_path
 
-FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer')
-
 
 @pytest.fixture(scope='module')
 def truth(): return load_results(sample_path('ragchecker', 'examples', 'checking_outputs.json'))
@@ -234,3 +232,14 @@ def test_figure_and_demo_report(tmp_path, truth, judged):
     html = (out/'report.html').read_text()
     assert 'Corrected by your labels' in html and 'corrected_metrics.png' in html
     assert json.loads((out/'corrected_metrics.json').read_text())['decisions_labelled'] > 0
+
+
+def test_labels_file_of_a_set_with_a_malformed_result_still_reads(tmp_path, truth, judged):
+    "The labels name the whole file; a result the metrics leave out must not make them 'another dataset'."
+    bad = copy.deepcopy(judged)
+    bad[1].answer2response = ['Entailment']                 # wrong length: metrics leave result 1 out
+    p = tmp_path/'bad.json'; p.write_text(json.dumps({'results': [r.to_dict() for r in bad]}))
+    lab = labels_path(p)
+    add_labels(lab, load_results(p), reference_labels(truth, [k for k in label_plan(bad) if k[0] == '0'][:5]))
+    c = corrected_metrics(p, lab, draws=5, boot=5)
+    assert c.labels > 0 and c.table.method['precision'] in ('PPI++', 'judge only')

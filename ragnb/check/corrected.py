@@ -346,8 +346,9 @@ def corrected_metrics(results,                # RAGChecker results with the judg
                       method:str='auto',      # 'auto' (PPI++ where exact, calibrated elsewhere) or 'calibrated'
                      ) -> Corrected:
     "Each metric (x 100): the judge-only figure, the corrected figure and its `1 - alpha` interval."
-    results, errors = _usable(load_results(results))
-    if isinstance(labels, (str, Path)): labels = read_labels(labels, load_results(results))
+    everything = load_results(results)   # the labels name the whole file, malformed results included
+    if isinstance(labels, (str, Path)): labels = read_labels(labels, everything)
+    results, _ = _usable(everything)      # the metrics score the well-formed ones (`score` says which were left out)
     judge = _means(LabelBatch.from_results(results))
     ct = _claim_table(results, labels)
     n = len(results)
