@@ -4,8 +4,9 @@
     python bench/judge_speed.py              # replay the committed recording: the table, no model needed
 
 The 3 results keep the example's claims (so both profiles judge the same claims) and lose its labels. Configurations:
-`default` (all claims of a reference in one call, 3-way), `small` (one Yes/No call per claim, today's default) and
-`small-8` (8 claims of a reference per call, `--claims-per-call 8`). Every reply goes into the call cache
+`default` (all claims of a reference in one call, 3-way), `small` (`small@1`: one Yes/No call per claim, the
+instruction after the claim), `small-8` (8 claims of a reference per call, `--claims-per-call 8`) and `small@2` (one
+claim per call, the claim last: `judge_claim_last`). Every reply goes into the call cache
 `bench/recordings/judge_speed.sqlite`, committed with this script; a rerun reads it (replay: no call is sent) and
 prints the same table. With `--record`, the server's log gives the prompt tokens it evaluated per call (llama.cpp's
 "prompt eval time = ... / N tokens"), i.e. those not read from its cache of the previous prompt's start, written to
@@ -26,7 +27,8 @@ HERE = Path(__file__).resolve().parent
 REC = HERE/'recordings'/'judge_speed.sqlite'
 SERVER = HERE/'recordings'/'judge_speed_server.json'
 FIELDS = ('answer2response', 'response2answer', 'retrieved2response', 'retrieved2answer')
-CONFIGS = {'default': ('default', 1), 'small': ('small', 1), 'small-8': ('small', 8)}
+CONFIGS = {'default': ('default', 1), 'small': ('small@1', 1), 'small-8': ('small@1', 8),  # as recorded first
+           'small@2': ('small@2', 1)}   # the claim last (judge_claim_last), issue 41's second version
 MODEL = 'qwen2.5-coder-1.5b-instruct-q4_k_m'
 
 def results(n:int=3) -> list:

@@ -229,5 +229,5 @@ def test_cli_help_shows_run_options_with_defaults(capsys):
     from ragnb.app.cli import main
     with pytest.raises(SystemExit): main(['meta-eval', '--help'])
     h = ' '.join(capsys.readouterr().out.split())
-    assert '--run' in h and '--sample' in h and '--judge-profile {small,default,auto}' in h
+    assert '--run' in h and '--sample' in h and '--judge-profile {small,default,auto,small@1,small@2}' in h
     assert '(default: 1000)' in h and '(default: triplet)' in h

@@ -19,13 +19,13 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
                                  check_unique_ids)
 
 # %% auto #0
-__all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS', 'SMALL_BATCH', 'RAGCHECKER_JOINT',
-           'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'cut_list', 'salvage_claims', 'parse_claims', 'claim_text',
-           'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome', 'pairwise_checker',
-           'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'profile_reason', 'yes_no', 'yes_no_lines',
-           'small_checker', 'profile_checker', 'extract_claims', 'check_tasks', 'check_claims', 'ragchecker_calls',
-           'usage_table', 'estimate_checks', 'estimate_run', 'estimate_line', 'CheckRun', 'check_texts', 'run_checks',
-           'input_mismatch', 'add_judge_profile', 'add_cli']
+__all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'SMALL_PROMPTS', 'SMALL_VERSION', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS',
+           'SMALL_BATCH', 'RAGCHECKER_JOINT', 'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'cut_list', 'salvage_claims',
+           'parse_claims', 'claim_text', 'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome',
+           'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'profile_reason', 'yes_no',
+           'yes_no_lines', 'small_checker', 'is_small', 'small_prompt', 'profile_checker', 'extract_claims',
+           'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table', 'estimate_checks', 'estimate_run',
+           'estimate_line', 'CheckRun', 'check_texts', 'run_checks', 'input_mismatch', 'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -307,10 +307,13 @@ def llm_checker(llm:LLM, # The model that labels the claims
     return check
 
 # %% ../../nbs/41_checker.ipynb #f8ec42ee
-JUDGE_PROFILES = ('small', 'default', 'auto')
+SMALL_PROMPTS = {'1': 'judge_claim_binary',   # the instruction after the claim; every lesson's recording
+                 '2': 'judge_claim_last'}     # the claim last, rules for units, two sentences, hedges (issue 41)
+SMALL_VERSION = '1'   # what `small` (and `auto` for a small model) asks with
+JUDGE_PROFILES = ('small', 'default', 'auto') + tuple(f'small@{v}' for v in SMALL_PROMPTS)
 _SIZE = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)\s*b(?![a-z])', re.I)   # 1.5b, 3B, 0.5b; not 70b's "0b", not "b16"
 
-def judge_profile(profile:str, # 'small', 'default' or 'auto'
+def judge_profile(profile:str, # 'small', 'default', 'auto', or a version of small ('small@2')
                   model:str|None # The judge's model name (for 'auto')
                  ) -> str:
     "The profile to use: `auto` is `small` for models whose name says 3B parameters or fewer, else `default`."
@@ -441,15 +444,29 @@ def small_checker(llm:LLM, # The model that labels the claims
     return check
 
 # %% ../../nbs/41_checker.ipynb #1b5a8bf0
+def is_small(profile:str # A resolved profile
+            ) -> bool:
+    "Whether `profile` is the small profile or one of its versions."
+    return profile == 'small' or profile.startswith('small@')
+
+def small_prompt(profile:str # A resolved small profile: 'small' or 'small@N'
+                ) -> str:
+    "The one-claim prompt a version of the small profile asks with."
+    v = profile.partition('@')[2] or SMALL_VERSION
+    if not is_small(profile) or v not in SMALL_PROMPTS:
+        raise ValueError(f"not a small judge profile: {profile!r} (known: {', '.join(JUDGE_PROFILES)})")
+    return SMALL_PROMPTS[v]
+
+# %% ../../nbs/41_checker.ipynb #bf829c32
 def profile_checker(llm:LLM, # The judge
                     profile:str='default', # 'small', 'default' or 'auto' (small for models of 3B parameters or fewer)
                     model:str|None=None, # Model name; default: the LLM's
                     prefix_order:bool=True, # `llm_checker`: send calls that start alike one after another
                     claims_per_call:int=1 # `small_checker`: claims of a reference asked in one call
                    ) -> Checker:
-    "The checker of a judge profile: `llm_checker` (default) or `small_checker` (small)."
+    "The checker of a judge profile: `llm_checker` (default) or `small_checker` (small, or a version of it)."
     name = judge_profile(profile, model or llm.model)
-    if name == 'small': return small_checker(llm, model, claims_per_call=claims_per_call)
+    if is_small(name): return small_checker(llm, model, small_prompt(name), claims_per_call=claims_per_call)
     return llm_checker(llm, model, prefix_order=prefix_order)
 
 # %% ../../nbs/41_checker.ipynb #6cee70a0
@@ -624,9 +641,9 @@ def _repeated(calls:list) -> int:
     texts = [''.join(m['role'] + m['content'] for m in ms) for ms in calls]
     return sum(len(os.path.commonprefix([a, b])) for a, b in zip(texts, texts[1:])) // 4
 
-def _small_calls(tasks:list, k:int) -> tuple:
+def _small_calls(tasks:list, k:int, prompt:str='judge_claim_binary') -> tuple:
     "The first-round calls of `small_checker` (message lists, in the order sent) and their completion-token caps."
-    p, pb = get_prompt('judge_claim_binary'), get_prompt('judge_claims_yes_no')
+    p, pb = get_prompt(prompt), get_prompt('judge_claims_yes_no')
     groups = _yes_no_batches(tasks, k)
     inb = {(i, j) for i, js in groups for j in js}
     calls = [pb.messages(question=tasks[i].question, reference=tasks[i].reference, n=len(js),
@@ -638,14 +655,14 @@ def _small_calls(tasks:list, k:int) -> tuple:
     return calls, sum(4 * len(js) + 2 for _, js in groups) + 2 * len(one)
 
 def estimate_checks(tasks:list, # `CheckTask`s
-                    profile:str, # 'small' or 'default' (resolved)
+                    profile:str, # 'small' (or 'small@N') or 'default', resolved
                     claims_per_call:int=1 # The small profile's claims per call
                    ) -> dict:
     ("Calls and tokens a checker profile will spend on `tasks` (first attempts; re-asks come on top); `repeated`: the "
      "prompt tokens that repeat the start of the call before, which a server's prefix cache (llama.cpp, vLLM, hosted "
      "prompt caching) can read instead of computing.")
-    if profile == 'small':
-        calls, ct = _small_calls(tasks, claims_per_call)
+    if is_small(profile):
+        calls, ct = _small_calls(tasks, claims_per_call, small_prompt(profile))
     else:
         p = get_prompt('check_claims')
         calls = by_prefix([p.messages(question=t.question, reference=t.reference, n=len(t.claims),
@@ -658,7 +675,7 @@ def estimate_checks(tasks:list, # `CheckTask`s
 CHARS_PER_CLAIM = 45   # a RAGChecker triplet claim covers about 45 characters of its text (its example: 44)
 
 def estimate_run(results:list, # `RAGResult`s, claims extracted or not
-                 profile:str='small', # Judge profile, resolved: 'small' or 'default'
+                 profile:str='small', # Judge profile, resolved: 'small' (or 'small@N') or 'default'
                  claim_format:str='triplet', # 'triplet' or 'sentence'
                  claims_per_call:int=1 # The small profile's claims per call
                 ) -> dict:
@@ -844,7 +861,8 @@ def add_judge_profile(p # An argparse (sub)parser
     p.add_argument('--judge-profile', choices=JUDGE_PROFILES, default='auto',
                    help="how to ask the judge: default (all claims of a reference in one call, 3-way labels), small "
                    "(Yes/No per claim, for models of 3B parameters or fewer), auto (the default: small for such "
-                   "models, by the model's name)")
+                   f"models, by the model's name); small is small@{SMALL_VERSION}, small@2 puts the claim last (the "
+                   "prompt before it shared by a reference's claims)")
 
 # %% ../../nbs/41_checker.ipynb #8f0e680f
 def add_cli(sub # `Subcommands` of the `ragnb` parser

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import functools, re, string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'JUDGE_SYSTEM_BATCH',
-           'prompt_text', 'Prompt', 'register', 'get_prompt', 'labelled_fields']
+__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'JUDGE_SYSTEM_LAST',
+           'JUDGE_SYSTEM_BATCH', 'prompt_text', 'Prompt', 'register', 'get_prompt', 'labelled_fields']
 
 # %% ../../nbs/17_prompts.ipynb #00569695
 def prompt_text(content # A message's `content`: a string, or a list of parts (text, images)
@@ -334,6 +334,28 @@ template=_JUDGE_INPUTS + """- Entailment: the reference states or clearly implie
 - Contradiction: the reference states something incompatible with the claim.
 - Neutral: the reference neither supports nor contradicts the claim (including when it does not mention it).
 Use only the reference, not your own knowledge. Answer with one word: Entailment, Neutral or Contradiction."""))
+
+# %% ../../nbs/17_prompts.ipynb #c338d6c3
+JUDGE_SYSTEM_LAST = ("You check whether a reference text supports a claim, using only the reference, not your own "
+                     "knowledge. You answer with one word: Yes or No.")
+
+register(Prompt('judge_claim_last', '1', system=JUDGE_SYSTEM_LAST,
+description='one claim against one reference, the claim last (a shared prompt start per reference); Yes or No',
+template="""Answer Yes if the reference supports the claim:
+- it states the claim, in the same words or in other words;
+- it gives the same fact in another form: other units, a number written another way, a synonym;
+- the claim follows from two or more of its sentences read together.
+Answer No if the reference does not mention the claim, says something different, or only says that it may, might,
+could or is likely to be so while the claim says that it is so.
+
+Question (context only): {question}
+
+Reference:
+<<<
+{reference}
+>>>
+
+Claim: {claim}"""))
 
 # %% ../../nbs/17_prompts.ipynb #f2e6b197
 JUDGE_SYSTEM_BATCH = ("You check claims against a reference text. A claim is supported when the reference states it or "

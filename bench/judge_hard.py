@@ -1,0 +1,101 @@
+"""Issue 41: the small judge's versions on the cases a small judge gets wrong, against the local model.
+
+    python bench/judge_hard.py --record     # start `ragnb local serve` (one thread), send what is missing, ~10 min
+    python bench/judge_hard.py              # replay the committed recording: the tables, no model needed
+
+The cases are `bench/judge_hard_cases.json`: 10 passages and 71 claims written for this bench (paraphrase, other units,
+conclusions from two sentences, hedges kept or dropped, claims not mentioned, contradictions, wrong conversions), with
+RAGChecker's three labels. Each configuration labels every claim through ragnb's own `small_checker` (one claim per
+call, the claims of a passage one after another, one call in flight):
+
+- `small@1`: `judge_claim_binary`, the instruction after the claim (the lessons' recordings)
+- `small@2`: `judge_claim_last`, the instruction first and the claim last, with rules for the hard cases
+- `last+ask`: `judge_claim_last` with "Answer Yes or No." after the claim (registered here only, to see what the
+  trailing words are worth against the prompt tokens they cost on every call)
+
+Every reply goes into `bench/recordings/judge_hard.sqlite`, committed with this script; a rerun replays it. With
+`--record`, llama.cpp's log gives the prompt tokens it evaluated (not read from its prompt cache), kept in
+`bench/recordings/judge_hard_server.json`. Printed: per configuration, entailed-or-not agreement and Cohen's kappa
+against the labels, claims left unlabelled, claims asked again, calls, prompt tokens sent and evaluated, seconds; then
+agreement per case.
+"""
+import argparse, json, os, sys, time
+from pathlib import Path
+
+from ragnb.check.checker import CheckTask, small_checker, small_prompt
+from ragnb.core.llm import LLM, Pacing, Deadlines
+from ragnb.core.prompts import Prompt, get_prompt, register
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from judge_speed import eval_tokens, MODEL   # noqa: E402  (the same model and log reader)
+
+CASES = HERE/'judge_hard_cases.json'
+REC = HERE/'recordings'/'judge_hard.sqlite'
+SERVER = HERE/'recordings'/'judge_hard_server.json'
+
+_last = get_prompt('judge_claim_last')
+register(Prompt('judge_claim_last_ask', '1', system=_last.system, template=_last.template + "\n\nAnswer Yes or No.",
+                description='bench only: judge_claim_last with a short question after the claim'))
+CONFIGS = {'small@1': small_prompt('small@1'), 'small@2': small_prompt('small@2'), 'last+ask': 'judge_claim_last_ask'}
+
+def tasks() -> tuple[list, list]:
+    "One `CheckTask` per passage, and the (case, label) of every claim in the same order."
+    doc = json.loads(CASES.read_text())
+    ts = [CheckTask(p['id'], p['question'], p['reference'], [c['text'] for c in p['claims']]) for p in doc['passages']]
+    return ts, [(c['case'], c['label']) for p in doc['passages'] for c in p['claims']]
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--record', action='store_true', help='start the local model and send the calls not yet recorded')
+    ap.add_argument('--configs', default=','.join(CONFIGS))
+    a = ap.parse_args()
+    ts, gold = tasks()
+    server, srv, url, log_seen = json.loads(SERVER.read_text()) if SERVER.exists() else {}, None, None, 0
+    if a.record:
+        from ragnb.app.local import LocalServer
+        os.environ.setdefault('RAGNB_LOCAL_THREADS', '1')
+        srv = LocalServer(threads=int(os.environ['RAGNB_LOCAL_THREADS'])).start(); url = srv.base_url
+        print(f"recording from {srv.model} at {url}", flush=True)
+        server['_endpoint'] = url
+    url = url or server.get('_endpoint') or 'http://127.0.0.1:9/v1'   # cache keys name the endpoint recorded
+    REC.parent.mkdir(exist_ok=True)
+    rows, per_case = [], {}
+    from ragnb.view.audit import cohen_kappa
+    try:
+        for cfg in a.configs.split(','):
+            llm = LLM(base_url=url, api_key='local', model=MODEL, cache_path=REC, replay=not a.record, progress=False,
+                      pacing=Pacing(concurrency=1), deadlines=Deadlines(total=1800, first_token=600, idle=120))
+            t0 = time.perf_counter()
+            out = small_checker(llm, prompt=CONFIGS[cfg])(ts)
+            secs = time.perf_counter() - t0
+            u = llm.usage
+            if srv is not None and u.calls:
+                text = srv.log_path.read_text(errors='replace')
+                ev = eval_tokens(text[log_seen:]); log_seen = len(text)
+                server[cfg] = dict(calls=u.calls, prompt_tokens=u.prompt_tokens, evaluated=sum(ev),
+                                   completion_tokens=u.completion_tokens, seconds=round(secs, 1))
+                SERVER.write_text(json.dumps(server, indent=1))
+            got = [l for o in out for l in (o.labels or [None] * len(o.replies))]
+            pairs = [(g, l) for g, (_, l) in zip(got, gold) if g is not None]
+            ent = lambda xs: ['E' if x == 'Entailment' else 'n' for x in xs]
+            agree = sum((g == 'Entailment') == (l == 'Entailment') for g, l in pairs)
+            for g, (case, l) in zip(got, gold):
+                if g is not None:
+                    per_case.setdefault(case, {}).setdefault(cfg, []).append((g == 'Entailment') == (l == 'Entailment'))
+            rows.append(dict(config=cfg, prompt=CONFIGS[cfg], agree=agree, labelled=len(pairs), claims=len(gold),
+                             pct=round(100 * agree / max(len(pairs), 1), 1),
+                             kappa=round(cohen_kappa(ent([g for g, _ in pairs]), ent([l for _, l in pairs])), 2),
+                             says_yes=sum(g == 'Entailment' for g, _ in pairs),
+                             asked_again=sum(len(o.asked_again) for o in out),
+                             **server.get(cfg, {})))
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        if srv is not None: srv.stop()
+    import pandas as pd
+    print(f"\n{len(gold)} claims ({sum(l == 'Entailment' for _, l in gold)} supported), entailed-or-not:")
+    print(pd.DataFrame(rows).set_index('config').to_string())
+    t = pd.DataFrame({case: {cfg: f"{sum(v)}/{len(v)}" for cfg, v in d.items()} for case, d in per_case.items()}).T
+    print("\nright per case:"); print(t.to_string())
+
+if __name__ == '__main__': main()
