@@ -22,22 +22,53 @@ agreement per case.
 import argparse, json, os, sys, time
 from pathlib import Path
 
-from ragnb.check.checker import CheckTask, small_checker, small_prompt
+from ragnb.check.checker import CheckTask, check_tasks, small_checker, small_prompt
 from ragnb.core.llm import LLM, Pacing, Deadlines
 from ragnb.core.prompts import Prompt, get_prompt, register
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from judge_speed import eval_tokens, MODEL   # noqa: E402  (the same model and log reader)
+from judge_speed import eval_tokens, flat, results, MODEL   # noqa: E402  (the same model, example and log reader)
 
 CASES = HERE/'judge_hard_cases.json'
 REC = HERE/'recordings'/'judge_hard.sqlite'
 SERVER = HERE/'recordings'/'judge_hard_server.json'
 
 _last = get_prompt('judge_claim_last')
-register(Prompt('judge_claim_last_ask', '1', system=_last.system, template=_last.template + "\n\nAnswer Yes or No.",
-                description='bench only: judge_claim_last with a short question after the claim'))
-CONFIGS = {'small@1': small_prompt('small@1'), 'small@2': small_prompt('small@2'), 'last+ask': 'judge_claim_last_ask'}
+_RULES, _INPUTS = _last.template.split('\n\nQuestion (context only)')
+_INPUTS = '\n\nQuestion (context only)' + _INPUTS
+_EXAMPLES = """
+
+Examples, for the reference "The Lindau bridge, opened in 2004, is 1,500 metres long. It carries four lanes of traffic.
+Engineers say it may need new cables by 2040.":
+- The Lindau bridge is about 1.5 kilometres long. -> Yes (other units)
+- The Lindau bridge opened in the early 2000s. -> Yes (another form)
+- The bridge that opened in 2004 carries four lanes. -> Yes (two sentences together)
+- Engineers say the Lindau bridge may need new cables by 2040. -> Yes (the claim keeps the "may")
+- The Lindau bridge will need new cables by 2040. -> No (the reference only says it may)
+- The Lindau bridge is 1,500 feet long. -> No (metres are not feet)
+- The Lindau bridge has a toll. -> No (not mentioned)"""
+_RULES2 = """Answer Yes if the reference supports the claim, No if it does not. Use only the reference.
+- Other words, other units or another form of the same fact support it: convert the numbers and compare.
+- Two or more sentences of the reference read together can support it.
+- A reference that says something may, might, could, probably or is likely to be so does NOT support a claim that
+  says it is so; it supports only a claim that keeps the may, might or could.
+- A fact the reference does not mention is not supported, even if it is true."""
+VARIANTS = {   # bench only: what the trailing question, worked examples and sharper rules are worth
+    'judge_claim_last_ask': (_last.template + "\n\nAnswer Yes or No.", 'judge_claim_last, then "Answer Yes or No."'),
+    'judge_claim_last_ex': (_RULES + _EXAMPLES + _INPUTS + "\n\nAnswer Yes or No.",
+                            'judge_claim_last_ask with worked examples in the shared start'),
+    'judge_claim_last_r2': (_RULES2 + _INPUTS + "\n\nAnswer Yes or No.", 'sharper rules, then "Answer Yes or No."'),
+    'judge_claim_last_r2ex': (_RULES2 + _EXAMPLES + _INPUTS + "\n\nAnswer Yes or No.",
+                              'sharper rules and worked examples, then "Answer Yes or No."'),
+    'judge_claim_last_r2bare': (_RULES2 + _INPUTS, 'sharper rules, the claim last'),
+    'judge_claim_last_r2exbare': (_RULES2 + _EXAMPLES + _INPUTS, 'sharper rules and worked examples, the claim last'),
+}
+for name, (template, what) in VARIANTS.items():
+    register(Prompt(name, '1', system=_last.system, template=template, description=f'bench only: {what}'))
+CONFIGS = {'small@1': small_prompt('small@1'), 'small@2': small_prompt('small@2'), 'last+ask': 'judge_claim_last_ask',
+           'last+ex': 'judge_claim_last_ex', 'rules2': 'judge_claim_last_r2', 'rules2+ex': 'judge_claim_last_r2ex',
+           'rules2-bare': 'judge_claim_last_r2bare', 'rules2+ex-bare': 'judge_claim_last_r2exbare'}
 
 def tasks() -> tuple[list, list]:
     "One `CheckTask` per passage, and the (case, label) of every claim in the same order."
@@ -45,12 +76,29 @@ def tasks() -> tuple[list, list]:
     ts = [CheckTask(p['id'], p['question'], p['reference'], [c['text'] for c in p['claims']]) for p in doc['passages']]
     return ts, [(c['case'], c['label']) for p in doc['passages'] for c in p['claims']]
 
+def example_tasks() -> tuple[list, list]:
+    "RAGChecker's example as `CheckTask`s (its claims, labels removed), and its labels in the same order."
+    ref = results(2)
+    from ragnb.check.metrics import load_results
+    from ragnb.core.samples import sample_path
+    gold_rs = load_results(sample_path('ragchecker', 'examples', 'checking_outputs.json'))[:2]
+    ts = [t for r in ref for t, _, _ in check_tasks(r)]
+    return ts, [('example', l) for r in gold_rs for l in _in_task_order(r)]
+
+def _in_task_order(r) -> list:
+    "A result's labels in the order `check_tasks` asks for them: answer, response, then each chunk (response, answer)."
+    out = list(r.answer2response or []) + list(r.response2answer or [])
+    for i in range(len(r.retrieved_context)):
+        out += [row[i] for row in r.retrieved2response] + [row[i] for row in r.retrieved2answer]   # [claim][chunk]
+    return out
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--record', action='store_true', help='start the local model and send the calls not yet recorded')
     ap.add_argument('--configs', default=','.join(CONFIGS))
+    ap.add_argument('--example', action='store_true', help="RAGChecker's example (217 labelled checks), not the cases")
     a = ap.parse_args()
-    ts, gold = tasks()
+    ts, gold = example_tasks() if a.example else tasks()
     server, srv, url, log_seen = json.loads(SERVER.read_text()) if SERVER.exists() else {}, None, None, 0
     if a.record:
         from ragnb.app.local import LocalServer
@@ -73,7 +121,7 @@ def main():
             if srv is not None and u.calls:
                 text = srv.log_path.read_text(errors='replace')
                 ev = eval_tokens(text[log_seen:]); log_seen = len(text)
-                server[cfg] = dict(calls=u.calls, prompt_tokens=u.prompt_tokens, evaluated=sum(ev),
+                server[cfg + ('/example' if a.example else '')] = dict(calls=u.calls, prompt_tokens=u.prompt_tokens, evaluated=sum(ev),
                                    completion_tokens=u.completion_tokens, seconds=round(secs, 1))
                 SERVER.write_text(json.dumps(server, indent=1))
             got = [l for o in out for l in (o.labels or [None] * len(o.replies))]
@@ -88,7 +136,7 @@ def main():
                              kappa=round(cohen_kappa(ent([g for g, _ in pairs]), ent([l for _, l in pairs])), 2),
                              says_yes=sum(g == 'Entailment' for g, _ in pairs),
                              asked_again=sum(len(o.asked_again) for o in out),
-                             **server.get(cfg, {})))
+                             **server.get(cfg + ('/example' if a.example else ''), {})))
             print(json.dumps(rows[-1]), flush=True)
     finally:
         if srv is not None: srv.stop()

@@ -58,7 +58,11 @@ def main():
     ap.add_argument('--record', action='store_true', help='start the local model and send the calls not yet recorded')
     ap.add_argument('--n', type=int, default=3, help='results of the example (default 3)')
     ap.add_argument('--configs', default=','.join(CONFIGS))
+    ap.add_argument('--recording', default='judge_speed', help="the recording's name in bench/recordings (default "
+                    "judge_speed; e.g. judge_speed_2026-12-05: all configurations again, on one day's machine)")
     a = ap.parse_args()
+    global REC, SERVER
+    REC, SERVER = HERE/'recordings'/f'{a.recording}.sqlite', HERE/'recordings'/f'{a.recording}_server.json'
     ref = load_results(sample_path('ragchecker', 'examples', 'checking_outputs.json'))[:a.n]
     server, srv, url, log_seen = json.loads(SERVER.read_text()) if SERVER.exists() else {}, None, None, 0
     if a.record:
