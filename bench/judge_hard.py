@@ -23,7 +23,7 @@ import argparse, json, os, sys, time
 from pathlib import Path
 
 from ragnb.check.checker import CheckTask, check_tasks, small_checker, small_prompt
-from ragnb.core.llm import LLM, Pacing, Deadlines
+from ragnb.core.llm import LLM, Pacing, Deadlines, Endpoint
 from ragnb.core.prompts import Prompt, get_prompt, register
 
 HERE = Path(__file__).resolve().parent
@@ -33,6 +33,7 @@ from judge_speed import eval_tokens, flat, results, MODEL   # noqa: E402  (the s
 CASES = HERE/'judge_hard_cases.json'
 REC = HERE/'recordings'/'judge_hard.sqlite'
 SERVER = HERE/'recordings'/'judge_hard_server.json'
+ENDPOINT = 'local-model'   # the name calls are filed under in the recording (the server's port changes)
 
 _last = get_prompt('judge_claim_last')
 _RULES, _INPUTS = _last.template.split('\n\nQuestion (context only)')
@@ -105,14 +106,13 @@ def main():
         os.environ.setdefault('RAGNB_LOCAL_THREADS', '1')
         srv = LocalServer(threads=int(os.environ['RAGNB_LOCAL_THREADS'])).start(); url = srv.base_url
         print(f"recording from {srv.model} at {url}", flush=True)
-        server['_endpoint'] = url
-    url = url or server.get('_endpoint') or 'http://127.0.0.1:9/v1'   # cache keys name the endpoint recorded
+    url = url or 'http://127.0.0.1:9/v1'   # replay: nothing is sent
     REC.parent.mkdir(exist_ok=True)
     rows, per_case = [], {}
     from ragnb.view.audit import cohen_kappa
     try:
         for cfg in a.configs.split(','):
-            llm = LLM(base_url=url, api_key='local', model=MODEL, cache_path=REC, replay=not a.record, progress=False,
+            llm = LLM(base_url=url, endpoint=Endpoint(cache_endpoint=ENDPOINT), api_key='local', model=MODEL, cache_path=REC, replay=not a.record, progress=False,
                       pacing=Pacing(concurrency=1), deadlines=Deadlines(total=1800, first_token=600, idle=120))
             t0 = time.perf_counter()
             out = small_checker(llm, prompt=CONFIGS[cfg])(ts)

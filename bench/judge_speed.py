@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ragnb.check.checker import run_checks
 from ragnb.check.metrics import load_results
-from ragnb.core.llm import LLM, Pacing, Deadlines
+from ragnb.core.llm import LLM, Pacing, Deadlines, Endpoint
 from ragnb.core.samples import sample_path
 
 HERE = Path(__file__).resolve().parent
@@ -70,16 +70,18 @@ def main():
         os.environ.setdefault('RAGNB_LOCAL_THREADS', '1')
         srv = LocalServer(threads=int(os.environ['RAGNB_LOCAL_THREADS'])).start(); url = srv.base_url
         print(f"recording from {srv.model} at {url}", flush=True)
-    # cache keys name the endpoint: a replay asks (without sending) the URL the recording was made from
-    url = url or server.get('_endpoint') or 'http://127.0.0.1:9/v1'
-    if a.record: server['_endpoint'] = url
+    # cache keys name the endpoint: a replay asks (without sending) the URL each configuration was recorded from
+    # (the local server takes a free port each time; `_endpoint` is where a recording of one sitting was made)
+    ends = server.setdefault('_endpoints', {})
     REC.parent.mkdir(exist_ok=True)
     rows, pairs = [], {}
     try:
         for cfg in a.configs.split(','):
             profile, per = CONFIGS[cfg]
+            if a.record: ends.setdefault(cfg, url)
+            at = ends.get(cfg) or server.get('_endpoint') or 'http://127.0.0.1:9/v1'
             for r0, rr in zip(results(a.n), ref):
-                llm = LLM(base_url=url, api_key='local', model=MODEL, cache_path=REC,
+                llm = LLM(base_url=url or at, endpoint=Endpoint(cache_endpoint=at), api_key='local', model=MODEL, cache_path=REC,
                           replay=not a.record, progress=False, pacing=Pacing(concurrency=1),
                           deadlines=Deadlines(total=1800, first_token=600, idle=120))
                 t0 = time.perf_counter()
