@@ -49,10 +49,11 @@ def local_judge(profile):
     from ragnb.core.llm import LLM, Pacing
     import json
     server = json.loads(js.SERVER.read_text()) if js.SERVER.exists() else {}
-    url = server.get('_endpoint', 'http://127.0.0.1:9/v1')
+    prof, _ = js.CONFIGS[profile]   # 'small' is the recording's small@1, whatever `small` means today
+    url = server.get('_endpoints', {}).get(profile) or server.get('_endpoint', 'http://127.0.0.1:9/v1')
     llm = LLM(base_url=url, api_key='local', model=js.MODEL, cache_path=js.REC, replay=True, progress=False,
               pacing=Pacing(concurrency=1))
-    run = run_checks(js.results(2), llm, judge_profile=profile, claims_per_call=1)
+    run = run_checks(js.results(2), llm, judge_profile=prof, claims_per_call=1)
     if any(r.ragnb.get('failures') for r in run.results): return None
     return run.results
 

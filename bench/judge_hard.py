@@ -2,10 +2,13 @@
 
     python bench/judge_hard.py --record     # start `ragnb local serve` (one thread), send what is missing, ~10 min
     python bench/judge_hard.py              # replay the committed recording: the tables, no model needed
+    python bench/judge_hard.py --cases heldout --configs small@1,small@2 [--record]   # the held-out cases
+    python bench/judge_hard.py --example    # RAGChecker's example (217 labelled checks) instead of the cases
 
 The cases are `bench/judge_hard_cases.json`: 10 passages and 71 claims written for this bench (paraphrase, other units,
 conclusions from two sentences, hedges kept or dropped, claims not mentioned, contradictions, wrong conversions), with
-RAGChecker's three labels. Each configuration labels every claim through ragnb's own `small_checker` (one claim per
+RAGChecker's three labels. `bench/judge_heldout_cases.json` (7 passages, 49 claims, the same kinds of case) was
+written after `small@2` was chosen on those and on RAGChecker's example, and first asked then. Each configuration labels every claim through ragnb's own `small_checker` (one claim per
 call, the claims of a passage one after another, one call in flight):
 
 - `small@1`: `judge_claim_binary`, the instruction after the claim (the lessons' recordings)
@@ -71,9 +74,9 @@ CONFIGS = {'small@1': small_prompt('small@1'), 'small@2': small_prompt('small@2'
            'last+ex': 'judge_claim_last_ex', 'rules2': 'judge_claim_last_r2', 'rules2+ex': 'judge_claim_last_r2ex',
            'rules2-bare': 'judge_claim_last_r2bare', 'rules2+ex-bare': 'judge_claim_last_r2exbare'}
 
-def tasks() -> tuple[list, list]:
+def tasks(path:Path=CASES) -> tuple[list, list]:
     "One `CheckTask` per passage, and the (case, label) of every claim in the same order."
-    doc = json.loads(CASES.read_text())
+    doc = json.loads(path.read_text())
     ts = [CheckTask(p['id'], p['question'], p['reference'], [c['text'] for c in p['claims']]) for p in doc['passages']]
     return ts, [(c['case'], c['label']) for p in doc['passages'] for c in p['claims']]
 
@@ -98,8 +101,10 @@ def main():
     ap.add_argument('--record', action='store_true', help='start the local model and send the calls not yet recorded')
     ap.add_argument('--configs', default=','.join(CONFIGS))
     ap.add_argument('--example', action='store_true', help="RAGChecker's example (217 labelled checks), not the cases")
+    ap.add_argument('--cases', choices=('hard', 'heldout'), default='hard', help='which hand-written cases (default hard)')
     a = ap.parse_args()
-    ts, gold = example_tasks() if a.example else tasks()
+    ts, gold = example_tasks() if a.example else tasks(HERE/f'judge_{a.cases}_cases.json')
+    part = '/example' if a.example else '' if a.cases == 'hard' else '/heldout'   # where the server figures are kept
     server, srv, url, log_seen = json.loads(SERVER.read_text()) if SERVER.exists() else {}, None, None, 0
     if a.record:
         from ragnb.app.local import LocalServer
@@ -121,7 +126,7 @@ def main():
             if srv is not None and u.calls:
                 text = srv.log_path.read_text(errors='replace')
                 ev = eval_tokens(text[log_seen:]); log_seen = len(text)
-                server[cfg + ('/example' if a.example else '')] = dict(calls=u.calls, prompt_tokens=u.prompt_tokens, evaluated=sum(ev),
+                server[cfg + part] = dict(calls=u.calls, prompt_tokens=u.prompt_tokens, evaluated=sum(ev),
                                    completion_tokens=u.completion_tokens, seconds=round(secs, 1))
                 SERVER.write_text(json.dumps(server, indent=1))
             got = [l for o in out for l in (o.labels or [None] * len(o.replies))]
@@ -136,7 +141,7 @@ def main():
                              kappa=round(cohen_kappa(ent([g for g, _ in pairs]), ent([l for _, l in pairs])), 2),
                              says_yes=sum(g == 'Entailment' for g, _ in pairs),
                              asked_again=sum(len(o.asked_again) for o in out),
-                             **server.get(cfg + ('/example' if a.example else ''), {})))
+                             **server.get(cfg + part, {})))
             print(json.dumps(rows[-1]), flush=True)
     finally:
         if srv is not None: srv.stop()

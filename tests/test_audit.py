@@ -3,12 +3,14 @@ import json
 
 import pytest
 
+from ragnb.check.checker import small_prompt
 from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.check.metrics import load_results
 from ragnb.check.checker import judge_profile, run_checks, small_checker, CheckTask
 from ragnb.view.audit import audit, metric_moves, cohen_kappa, DisagreementViewer
 from ragnb.core.samples import sample_path
+SMALL = small_prompt('small')   # the small profile's one-claim prompt
 
 # One result, 8 checks whose labels we know; the scripted judge says Yes exactly for the claims that mention the Nile.
 TOY = {'results': [dict(
@@ -30,7 +32,7 @@ def make_llm(srv, tmp_path):
 
 
 def test_agreement_kappa_confusion_and_metric_moves_by_hand(tmp_path):
-    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+    with ScriptedServer(rules={SMALL: nile_judge}) as srv:
         a = audit(TOY, make_llm(srv, tmp_path), profile='small', quiet=True)
         assert len(srv.requests) == 8                      # one call per (claim, reference)
     # reference E N E C E N N N, judge E N E N E N E N (answer2response, response2answer, chunk: response, answer)
@@ -54,7 +56,7 @@ def test_agreement_kappa_confusion_and_metric_moves_by_hand(tmp_path):
 
 
 def test_a_second_audit_is_answered_from_the_call_cache(tmp_path):
-    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+    with ScriptedServer(rules={SMALL: nile_judge}) as srv:
         audit(TOY, make_llm(srv, tmp_path), profile='small', quiet=True)
         b = audit(TOY, make_llm(srv, tmp_path), profile='small', quiet=True)
         assert len(srv.requests) == 8
@@ -62,7 +64,7 @@ def test_a_second_audit_is_answered_from_the_call_cache(tmp_path):
 
 
 def test_unreadable_replies_are_asked_again_then_a_recorded_failure(tmp_path):
-    with ScriptedServer(rules={'judge_claim_binary': lambda m, rng: 'Perhaps.'}) as srv:
+    with ScriptedServer(rules={SMALL: lambda m, rng: 'Perhaps.'}) as srv:
         o = small_checker(make_llm(srv, tmp_path))([CheckTask('t', 'q', 'ref', ['a claim', 'another'])])[0]
         assert len(srv.requests) == 4                      # each claim twice
     assert o.labels is None and 'still unlabelled after 2 call(s)' in o.failure and 'expected Yes or No' in o.failure
@@ -96,7 +98,7 @@ def test_check_with_the_small_profile_labels_every_field(tmp_path):
         run = run_checks(sample_path('ragchecker', 'examples', 'checking_inputs.json'), make_llm(srv, tmp_path),
                          judge_profile='small')
         prompts = {(r['prompt'] or '').split('@')[0] for r in srv.requests}
-    assert 'judge_claim_binary' in prompts and 'check_claims' not in prompts
+    assert SMALL in prompts and 'check_claims' not in prompts
     for r in run.results:
         labels = r.answer2response + r.response2answer + [l for row in r.retrieved2answer for l in row]
         assert labels and set(labels) <= {'Entailment', 'Neutral'}   # "No" is Neutral: never Contradiction
@@ -105,7 +107,7 @@ def test_check_with_the_small_profile_labels_every_field(tmp_path):
 def test_cli_audit_prints_the_report_and_writes_its_files(tmp_path, monkeypatch, capsys):
     from ragnb.app.cli import main
     ref = tmp_path/'ref.json'; ref.write_text(json.dumps(TOY))
-    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+    with ScriptedServer(rules={SMALL: nile_judge}) as srv:
         for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
                      'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
         assert main(['audit', str(ref), '--judge-profile', 'small', '--out', str(tmp_path/'a')]) == 0
@@ -132,7 +134,7 @@ def test_cli_audit_reports_the_critics_against_the_human_review(tmp_path, monkey
                            kept=[False, False, False, False]))
     Dataset(df).save(tmp_path/'reviewed.jsonl')
     ref = tmp_path/'ref.json'; ref.write_text(json.dumps(TOY))
-    with ScriptedServer(rules={'judge_claim_binary': nile_judge}) as srv:
+    with ScriptedServer(rules={SMALL: nile_judge}) as srv:
         for k, v in {'OPENAI_BASE_URL': srv.base_url, 'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model',
                      'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
         assert main(['audit', str(ref), '--judge-profile', 'small', '--review', str(tmp_path/'reviewed.jsonl')]) == 0
@@ -145,7 +147,7 @@ def test_cli_audit_reports_the_critics_against_the_human_review(tmp_path, monkey
 
 def test_a_yes_no_reply_cut_at_the_token_cap_still_gives_its_label(tmp_path):
     chatty = lambda m, rng: 'Yes. The reference says so in its first sentence, which states exactly this fact.'
-    with ScriptedServer(rules={'judge_claim_binary': chatty}) as srv:
+    with ScriptedServer(rules={SMALL: chatty}) as srv:
         llm = LLM(base_url=srv.base_url, api_key='t', model='scripted-test-model', cache=False, progress=False,
                   retries=Retries(retry_truncated=0))
         o = small_checker(llm)([CheckTask('t', 'q', 'The Nile is long.', ['The Nile is long.'])])[0]

@@ -2,9 +2,11 @@
 import csv, json, os, resource, signal, subprocess, sys
 from pathlib import Path
 import pytest
+from ragnb.check.checker import small_prompt
 from ragnb.app.cli import main
 from ragnb.check.metrics import save_results
 from ragnb.testing.scripted import ScriptedServer
+SMALL = small_prompt('small')   # the small profile's one-claim prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 E, N = 'Entailment', 'Neutral'
@@ -48,7 +50,7 @@ def _nile(call, rng): return 'Yes' if 'Nile' in call.inputs['claim'] else 'No.'
 def test_8_audit_writes_each_file_whole_and_names_the_one_that_failed(tmp_path):
     ref, out = tmp_path/'ref.json', tmp_path/'a'
     ref.write_text(json.dumps(TOY))
-    with ScriptedServer(rules={'judge_claim_binary': _nile}) as srv:
+    with ScriptedServer(rules={SMALL: _nile}) as srv:
         env = {**{k: v for k, v in os.environ.items() if not k.startswith('OPENAI')}, 'OPENAI_BASE_URL': srv.base_url,
                'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model', 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}
         cmd = [str(Path(sys.executable).with_name('ragnb')), 'audit', str(ref), '--judge-profile', 'small', '--out', str(out)]

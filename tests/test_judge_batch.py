@@ -54,7 +54,7 @@ def test_numbered_labels_are_read_strictly(reply, n, want):
 def test_a_label_for_a_claim_not_asked_or_prose_is_a_parse_error(reply):
     with pytest.raises(ParseError): yes_no_lines(reply, 3)
 
-@pytest.mark.parametrize('model, profile, prompt', [('qwen2.5-coder-1.5b-instruct-q4_k_m', 'small', 'judge_claim_binary'),
+@pytest.mark.parametrize('model, profile, prompt', [('qwen2.5-coder-1.5b-instruct-q4_k_m', 'small', 'judge_claim_last'),
                                                     ('scripted-test-model', 'default', 'check_claims')])
 def test_auto_is_the_default_and_says_why(tmp_path, env, monkeypatch, capsys, model, profile, prompt):
     monkeypatch.setenv('RAGNB_MODEL', model)

@@ -26,6 +26,7 @@ CASES = {  # prompt: its inputs, as ragnb fills them
     'check_claims': dict(question=QUESTION, reference=PASSAGE, claims=numbered(CLAIMS, range(3)), n=3),
     'judge_claim_binary': dict(question=QUESTION, reference=PASSAGE, claim=CLAIMS[0]),
     'judge_claim_binary_example': dict(question=QUESTION, reference=PASSAGE, claim=CLAIMS[1]),
+    'judge_claim_last': dict(question=QUESTION, reference=PASSAGE, claim=CLAIMS[0]),
     'judge_claim_3way': dict(question=QUESTION, reference=PASSAGE, claim=CLAIMS[2]),
     'rag_answer': dict(question='How long is the Nile river?', context='[1] (nile.md)\n' + PASSAGE),
     'pdf_page': dict(labels='report_3_1.png, report_3_2.png'),

@@ -307,9 +307,9 @@ def llm_checker(llm:LLM, # The model that labels the claims
     return check
 
 # %% ../../nbs/41_checker.ipynb #f8ec42ee
-SMALL_PROMPTS = {'1': 'judge_claim_binary',   # the instruction after the claim; every lesson's recording
+SMALL_PROMPTS = {'1': 'judge_claim_binary',   # the instruction after the claim (the lessons' first recordings)
                  '2': 'judge_claim_last'}     # the claim last, rules for units, two sentences, hedges (issue 41)
-SMALL_VERSION = '1'   # what `small` (and `auto` for a small model) asks with
+SMALL_VERSION = '2'   # what `small` (and `auto` for a small model) asks with
 JUDGE_PROFILES = ('small', 'default', 'auto') + tuple(f'small@{v}' for v in SMALL_PROMPTS)
 _SIZE = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)\s*b(?![a-z])', re.I)   # 1.5b, 3B, 0.5b; not 70b's "0b", not "b16"
 
@@ -383,14 +383,14 @@ def _spent(o:CheckOutcome, r):
 
 def small_checker(llm:LLM, # The model that labels the claims
                   model:str|None=None, # Model name; default: the LLM's
-                  prompt:str='judge_claim_binary', # One claim: {question}, {reference} and {claim}, answered Yes/No
+                  prompt:str|None=None, # One claim: {question}, {reference}, {claim}; default `small`'s prompt
                   rounds:int=2, # Most one-claim calls per claim still unlabelled (an unreadable reply is asked again)
                   claims_per_call:int=1, # Claims of one reference asked in one call first; 1: one per call
                   batch_prompt:str='judge_claims_yes_no' # Several: {question}, {reference}, numbered {claims}, {n}
                  ) -> Checker:
     ("The `small` judge profile: Yes/No per claim (Yes: Entailment, No: Neutral), `claims_per_call` claims of a "
      "reference per call, then one call per claim whose label was missing or unreadable.")
-    p, pb = get_prompt(prompt), get_prompt(batch_prompt)
+    p, pb = get_prompt(prompt or SMALL_PROMPTS[SMALL_VERSION]), get_prompt(batch_prompt)
     def check(tasks):
         out = [CheckOutcome(replies=[None] * len(t.claims)) for t in tasks]
         got, why = [{} for _ in tasks], {}
@@ -641,9 +641,9 @@ def _repeated(calls:list) -> int:
     texts = [''.join(m['role'] + m['content'] for m in ms) for ms in calls]
     return sum(len(os.path.commonprefix([a, b])) for a, b in zip(texts, texts[1:])) // 4
 
-def _small_calls(tasks:list, k:int, prompt:str='judge_claim_binary') -> tuple:
+def _small_calls(tasks:list, k:int, prompt:str|None=None) -> tuple:
     "The first-round calls of `small_checker` (message lists, in the order sent) and their completion-token caps."
-    p, pb = get_prompt(prompt), get_prompt('judge_claims_yes_no')
+    p, pb = get_prompt(prompt or SMALL_PROMPTS[SMALL_VERSION]), get_prompt('judge_claims_yes_no')
     groups = _yes_no_batches(tasks, k)
     inb = {(i, j) for i, js in groups for j in js}
     calls = [pb.messages(question=tasks[i].question, reference=tasks[i].reference, n=len(js),
