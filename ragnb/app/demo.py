@@ -157,7 +157,7 @@ class DemoModel:
 # %% ../../nbs/82_demo.ipynb #b91f0194
 def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sqlite`
                mode:str='live', # One of `MODES`
-               concurrency:int=16, # Calls in flight (the local model takes one at a time)
+               concurrency:int|None=None, # Calls in flight; default the endpoint's (`default_concurrency`)
                params:dict|None=None, # The run's settings (checked against the recording when replaying)
                recording:str|Path|None=None, # Recording to replay; default the shipped one
                llm_kw:dict|None=None # More `LLM` settings for live calls (`deadlines`, `retries`: see `call_options`)
@@ -178,7 +178,7 @@ def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sq
         meta = load_recording(path, CallCache(calls))
         llm = LLM(base_url=meta['cache_endpoint'], api_key='replay', model=meta['model'], cache_path=calls,
                   endpoint=Endpoint(cache_endpoint=meta['cache_endpoint']), replay=True,
-                  pacing=Pacing(concurrency=concurrency),
+                  pacing=Pacing(concurrency=concurrency or 16),
                   # the reply caps the recording was made with (none before they were recorded), so the keys match
                   replies=Replies(max_tokens=meta.get('max_tokens') or 0 if not meta.get('task_caps') else None,
                                   task_caps=bool(meta.get('task_caps'))))
@@ -188,7 +188,7 @@ def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sq
         srv = ScriptedServer().start()
         llm = LLM(base_url=srv.base_url, api_key='scripted', model=SCRIPTED_MODEL, embed_model='scripted-embedding',
                   cache_path=calls, endpoint=Endpoint(cache_endpoint=SCRIPTED_ENDPOINT),
-                  pacing=Pacing(concurrency=concurrency))
+                  pacing=Pacing(concurrency=concurrency or 16))
         return DemoModel(llm, 'scripted', 'ragnb scripted test server on 127.0.0.1', server=srv)
     raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
 
@@ -615,7 +615,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
              max_chunks:int|None=DEFAULTS['max_chunks'], # Passages sampled for question generation
              chunk_size:int=DEFAULTS['chunk_size'], # Chunk size of the RAG system under test (characters)
              k:int=DEFAULTS['k'], # Chunks retrieved per question
-             concurrency:int=16, # Calls in flight (live and scripted)
+             concurrency:int|None=None, # Calls in flight (live: default the endpoint's; scripted: 16)
              mode:str='auto', # auto, live, local, replayed or scripted
              record:str|Path|None=None, # Also write this run's calls as a recording (JSONL) here
              model:DemoModel|None=None, # A ready model (its mode label is used as given)
@@ -672,7 +672,9 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--chunk-size', type=int, default=DEFAULTS['chunk_size'],
                    help='chunk size of the RAG system under test')
     p.add_argument('-k', type=int, default=DEFAULTS['k'], help='chunks retrieved per question')
-    p.add_argument('--concurrency', type=int, default=16)
+    p.add_argument('--concurrency', type=int, default=None,
+                   help='model calls in flight at once (default: 16, or for an endpoint on this machine as many as '
+                   'it says it serves at once, else 1)')
     p.add_argument('--record', default=None,
                    help="also write this run's calls as a text recording (JSONL) to this path")
     add_call_options(p)

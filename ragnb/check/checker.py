@@ -875,8 +875,9 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--checker-model', default=None)
     p.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
     add_judge_profile(p)
-    p.add_argument('--concurrency', type=int, default=None, help='model calls in flight at once (default: 16, or 1 '
-                   'for an endpoint on this machine, which answers one call at a time)')
+    p.add_argument('--concurrency', type=int, default=None,
+                   help='model calls in flight at once (default: 16; for an endpoint on this machine 1, or as many as '
+                   'it says it serves at once: llama.cpp --parallel, vLLM)')
     p.add_argument('--no-prefix-order', dest='prefix_order', action='store_false',
                    help='send the calls in the order of the results, not grouped by how their prompts start (default: '
                    'grouped, so a server with a prompt cache reads a shared start once)')

@@ -525,7 +525,8 @@ def add_cli(
     g.add_argument('--restart', action='store_true', help='ignore an existing --out and start again')
     g.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
     add_judge_profile(g)
-    g.add_argument('--concurrency', type=int, default=None, help='model calls in flight at once (default: 16, or 1 '
-                   'for an endpoint on this machine)')
+    g.add_argument('--concurrency', type=int, default=None,
+                   help='model calls in flight at once (default: 16; for an endpoint on this machine 1, or as many as '
+                   'it says it serves at once: llama.cpp --parallel, vLLM)')
     add_call_options(p)
     p.set_defaults(func=_cli_meta_eval)

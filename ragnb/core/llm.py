@@ -4,7 +4,7 @@
 
 # %% ../../nbs/14_llm.ipynb #e9e4efd3
 from __future__ import annotations
-import asyncio, base64, json, math, mimetypes, os, re, sqlite3, sys, time
+import asyncio, base64, dataclasses, json, math, mimetypes, os, re, sqlite3, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, asdict, astuple
 from pathlib import Path
@@ -20,13 +20,13 @@ from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backof
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'PRICES', 'PLACEHOLDER_KEYS',
-           'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'is_local', 'task_cap',
-           'default_concurrency', 'by_prefix', 'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError',
-           'Result', 'Request', 'price_of', 'cost_of', 'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies',
-           'Endpoint', 'LLM', 'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode',
-           'content_text', 'scrub_reply', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests',
-           'prompt_id', 'check_vectors']
+__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'PRICES',
+           'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress',
+           'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix', 'text_part', 'image_part',
+           'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'run_sync',
+           'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'refuses_format',
+           'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'scrub_reply', 'joined_content',
+           'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -89,11 +89,43 @@ def task_cap(prompt:str|None # A prompt id `name@version`, or None
     "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry; None for another prompt."
     return TASK_CAPS.get(TASK_MAX_TOKENS.get((prompt or '').split('@')[0]))
 
-def default_concurrency(base_url:str|None=None # The endpoint; default `OPENAI_BASE_URL`
+VLLM_SLOTS = 16   # calls in flight for a vLLM server: it batches many sequences at once
+
+def server_slots(base_url:str, # A local endpoint's base URL, e.g. http://127.0.0.1:8080/v1
+                 timeout:float=2.0 # Seconds for each of the two questions
+                ) -> int|None:
+    ("How many calls a server on this machine answers at once, where it says so: llama.cpp's own server (`/props`, "
+     "`total_slots`: its `--parallel`), or vLLM (its models are `owned_by` vllm); None where it does not say "
+     "(llama-cpp-python's server answers one call at a time) or does not answer.")
+    import threading, urllib.request, urllib.parse
+    def get(url):
+        "The JSON at `url`, or None; within `timeout` seconds in all (a server that trickles its reply is cut off)."
+        got = []
+        def ask():
+            try:
+                with urllib.request.urlopen(url, timeout=timeout) as r: got.append(json.loads(r.read(1 << 20)))
+            except Exception: pass   # no such route, not JSON, refused: the server does not say
+        t = threading.Thread(target=ask, daemon=True, name='ragnb-slots'); t.start(); t.join(timeout)
+        return got[0] if got else None
+    u = urllib.parse.urlsplit(base_url)
+    props = get(urllib.parse.urlunsplit((u.scheme, u.netloc, '/props', '', '')))
+    n = props.get('total_slots') if isinstance(props, dict) else None
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0: return n
+    models = get(base_url.rstrip('/') + '/models')
+    data = models.get('data') if isinstance(models, dict) else None
+    if isinstance(data, list) and any(isinstance(m, dict) and m.get('owned_by') == 'vllm' for m in data):
+        return VLLM_SLOTS
+    return None
+
+def default_concurrency(base_url:str|None=None, # The endpoint; default `OPENAI_BASE_URL`
+                        probe:bool=True # For an endpoint on this machine, ask it how many calls it serves at once
                        ) -> int:
-    ("Calls in flight a command starts with: 16, or 1 for an endpoint on this machine (a local server answers one call "
-     "at a time; more would only wait in its queue, past their first-token deadline).")
-    return 1 if is_local(base_url or os.environ.get('OPENAI_BASE_URL') or '') else 16
+    ("Calls in flight when none are asked for: 16; for an endpoint on this machine 1 (a local server answers one call "
+     "at a time; more would only wait in its queue, past their first-token deadline, or, with llama-cpp-python's "
+     "server, cut the stream in flight), or as many as the server says it serves at once (`server_slots`, at most 16).")
+    url = base_url or os.environ.get('OPENAI_BASE_URL') or ''
+    if not is_local(url): return 16
+    return min(16, (server_slots(url) if probe else None) or 1)
 
 def by_prefix(items:list, # Calls, or anything holding their messages
               messages:Callable=lambda x: x.messages # The chat messages of an item
@@ -306,7 +338,7 @@ class Retries:
 @dataclass(frozen=True)
 class Pacing:
     "How many calls run at once, and how fast (see `RateLimiter`)."
-    concurrency:int=16  # Calls in flight at once in a batch
+    concurrency:int|None=None  # Calls in flight at once in a batch; default `default_concurrency` of the endpoint
     max_concurrency:int|None=None  # Most calls in flight when rate-limit headers show room; default 4×`concurrency`
     tpm:int|None=None  # Tokens-per-minute budget (4 characters a token, corrected by each reply's usage)
     adaptive:bool=True  # Adapt calls in flight to rate-limit headers and 429s
@@ -390,6 +422,8 @@ class LLM:
         self.timeout, self.first_token_timeout, self.idle_timeout = astuple(deadlines.resolved(self.base_url))
         self.max_retries, self.backoff, self.max_backoff, self.retry_truncated = astuple(retries.resolved())
         self.temperature, self.max_tokens, self.task_caps, self.structured, self.stream = astuple(replies.resolved())
+        if pacing.concurrency is None:   # 16, or what a server on this machine serves at once (not asked in replay)
+            pacing = dataclasses.replace(pacing, concurrency=default_concurrency(self.base_url, probe=not replay))
         self.replay, self.concurrency, self.limiter = replay, pacing.concurrency, pacing.limiter()
         self.progress = show_progress() if progress is None else progress
         self._client_kw, self._features, self.cache = client_kw, {}, None

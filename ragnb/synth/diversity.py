@@ -760,7 +760,8 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--max-chunks', type=int, default=None, help='passages to use, a random sample (default: all)')
     p.add_argument('--seed', type=int, default=0, help='seed of the passage sample')
     p.add_argument('--min-score', type=int, default=3, help='lowest score kept on every criterion')
-    p.add_argument('--concurrency', type=int, default=16, help='model calls in flight at once')
+    p.add_argument('--concurrency', type=int, default=None, help='model calls in flight at once (default: 16, or for '
+                   'an endpoint on this machine as many as it says it serves at once, else 1)')
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
                    "rerun resumes)")

@@ -118,8 +118,11 @@ class ScriptedServer:
                  batch_latency:float=0.0, # Extra seconds per Batch API line
                  batch_faults:dict|None=None, # Shares of Batch API lines failing: {'500':p, '400':p}
                  expire_after:int|None=None, # The first `expire_batches` batches expire after this many lines
-                 expire_batches:int=1
+                 expire_batches:int=1,
+                 slots:int|None=None, # Calls it says it serves at once, as llama.cpp's server (`/props` total_slots)
+                 owned_by:str='ragnb' # Its model's owner in the model list ('vllm': what vLLM says)
                 ):
+        self.slots, self.owned_by = slots, owned_by
         self.port, self.latency, self.faults, self.malformed = port, latency, faults or {}, malformed
         self.hang, self.retry_after, self.rules = hang, retry_after, {**RULES, **(rules or {})}
         self.truncate, self.trickle, self.model = truncate, trickle, model
@@ -353,12 +356,13 @@ def calls(self:ScriptedServer, prompt:str|None=None # Prompt name; None: all
 # %% ../../nbs/00_scripted.ipynb #8113da8d
 @patch
 def do_GET(self:_Handler):
-    "Answer a GET: the batch API, the model list, or 404."
+    "Answer a GET: the batch API, the model list, the slots (llama.cpp's `/props`, when it has `slots`), or 404."
     srv = self.server.srv
     if re.search(r'/v1/(files|batches)', self.path): return srv.batch_api(self, 'GET')
     if self.path.rstrip('/').endswith('/models'):
         return self._send(200, {'object':'list', 'data':[{'id':'scripted-test-model', 'object':'model',
-                                                          'owned_by':'ragnb'}]})
+                                                          'owned_by':srv.owned_by}]})
+    if self.path == '/props' and srv.slots: return self._send(200, {'total_slots': srv.slots})
     self._send(404, {'error':{'message':f'no route {self.path}', 'type':'invalid_request_error'}})
 
 # %% ../../nbs/00_scripted.ipynb #b6d095fa
