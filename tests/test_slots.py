@@ -34,3 +34,9 @@ def test_ragnb_check_keeps_to_the_servers_slots(tmp_path, monkeypatch):
                      'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
         assert main(['check', str(EXAMPLE), '--out', str(tmp_path/'o.json')]) == 0
         assert srv.max_inflight == 2
+
+def test_the_question_goes_straight_to_the_server_past_a_proxy(monkeypatch):
+    for k in ('http_proxy', 'HTTP_PROXY'): monkeypatch.setenv(k, 'http://127.0.0.1:9')   # nothing listens there
+    for k in ('no_proxy', 'NO_PROXY'): monkeypatch.delenv(k, raising=False)
+    with ScriptedServer(slots=5) as srv:
+        assert default_concurrency(srv.base_url) == 5

@@ -98,12 +98,13 @@ def server_slots(base_url:str, # A local endpoint's base URL, e.g. http://127.0.
      "`total_slots`: its `--parallel`), or vLLM (its models are `owned_by` vllm); None where it does not say "
      "(llama-cpp-python's server answers one call at a time) or does not answer.")
     import threading, urllib.request, urllib.parse
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     def get(url):
         "The JSON at `url`, or None; within `timeout` seconds in all (a server that trickles its reply is cut off)."
         got = []
         def ask():
-            try:
-                with urllib.request.urlopen(url, timeout=timeout) as r: got.append(json.loads(r.read(1 << 20)))
+            try:   # straight to the server: a proxy in the environment is not this machine
+                with direct.open(url, timeout=timeout) as r: got.append(json.loads(r.read(1 << 20)))
             except Exception: pass   # no such route, not JSON, refused: the server does not say
         t = threading.Thread(target=ask, daemon=True, name='ragnb-slots'); t.start(); t.join(timeout)
         return got[0] if got else None

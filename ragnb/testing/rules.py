@@ -12,7 +12,7 @@ from typing import Callable
 from ..core.prompts import PROMPTS, prompt_text
 
 # %% auto #0
-__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_last', 'scripted_judge_example', 'scripted_judge_3way', 'scripted_judge_batch']
+__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way', 'scripted_judge_batch']
 
 # %% ../../nbs/00a_rules.ipynb #34d9d128
 class PromptMismatch(ValueError):
@@ -769,19 +769,13 @@ def _one_claim(call:Call) -> str:
     "The word-overlap label of the one claim of a `judge_claim_*` prompt against its reference."
     return overlap_judge(call.inputs['claim'], call.inputs['reference'])
 
+@scripted_reply('judge_claim_last')   # small@2: the same question, the claim last
 @scripted_reply('judge_claim_binary')
 def scripted_judge_binary(call:Call, # The request, with the prompt's `claim` and `reference`
                           rng:random.Random # The server's seeded random generator
                          ) -> str:
-    "Scripted one-claim judge: Yes when the word-overlap judge says Entailment, else No."
+    "Scripted one-claim Yes/No judge: Yes when the word-overlap judge says Entailment, else No."
     return 'Yes' if _one_claim(call) == 'Entailment' else 'No'
-
-@scripted_reply('judge_claim_last')
-def scripted_judge_last(call:Call, # The request, with the prompt's `claim` and `reference`
-                        rng:random.Random # The server's seeded random generator
-                       ) -> str:
-    "Scripted one-claim judge, the claim last: the same answer as `scripted_judge_binary`."
-    return scripted_judge_binary(call, rng)
 
 @scripted_reply('judge_claim_binary_example')
 def scripted_judge_example(call:Call, # The request, with the prompt's `claim` and `reference`
