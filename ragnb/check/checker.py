@@ -12,7 +12,8 @@ from typing import Callable
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 
-from ragnb.core.llm import LLM, Pacing, Request, ParseError, env_model
+from ragnb.core.llm import LLM, Pacing, Request, ParseError, env_model, default_cache_dir
+from ragnb.core.cache import CallCache
 from ragnb.core.options import add_call_options, call_options, check_output
 from ragnb.core.prompts import get_prompt
 from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics,
@@ -25,7 +26,8 @@ __all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'SMALL_PROMPTS', 'SMALL_
            'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'profile_reason', 'yes_no',
            'yes_no_lines', 'small_checker', 'is_small', 'small_prompt', 'profile_checker', 'extract_claims',
            'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table', 'estimate_checks', 'estimate_run',
-           'estimate_line', 'CheckRun', 'check_texts', 'run_checks', 'input_mismatch', 'add_judge_profile', 'add_cli']
+           'estimate_line', 'estimate_seconds', 'time_line', 'CheckRun', 'check_texts', 'run_checks', 'input_mismatch',
+           'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -706,6 +708,41 @@ def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
             + (f"; claims not extracted yet are guessed at one per {CHARS_PER_CLAIM} characters"
                if e.get('guessed') else ''))
 
+# %% ../../nbs/41_checker.ipynb #4ef70cdc
+def _duration(s:float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 90 * 60 else f"{s / 3600:.1f} h"
+
+def estimate_seconds(e:dict, # From `estimate_run` (`extract_calls`, `check_calls`) or `estimate_checks` (`calls`)
+                     seconds:dict, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
+                     extract_prompt:str, # The extraction prompt's id
+                     check_prompt:str # The checking prompt's id
+                    ) -> tuple:
+    ("(seconds, why): the calls of `e` at the mean pace of earlier calls of each prompt, or (None, why) when a prompt "
+     "with calls to make has no earlier call.")
+    total, n = 0.0, 0
+    for calls, p in ((e.get('extract_calls', 0), extract_prompt), (e.get('check_calls', e['calls']), check_prompt)):
+        if not calls: continue
+        if not seconds.get(p): return None, f"no earlier call of {p} with this model in the call cache"
+        total += calls * sum(seconds[p]) / len(seconds[p]); n += len(seconds[p])
+    return total, f"at the pace of {n:,} earlier calls of these prompts with this model"
+
+def time_line(e:dict, # From `estimate_run`
+              cache, # The run's `CallCache` (None: no cache yet)
+              profile:str, # The judge profile, resolved
+              claim_format:str, # 'triplet' or 'sentence'
+              extract_model:str, # The extractor's model
+              check_model:str, # The checker's model
+              claims_per_call:int=1 # The small profile's claims per call
+             ) -> str:
+    "The time a run will take, in words, or why it cannot be said yet."
+    xp = get_prompt(f'extract_claims_{claim_format}').id
+    cp = get_prompt('check_claims' if not is_small(profile) else
+                    'judge_claims_yes_no' if claims_per_call > 1 else small_prompt(profile)).id
+    secs = {} if cache is None else {**cache.call_seconds(extract_model, [xp]), **cache.call_seconds(check_model, [cp])}
+    s, why = estimate_seconds(e, secs, xp, cp)
+    return (f"about {_duration(s)}, {why} (calls already in the cache take none)" if s is not None else
+            f"no estimate yet ({why}): the progress bar shows the time left once calls start")
+
 # %% ../../nbs/41_checker.ipynb #60684a22
 @dataclass
 class CheckRun:
@@ -833,6 +870,10 @@ def _cli_check(args) -> int:
           file=sys.stderr)
     print(f"ragnb check: {'would send' if args.dry_run else 'will send'} about {estimate_line(e)} "
           f"(judge profile {profile})", file=sys.stderr)
+    path = default_cache_dir()/'calls.sqlite'   # the run's cache, read only here: a dry run writes nothing
+    cache = CallCache(path, readonly=True) if path.is_file() else None
+    print("ragnb check: time: " + time_line(e, cache, profile, args.claim_format, args.extractor_model or env_model(),
+                                            args.checker_model or env_model(), args.claims_per_call), file=sys.stderr)
     if args.dry_run: return 0
     llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()),
               batch=BatchAPI() if args.batch else None, **call_options(args))

@@ -418,3 +418,30 @@ def _exchange(item, key, run, t, rec:dict, req:dict, call:dict) -> Exchange:
                     rec.get('parsed'), f, text(req.get('endpoint')), text(run), num(t, 0.0))
 
 
+
+# %% ../../nbs/14a_cache.ipynb #25348a9a
+@patch
+def call_seconds(self:CallCache,
+                 model:str, # The model asked
+                 prompts:Iterable # Prompt ids, `name@version`
+                ) -> dict:
+    ("Per prompt id of `prompts`, the seconds each live, answered call of `model` added to its run (see above; empty "
+     "lists where none was made): their mean times a number of calls is what those calls will take.")
+    prompts = list(dict.fromkeys(prompts))
+    out = {p: [] for p in prompts}
+    if not prompts: return out
+    try:
+        rows = self._read('SELECT c.prompt, t.run, t.time, t.record FROM traces t JOIN calls c ON c.key = t.key WHERE '
+                          f"c.model = ? AND c.prompt IN ({','.join('?' * len(prompts))}) AND length(t.record) <= ?",
+                          (model, *prompts, MB))
+    except sqlite3.OperationalError as e:
+        if 'no such table' in str(e): return out   # a cache without traces: no call seen made
+        raise CacheError(f"call cache {self.path}: {e}") from None
+    num = lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+    live = sorted((p, str(run), num(t), num(r.get('latency'))) for p, run, t, rec in rows for r in [_obj(rec)]
+                  if r.get('source') == 'live' and not r.get('failure') and num(t) and num(r.get('latency')))
+    for i, (p, run, t, lat) in enumerate(live):
+        prev = live[i - 1] if i else None
+        same = prev is not None and prev[:2] == (p, run)
+        out[p].append(min(lat, t - prev[2]) if same else lat)
+    return out
