@@ -23,6 +23,7 @@ from pathlib import Path
 from ragnb.core.llm import LLM, Pacing, Deadlines, Endpoint
 from ragnb.core.prompts import CRITERIA
 from ragnb.synth.generate import QA, critique
+from ragnb.view.audit import cohen_kappa   # imported before any call: a long run never imports mid-way
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE/'critique_cases.json'
@@ -41,7 +42,6 @@ def questions(doc:dict) -> list:
 
 
 def kappa(a:list, b:list) -> float:
-    from ragnb.view.audit import cohen_kappa
     return round(cohen_kappa(['y' if x else 'n' for x in a], ['y' if x else 'n' for x in b]), 2)
 
 

@@ -20,8 +20,11 @@ def test_check_says_the_time_from_earlier_calls(tmp_path, monkeypatch, capsys):
         assert main(['check', str(inp), '--out', str(tmp_path/'a.json')]) == 0
         wall = time.perf_counter() - t0
         capsys.readouterr()
+        folder = lambda: {f.name: f.read_bytes() for f in (tmp_path/'cache').iterdir()}
+        before = folder()
         assert main(['check', str(inp), '--out', str(tmp_path/'b.json'), '--dry-run']) == 0
         err = capsys.readouterr().err
+        assert folder() == before, sorted(folder())   # read from the cache, nothing made there (no -shm, no -wal)
     m = re.search(r'time: about (\d+) s, at the pace of ([\d,]+) earlier calls', err)
     assert m, err
     assert 0.4 * wall <= int(m[1]) + 0.5 <= 2 * wall + 1, (m[1], wall, err, len(srv.requests))

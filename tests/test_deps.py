@@ -49,3 +49,21 @@ def test_moved_says_which_way():
                        {'openai': '3.60.0', 'httpx': '0.28.1', 'httpx2': '2.16.2', 'numpy': '2.4.6'} | {})
     assert lines == ['  gone  gone-pkg 1.0', '  new   httpx2 2.16.2', '  new   numpy 2.4.6', '  up    openai 3.57.0 -> 3.60.0']
     assert deps.moved({'a': '1.10'}, {'a': '1.9'}) == ['  down  a 1.10 -> 1.9']   # numeric, not string, order
+
+def test_the_lock_is_written_whole_or_not_at_all(tmp_path):
+    "A full disk while writing keeps the old lock; a lock cut short at a line end is refused by `check`."
+    import resource, textwrap
+    lock = tmp_path/'constraints.txt'
+    deps.write_lock(lock, {'openai': '3.60.0', 'numpy': '2.3.0'}, dict(passed=1, skipped=0, failed=0), sys.executable)
+    assert deps.read_lock(lock) == {'openai': '3.60.0', 'numpy': '2.3.0'}
+    before = lock.read_bytes()
+    code = textwrap.dedent(f"""
+        import resource, sys; sys.path.insert(0, {str(ROOT/'tools')!r}); import deps
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))   # a disk that fills after 200 bytes
+        deps.write_lock(__import__('pathlib').Path({str(lock)!r}), {{f'pkg{{i}}': '1.0' for i in range(100)}},
+                        dict(passed=1, skipped=0, failed=0), sys.executable)""")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    assert r.returncode != 0 and lock.read_bytes() == before and not list(tmp_path.glob('.*.tmp'))
+    cut = before.decode().splitlines(keepends=True)
+    lock.write_text(''.join(cut[:-2]))   # cut at a line end: one pin and the end line gone
+    with pytest.raises(deps.StepFailed, match='cut short'): deps.read_lock(lock)

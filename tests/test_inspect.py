@@ -125,3 +125,13 @@ def test_mix_and_quality_counts_are_shown(capsys):
     html = rep._repr_html_()
     assert 'kept by persona' in html and '&lt;b&gt;student&lt;/b&gt;' in html and '<b>student</b>' not in html
     assert 'critique groundedness' in str(rep)
+
+def test_kept_as_text_is_refused_as_every_reader_refuses_it(tmp_path, capsys):
+    "`kept: \"false\"` would count as kept; `inspect` refuses it with the row and field, as `read_dataset` does."
+    from ragnb.rag.retrieval import read_dataset
+    for text in ('false', 'no'):
+        bad = write(tmp_path/f'{text}.jsonl', rows(kept=lambda i, r: text if i == 2 else True))
+        assert main(['inspect', str(bad)]) == 1
+        err = capsys.readouterr().err
+        assert f"{bad} row 2: field 'kept' must be true or false, not {text!r}" in err, err
+        with pytest.raises(ValueError, match="row 2: field 'kept'"): read_dataset(bad)

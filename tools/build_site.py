@@ -63,6 +63,10 @@ def clean_outputs(outputs:list) -> list:
             data.pop(WIDGET, None)
             if not data: continue
             txt = data.get('text/plain', '')
+            txt = ''.join(txt) if isinstance(txt, list) else txt
+            if set(data) == {'text/plain'} and txt.startswith('<Figure size'):
+                raise ValueError(f"a figure shown as its text {txt.strip()!r} instead of a picture: draw it with "
+                                 "ragnb.view.plots._new_figure (or DisplayFigure) and run the notebook again")
             if set(data) == {'text/plain'} and isinstance(txt, str) and txt.count('\n') > FOLD_LINES:
                 out.append(fold(txt)); continue
         out.append(o)
@@ -139,7 +143,9 @@ def build(out:Path):
     pages = [(f'{stem}.html', title_of(nb, stem) if stem != 'index' else 'Home') for stem, nb, _ in notebooks]
     exporter = HTMLExporter(template_name='lab', exclude_input_prompt=True, exclude_output_prompt=True)
     for (stem, nb, module), (page, title) in zip(notebooks, pages):
-        body, _ = exporter.from_notebook_node(process(nb, module), resources={'metadata': {'name': f'{title} · ragnb'}})
+        try: shown = process(nb, module)
+        except ValueError as e: raise SystemExit(f"site build failed: nbs/{stem}.ipynb: {e}") from None
+        body, _ = exporter.from_notebook_node(shown, resources={'metadata': {'name': f'{title} · ragnb'}})
         body = re.sub(r'(<body[^>]*>)', lambda m: m[1] + nav(pages, page) + '<div class="ragnb-page">', body, count=1)
         body = body.replace('</body>', '</div></body>').replace('</head>', CSS + '</head>', 1)
         (out/page).write_text(body, encoding='utf-8')

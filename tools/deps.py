@@ -16,6 +16,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO/'tests'/'constraints.txt'
+END = re.compile(r'# end of the lock: (\d+) pins')   # the last line: a file cut short has none, or another count
 PIN = re.compile(r'^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$')   # name==version, nothing else
 
 class StepFailed(Exception):
@@ -37,6 +38,11 @@ def read_lock(path:Path) -> dict:
         if norm(m[1]) in pins: raise StepFailed(f"read the lock: {path}:{n}: {m[1]} is pinned twice")
         pins[norm(m[1])] = m[2]
     if not pins: raise StepFailed(f"read the lock: {path} pins nothing")
+    last = [l.strip() for l in path.read_text(encoding='utf-8', errors='replace').splitlines() if l.strip()][-1]
+    m = END.fullmatch(last)
+    if not m or int(m[1]) != len(pins):   # a lock cut short at a line end would otherwise pass with pins missing
+        raise StepFailed(f"read the lock: {path} is cut short or edited: it must end with '# end of the lock: "
+                         f"{len(pins)} pins' (write it again: python tools/deps.py lock)")
     return pins
 
 def run(step:str, cmd:list, **kw) -> subprocess.CompletedProcess:
@@ -64,7 +70,12 @@ def write_lock(path:Path, pins:dict, n:dict, python) -> None:
             f"# on {date.today()}, Python {ver}, Linux x86_64.",
             "# Used by the README's test command and .ci/run: pip install -e \".[dev]\" -c tests/constraints.txt",
             "# Made by `python tools/deps.py lock`; do not edit by hand (run it again instead)."]
-    path.write_text('\n'.join(head + [f"{k}=={v}" for k, v in sorted(pins.items())]) + '\n')
+    text = '\n'.join(head + [f"{k}=={v}" for k, v in sorted(pins.items())] + [f"# end of the lock: {len(pins)} pins"]) + '\n'
+    tmp = path.with_name(f".{path.name}.tmp")   # written whole, then renamed: a full disk never leaves half a lock
+    try:
+        with open(tmp, 'w', encoding='utf-8') as f: f.write(text); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally: tmp.unlink(missing_ok=True)
 
 def _key(v:str): return [int(p) if p.isdigit() else p for p in re.split(r'[.+!-]', v)]
 

@@ -13,15 +13,17 @@ from ..core.options import add_call_options, call_options
 from ..core.safe import atomic_write, write_text
 
 # %% auto #0
-__all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'sample_docs', 'recording_path', 'export_calls',
-           'read_recording', 'load_recording', 'replay_problem', 'choose_mode', 'DemoModel', 'run_demo', 'add_cli']
+__all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'FEW', 'sample_docs', 'recording_path',
+           'export_calls', 'read_recording', 'load_recording', 'replay_problem', 'choose_mode', 'DemoModel', 'few',
+           'run_demo', 'add_cli']
 
 # %% ../../nbs/82_demo.ipynb #97295c20
 SCRIPTED_ENDPOINT = 'ragnb-scripted'  # the endpoint name scripted calls are filed under, whatever the server's port
 SCRIPTED_MODEL = 'scripted-test-model'
 MODES = ('live', 'local', 'replayed', 'scripted')
-DEFAULTS = dict(max_chunks=8, chunk_size=800, k=3)  # the settings of the shipped recording
+DEFAULTS = dict(max_chunks=8, chunk_size=800, k=3, passage_size=3000)  # the settings of the shipped recording
 KEEP = 3  # a question is kept when each critique score is at least this
+FEW = 10  # a figure or metric on fewer items than this says so beside it
 
 def sample_docs() -> Path:
     "The folder of sample markdown documents shipped with ragnb."
@@ -248,8 +250,8 @@ def retrieval_figure(report, # A `RetrievalReport`
     h, l = ax.get_legend_handles_labels()
     band = Patch(color=h[0].get_color(), alpha=.15, lw=0) if h else Patch(color='grey', alpha=.3)
     ax.legend(h + [band], l + [f'{level}% bootstrap interval'], fontsize=8, frameon=False, loc='lower right')
-    fig.suptitle(f"{report.name.upper()} retrieval by k, n = {len(report.per_question)} questions \u00b7 questions by: "
-                 f"{model} \u00b7 "
+    fig.suptitle(f"{report.name.upper()} retrieval by k, n = {len(report.per_question)} questions"
+                 f"{few(len(report.per_question), False)} \u00b7 questions by: {model} \u00b7 "
                  f"shaded: {level}% percentile-bootstrap interval of the mean", x=0.01, ha='left', fontsize=10)
     fig.tight_layout()
     return fig
@@ -261,7 +263,8 @@ def metrics_figure(scores, # RAGChecker `Scores` of the run
     "RAGChecker's 11 metrics over the answers, titled with n and the model."
     from ragnb.view import plots
     fig = plots.plot_metrics(scores)
-    return _retitle(fig, f"RAGChecker metrics, n = {len(scores.per_result)} answers \u00b7 {model}", axes=True)
+    n = len(scores.per_result)
+    return _retitle(fig, f"RAGChecker metrics, n = {n} answers{few(n, False)} \u00b7 {model}", axes=True)
 
 # %% ../../nbs/82_demo.ipynb #7b6493ab
 def shares_figure(overall:dict, # Overall metrics (percent)
@@ -288,7 +291,7 @@ def entailment_figure(result:dict, # One checked result
     import textwrap
     fig = plots.plot_entailment_map(result, key=True)
     q = textwrap.shorten(result.get('query', ''), 160, placeholder='\u2026')
-    return _retitle(fig, '\n'.join(textwrap.wrap(q, 90)) + f"\nclaims and labels: {model}")
+    return _retitle(fig, plots.plain_text('\n'.join(textwrap.wrap(q, 90)) + f"\nclaims and labels: {model}"))
 
 # %% ../../nbs/82_demo.ipynb #3cd53831
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;padding:0 1em;color:#222;line-height:1.4}
@@ -297,7 +300,7 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0} td,th{border:1px so
 th{background:#f3f3f3} .mode{display:inline-block;padding:.3em .7em;border-radius:4px;font-weight:bold;color:white}
 .live{background:#0072B2}.local{background:#009E73}.replayed{background:#E69F00}.scripted{background:#D55E00}
 figure{margin:1em 0} figcaption{font-size:13px;color:#444;max-width:900px} img{max-width:100%}
-.small{font-size:12px;color:#555} td.q{max-width:360px}"""  # noqa: E501
+.small{font-size:12px;color:#555} td.q{max-width:360px} .few{color:#b34700}"""  # noqa: E501
 
 _MODE_NOTE = {
     'live': 'Live: every reply came from the endpoint named below during this run (or from this run folder\'s cache).',
@@ -309,6 +312,14 @@ _MODE_NOTE = {
               'numbers show the plumbing, not the quality of a RAG system.'}
 
 def _e(x) -> str: return html.escape('' if x is None else str(x))
+
+def few(n:int, # Items a figure or metric is computed on
+        html_:bool=True # As HTML (bold), else plain text for a figure title
+       ) -> str:
+    "A warning beside a figure or metric computed on fewer than `FEW` items, else ''."
+    if n >= FEW: return ''
+    t = f"n = {n}: fewer than {FEW} items, too few to rely on"
+    return f" <b class=few>({t})</b>" if html_ else f" \u00b7 {t}"
 
 # %% ../../nbs/82_demo.ipynb #89b90a99
 def _table(df, **kw) -> str: return df.to_html(escape=True, na_rep='', border=0, **kw)
@@ -353,7 +364,8 @@ def _what_ran(s:dict, out:Path):
         ('RAG system under test',
          f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by "
          f"{run['model']}"),
-        ('calls file', str((out/'calls.sqlite').resolve()))], columns=['', 'this run'])
+        ('calls file', 'calls.sqlite, beside this report (ragnb show dataset.jsonl ROW reads it)')],
+        columns=['', 'this run'])
 
 # %% ../../nbs/82_demo.ipynb #e2ab8020
 def _usage_text(u:dict) -> str:
@@ -437,13 +449,13 @@ def report_html(out:str|Path # The run's folder
 {d['dropped']} dropped ({d.get('unfound', 0)} with evidence not found in the passage), {d['failed']} with a failed call. Questions, answers and evidence were written by {_e(run['model'])}.</p>
 {_dataset_rows(rows)}{_figure_html(s, 'critique_scores')}
 {_testset_html(s)}
-<h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].</p>
+<h2>Retrieval by k</h2><p>BM25 on n = {ret['n']} kept questions{left}: mean [{level}% percentile-bootstrap interval].{few(ret['n'])}</p>
 {_table(by_k)}{_figure_html(s, 'retrieval_by_k')}
-<h2>RAGChecker: the 11 metrics</h2><p>n = {s['ragchecker_n']} answers, claims extracted and checked by {_e(run['model'])}; percent, \u2193 lower is better for the noise sensitivities and hallucination.</p>
+<h2>RAGChecker: the 11 metrics</h2><p>n = {s['ragchecker_n']} answers{few(s['ragchecker_n'])}, claims extracted and checked by {_e(run['model'])}; percent, \u2193 lower is better for the noise sensitivities and hallucination.</p>
 {_table(met, index=False)}{_figure_html(s, 'ragchecker_metrics')}
 {_corrected_html(s, out)}
-<h2>Claim shares</h2><p>{s.get('response_claims', 0)} response claims.</p>{_table(shares) if len(shares) else ''}{_figure_html(s, 'claim_shares')}
-<h2>One answer, claim by claim</h2>{_figure_html(s, 'entailment_map')}
+<h2>Claim shares</h2><p>n = {s.get('response_claims', 0)} response claims of {s['ragchecker_n']} answers.{few(s['ragchecker_n'])}</p>{_table(shares) if len(shares) else ''}{_figure_html(s, 'claim_shares')}
+<h2>One answer, claim by claim</h2><p>One of the n = {s['ragchecker_n']} answers, as an example: the one with the most claims.</p>{_figure_html(s, 'entailment_map')}
 <h2>Stage timings</h2>{_table(stages, index=False)}{rec}
 <h2>Calls, tokens, cost</h2><p>{_e(usage)}</p>
 <p class=small>Files: {', '.join(_e(f) for f in s['files'])}. Run took {s['seconds']} s. ragnb {_e(s['ragnb'])}, {_e(s['date'])}.</p>"""  # noqa: E501
@@ -520,11 +532,13 @@ def save_figures(out:Path, # The run's folder
              (f, cap) in figs.items()}, missing)
 
 # %% ../../nbs/82_demo.ipynb #86d4da41
-def _demo_questions(docs, m, out:Path, st, max_chunks, log) -> 'Dataset':
+def _demo_questions(docs, m, out:Path, st, max_chunks, log, passage_size:int=DEFAULTS['passage_size']) -> 'Dataset':
     "Step 2: questions generated and critiqued, the dataset saved; raises when no question can be evaluated."
     from ragnb.synth.generate import generate_dataset, all_calls_failed
-    with st('questions'): ds = generate_dataset(docs, m.llm, max_chunks=max_chunks, min_score=KEEP)
-    if msg := all_calls_failed(ds): raise ValueError(msg)  # say what failed, not 'no question survived'
+    with st('questions'):   # the critics' and the judge's profiles follow the model's size (small for 3B or fewer)
+        ds = generate_dataset(docs, m.llm, max_chunks=max_chunks, min_score=KEEP, chunk_size=passage_size,
+                              chunk_overlap=passage_size // 10)
+    if msg := all_calls_failed(ds, m.llm): raise ValueError(msg)  # say what failed, not 'no question survived'
     ds.df['model_run'] = m.mode
     ds.save(out/'dataset.jsonl')
     log(f"2. questions:\n{ds.report()}")
@@ -548,7 +562,8 @@ def _demo_checks(docs, kept, m, out:Path, st, info:dict, chunk_size:int, k:int, 
     with st('answers'): rag = rag_pipeline(kept, chunks, BM25Retriever(), m.llm, k=k)
     write_text(out/'rag_results.json', json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False,
                                                  indent=1))
-    with st('claims and checks'): run = run_checks(rag.to_ragchecker(), m.llm, out=out/'ragchecker_output.json')
+    with st('claims and checks'):
+        run = run_checks(rag.to_ragchecker(), m.llm, out=out/'ragchecker_output.json')
     _label_file(out/'ragchecker_output.json', info)
     log(f"4. RAGChecker on {len(run.results)} answers:\n{json.dumps(run.scores.overall, indent=1)}")
     return chunks, report, rag, run
@@ -620,13 +635,15 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
              record:str|Path|None=None, # Also write this run's calls as a recording (JSONL) here
              model:DemoModel|None=None, # A ready model (its mode label is used as given)
              llm_kw:dict|None=None, # `timeout`, `max_retries` for the live and local model (see `call_options`)
-             log=print # Where progress lines go
+             log=print, # Where progress lines go
+             passage_size:int=DEFAULTS['passage_size'] # Characters of a passage questions are written from
             ) -> dict:
     ("Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures and a "
      "report.")
     from ragnb.docs.documents import load_documents
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    params = dict(max_chunks=max_chunks, chunk_size=chunk_size, k=k, src=[str(x) for x in src] if src else None)
+    params = dict(max_chunks=max_chunks, chunk_size=chunk_size, k=k, passage_size=passage_size,
+                  src=[str(x) for x in src] if src else None)
     m = model or demo_model(out, choose_mode(mode, params, log), concurrency, params, llm_kw=llm_kw)
     llm, info, t0, started = m.llm, m.info(), time.perf_counter(), time.time()
     if record: llm.cache = RecordingCache(llm.cache.path)  # the recording gets this run's calls only
@@ -636,7 +653,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
         with st('load'): docs = load_documents(*(src or [sample_docs()]))
         log(f"1. loaded {len(docs)} documents"
             + (f", {len(docs.issues)} skipped" if getattr(docs, 'issues', None) else ''))
-        ds = _demo_questions(docs, m, out, st, max_chunks, log)
+        ds = _demo_questions(docs, m, out, st, max_chunks, log, passage_size)
         chunks, report, rag, run = _demo_checks(docs, ds.kept.df, m, out, st, info, chunk_size, k, log)
         checked = json.loads((out/'ragchecker_output.json').read_text())['results']
         n_claims = sum(len(r.get('response_claims') or []) for r in checked)
@@ -672,6 +689,8 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--chunk-size', type=int, default=DEFAULTS['chunk_size'],
                    help='chunk size of the RAG system under test')
     p.add_argument('-k', type=int, default=DEFAULTS['k'], help='chunks retrieved per question')
+    p.add_argument('--passage-size', type=int, default=DEFAULTS['passage_size'],
+                   help='characters of a passage questions are written from')
     p.add_argument('--concurrency', type=int, default=None,
                    help='model calls in flight at once (default: 16, or for an endpoint on this machine as many as '
                    'it says it serves at once, else 1)')
@@ -680,4 +699,4 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     add_call_options(p)
     p.set_defaults(func=lambda a: (run_demo(a.out, a.src or None, a.max_chunks, a.chunk_size, a.k, a.concurrency,
                                             a.mode, a.record,
-                                            llm_kw=call_options(a)), 0)[1])
+                                            llm_kw=call_options(a), passage_size=a.passage_size), 0)[1])

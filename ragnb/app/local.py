@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib, importlib.util, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 from fastcore.basics import patch
 from pathlib import Path
+from ..core.options import in_range
 from ..core.llm import LLM, Endpoint, Pacing, default_cache_dir
 
 # %% auto #0
@@ -485,5 +486,5 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
                    help='install: compile llama-cpp-python again even if it is installed (e.g. a build that crashes)')
     p.add_argument('--no-check', action='store_true', help='install: do not start the server to check it')
     p.add_argument('--gguf', default=None, help='serve: the model file (default: RAGNB_GGUF or the installed model)')
-    p.add_argument('--port', type=int, default=0, help='serve: port on 127.0.0.1 (default: a free one)')
+    p.add_argument('--port', type=in_range(int, 0, 65535), default=0, help='serve: port on 127.0.0.1 (default: a free one)')
     p.set_defaults(func=_cli_local)

@@ -14,8 +14,8 @@ pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at 
 
 from ragnb.core.llm import LLM, Pacing, Request, ParseError, env_model, default_cache_dir
 from ragnb.core.cache import CallCache
-from ragnb.core.options import add_call_options, call_options, check_output
-from ragnb.core.prompts import get_prompt
+from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint, in_range
+from ragnb.core.prompts import get_prompt, model_size, is_small_model
 from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics,
                                  check_unique_ids)
 
@@ -313,7 +313,6 @@ SMALL_PROMPTS = {'1': 'judge_claim_binary',   # the instruction after the claim 
                  '2': 'judge_claim_last'}     # the claim last, rules for units, two sentences, hedges (issue 41)
 SMALL_VERSION = '2'   # what `small` (and `auto` for a small model) asks with
 JUDGE_PROFILES = ('small', 'default', 'auto') + tuple(f'small@{v}' for v in SMALL_PROMPTS)
-_SIZE = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)\s*b(?![a-z])', re.I)   # 1.5b, 3B, 0.5b; not 70b's "0b", not "b16"
 
 def judge_profile(profile:str, # 'small', 'default', 'auto', or a version of small ('small@2')
                   model:str|None # The judge's model name (for 'auto')
@@ -322,8 +321,7 @@ def judge_profile(profile:str, # 'small', 'default', 'auto', or a version of sma
     if profile not in JUDGE_PROFILES:
         raise ValueError(f"judge profile must be one of {JUDGE_PROFILES}, not {profile!r}")
     if profile != 'auto': return profile
-    sizes = [float(m) for m in _SIZE.findall(re.sub(r'[-_]', ' ', model or ''))]
-    return 'small' if sizes and max(sizes) <= 3 else 'default'
+    return 'small' if is_small_model(model) else 'default'   # sizes in billions or millions (gemma-3-270m)
 
 # %% ../../nbs/41_checker.ipynb #9ad27a55
 def profile_reason(profile:str, # As asked: 'small', 'default' or 'auto'
@@ -332,8 +330,8 @@ def profile_reason(profile:str, # As asked: 'small', 'default' or 'auto'
     "The resolved profile and why, in words: 'small (auto: the model name qwen2.5-1.5b says 1.5B parameters)'."
     got = judge_profile(profile, model)
     if profile != 'auto': return f"{got} (asked for)"
-    sizes = [float(m) for m in _SIZE.findall(re.sub(r'[-_]', ' ', model or ''))]
-    said = f"says {max(sizes):g}B parameters" if sizes else 'gives no size'
+    size = model_size(model)
+    said = f"says {size:g}B parameters" if size is not None else 'gives no size'
     return (f"{got} (auto: the model name {model!r} {said}; small is for 3B or fewer, --judge-profile sets it)"
             if model else f"{got} (auto: no model name; --judge-profile sets it)")
 
@@ -875,8 +873,11 @@ def _cli_check(args) -> int:
     print("ragnb check: time: " + time_line(e, cache, profile, args.claim_format, args.extractor_model or env_model(),
                                             args.checker_model or env_model(), args.claims_per_call), file=sys.stderr)
     if args.dry_run: return 0
+    if msg := no_endpoint('check'): print(msg, file=sys.stderr); return 2   # say how to get a model, call nothing
     llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()),
               batch=BatchAPI() if args.batch else None, **call_options(args))
+    print(f"ragnb check: model {args.checker_model or llm.model} at {llm.base_url}; replies cached in "
+          f"{llm.cache.path if llm.cache else 'no cache'}", file=sys.stderr)
     run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out,
                      judge_profile=args.judge_profile, prefix_order=args.prefix_order,
                      claims_per_call=args.claims_per_call, show_estimate=True)
@@ -925,7 +926,7 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--batch', action='store_true',
                    help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
                    "rerun resumes)")
-    p.add_argument('--claims-per-call', type=int, default=1, metavar='N',
+    p.add_argument('--claims-per-call', type=in_range(int, 1, 64), default=1, metavar='N',
                    help=f"small judge profile: claims of one reference asked about in one call (default 1: one call "
                    f"per claim; e.g. {SMALL_BATCH}: fewer calls, each claim still labelled on its own line)")
     p.add_argument('--dry-run', action='store_true',

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..core.lazy import lazy
+from ..core.options import in_range
 pd = lazy('pandas')  # imported on first use: `ragnb metrics --help` stays light
 
-from ..core.safe import read_jsonl, write_text, UnsafeInput, MB
+from ..core.safe import iter_jsonl, write_text, UnsafeInput, MB, file_lock
 from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, LabelBatch, claim_metrics, load_results)
 
 # %% auto #0
@@ -64,6 +65,7 @@ class Labels:
     fingerprint: str
     rows: list = field(default_factory=list)   # dicts: result, side, claim, ref, label (+ judge, claim_text, at, by)
     header: dict = field(default_factory=dict)
+    skipped: list = field(default_factory=list)   # (result, side, claim, ref) of new rows another labeller took first
     def __len__(self): return len(self.rows)
     def by_key(self) -> dict: return {(r['result'], r['side'], r['claim'], r['ref']): r['label'] for r in self.rows}
 
@@ -71,6 +73,10 @@ def _check_row(row:dict, index:dict, at:str) -> tuple:
     "The row's key, or `LabelsError` naming the field at fault."
     for k in ('result', 'side', 'claim', 'ref', 'label'):
         if k not in row: raise LabelsError(f"{at}: field {k!r} is missing")
+    for k, kinds in (('result', str), ('side', str), ('label', str), ('ref', (str, int))):
+        if not isinstance(row[k], kinds) or isinstance(row[k], bool):   # "side": [], "ref": 0.0 once crashed later
+            raise LabelsError(f"{at}: field {k!r} must be {'text' if kinds is str else 'text or a whole number'}, "
+                              f"not {json.dumps(row[k])[:40]}")
     if row['label'] not in LABELS:
         raise LabelsError(f"{at}: unknown label {row['label']!r} (expected one of {', '.join(LABELS)})")
     rid = row['result']
@@ -87,23 +93,31 @@ def _check_row(row:dict, index:dict, at:str) -> tuple:
         raise LabelsError(f"{at}: the claim's text differs from {side} claim {i} of result {rid!r} in the dataset")
     return rid, side, i, row['ref']
 
+def _labels_lines(path):
+    "The (line, object) of a labels file one at a time, its read errors as `LabelsError`s."
+    try: yield from iter_jsonl(path, 64*MB, f"labels file {path}")
+    except (OSError, UnsafeInput) as e: raise LabelsError(f"labels file {path}: {e}") from None
+
 def read_labels(path,          # A labels file
                 results:list,  # The `RAGResult`s it labels
                ) -> Labels:
-    "Read and check a labels file; `LabelsError` naming the line of the first problem."
-    try: lines = read_jsonl(path, 64*MB, f"labels file {path}")
-    except (OSError, UnsafeInput) as e: raise LabelsError(f"labels file {path}: {e}") from None
-    if not lines: raise LabelsError(f"{path}: empty: no header line")
-    n, head = lines[0]
+    "Read and check a labels file, each line as it is read; `LabelsError` naming the line of the first problem."
+    lines = _labels_lines(path)
+    first = next(lines, None)
+    if first is None: raise LabelsError(f"{path}: empty: no header line")
+    n, head = first
     if head.get('format') != LABELS_FORMAT:
         raise LabelsError(f"{path}, line {n}: not a ragnb labels file (expected a header with "
                           f"format {LABELS_FORMAT!r})")
+    if 'seed' in head and (type(head['seed']) is not int or not 0 <= head['seed'] < 2**63):
+        raise LabelsError(f"{path}, line {n}: the header's seed must be a whole number from 0, not "
+                          f"{json.dumps(head['seed'])[:40]}")
     fp = dataset_fingerprint(results)
     if head.get('dataset') != fp:
         raise LabelsError(f"{path}, line {n}: these labels are of another dataset (fingerprint "
                           f"{head.get('dataset')!r}; the results given have {fp!r})")
     index, seen, rows = {r.query_id: r for r in results}, {}, []
-    for n, row in lines[1:]:
+    for n, row in lines:   # checked as read: a bad file is refused at its first bad line, in little memory
         key = _check_row(row, index, f"{path}, line {n}")
         if key in seen: raise LabelsError(f"{path}, line {n}: the same decision as line {seen[key]} ({key})")
         seen[key] = n; rows.append(row)
@@ -114,23 +128,31 @@ def add_labels(path,          # The labels file (created with its header if miss
                new:list,      # Rows to add: dicts with result, side, claim, ref, label
                seed:int=0,    # The sampling seed, recorded in a new file's header
                by:str|None=None, # Who labelled (recorded as is)
+               taken:str='raise', # A decision labelled already: 'raise', or 'skip' it (another labeller was first)
               ) -> Labels:
-    "Add `new` rows to the labels file: all checked first (nothing is written if one is bad), then one atomic write."
+    ("Add `new` rows to the labels file: all checked first (nothing is written if one is bad), then one atomic write, "
+     "under the lock beside the file so two labellers never lose each other's labels; the skipped rows are in "
+     "`.skipped`.")
     path = Path(path)
+    with file_lock(path):   # read, check and replace as one step: another writer waits
+        return _add_labels(path, results, new, seed, by, taken)
+
+def _add_labels(path:Path, results:list, new:list, seed:int, by, taken:str) -> Labels:
     old = read_labels(path, results) if path.exists() else Labels(dataset_fingerprint(results), [],
                       {'format': LABELS_FORMAT, 'dataset': dataset_fingerprint(results), 'seed': seed})
     index, seen = {r.query_id: r for r in results}, {k: i for i, k in enumerate(old.by_key())}
-    rows = []
+    done, rows, skipped = set(seen), [], []
     for j, row in enumerate(new):
         key = _check_row(row, index, f"new label {j}")
+        if key in done and taken == 'skip': skipped.append(key); continue   # labelled meanwhile by someone else
         if key in seen: raise LabelsError(f"new label {j}: {key} is labelled already (labels are never overwritten)")
         seen[key] = j
         r = index[key[0]]
         rows.append({**row, 'claim_text': _claim_str(getattr(r, SIDES[key[1]])[key[2]]),
                      'at': row.get('at') or time.strftime('%Y-%m-%dT%H:%M:%S'), **({'by': by} if by else {})})
     lines = [old.header] + old.rows + rows
-    write_text(path, ''.join(json.dumps(x, ensure_ascii=False) + '\n' for x in lines))
-    return Labels(old.fingerprint, old.rows + rows, old.header)
+    if rows or not path.exists(): write_text(path, ''.join(json.dumps(x, ensure_ascii=False) + '\n' for x in lines))
+    return Labels(old.fingerprint, old.rows + rows, old.header, skipped)
 
 # %% ../../nbs/43_corrected.ipynb #73488815
 def label_plan(results:list, # The `RAGResult`s
@@ -392,7 +414,11 @@ def corrected_metrics(results,                # RAGChecker results with the judg
                        method='calibrated', labelled_claims=seen, claims=len(ct))
         rows[m] = row
     t = pd.DataFrame.from_dict(rows, orient='index')
+    t['corrected'] = t.corrected.clip(0, 100)   # a share is never below 0 or above 100: the estimate neither
     t[['low', 'high']] = t[['low', 'high']].clip(0, 100)
+    has = t.low.notna() & t.high.notna()        # and the estimate lies inside its own interval
+    t.loc[has, 'low'] = np.minimum(t.low[has], t.corrected[has])
+    t.loc[has, 'high'] = np.maximum(t.high[has], t.corrected[has])
 
     note = ('uncorrected: no human labels; these are the judge\'s figures' if not n_lab else
             f"{n_lab} decisions labelled ({full} whole claims of {len(ct)})")
@@ -462,7 +488,7 @@ def compare_corrected(a:Corrected, b:Corrected, # Two systems' corrected metrics
         x, y = a.table.loc[m], b.table.loc[m]
         d = y.corrected - x.corrected
         se = math.sqrt(x.se ** 2 + y.se ** 2) if x.se == x.se and y.se == y.se else float('nan')
-        lo, hi = (d - z * se, d + z * se) if se == se else (float('nan'), float('nan'))
+        lo, hi = (max(-100., min(d, d - z * se)), min(100., max(d, d + z * se))) if se == se else (float('nan'),) * 2
         verdict = ('not corrected: label both' if se != se else f"{names[1]} higher" if lo > 0 else
                    f"{names[0]} higher" if hi < 0 else 'no difference shown')
         rows[m] = {names[0]: x.corrected, names[1]: y.corrected, 'difference': d, 'low': lo, 'high': hi,
@@ -515,8 +541,9 @@ def add_cli(sub # the `argparse` subparsers of the `ragnb` command
     p = _metrics.metrics_args(sub.add_parser('metrics'))
     p.add_argument('--labels', help="a person's labels of the judge's decisions (ragnb label): correct the metrics and "
                                    "give each a confidence interval")
-    p.add_argument('--confidence', type=float, default=0.95, help="the intervals' coverage")
-    p.add_argument('--half-width', type=float, default=5.0,
+    p.add_argument('--confidence', type=in_range(float, 0, 1, open_lo=True, open_hi=True), default=0.95,
+                   help="the intervals' coverage, between 0 and 1")
+    p.add_argument('--half-width', type=in_range(float, 0, 100, open_lo=True), default=5.0,
                    help='the interval half width (points) the labelling planner aims at')
     p.add_argument('--seed', type=int, default=0, help='seed of the imputation draws and bootstrap')
     p.set_defaults(func=_cli_metrics)

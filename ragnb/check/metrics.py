@@ -580,7 +580,7 @@ def from_dict(
     return cls(**kw)
 
 # %% ../../nbs/40_metrics.ipynb #fdbe620a
-from ..core.safe import read_text_bounded, MB
+from ..core.safe import read_text_bounded, lone_surrogate, MB
 
 # RAGChecker's output for 20,000 results with their passages is about 150 MB: over the 64 MB of other inputs
 RESULTS_LIMIT = 1024*MB
@@ -589,8 +589,14 @@ def read_json(
     path,                      # A JSON file
     limit:int=RESULTS_LIMIT,   # The most bytes it may hold
 ):
-    "The JSON value in `path`, a file of at most `limit` bytes (undecodable bytes replaced)."
-    return json.loads(read_text_bounded(path, limit, str(path)))
+    ("The JSON value in `path`, a file of at most `limit` bytes (undecodable bytes replaced); a `ValueError` naming "
+     "the field of a string with a lone surrogate (half a character, which no output file could hold).")
+    raw = read_text_bounded(path, limit, str(path))
+    v = json.loads(raw)
+    if at := lone_surrogate(raw, v):
+        raise ValueError(f"{path}: field {at!r} holds a lone surrogate (half a character, such as \\ud83d without its "
+                         "partner), which no file can hold: fix or remove it")
+    return v
 
 @_gc_paused
 def load_results(

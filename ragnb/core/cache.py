@@ -50,7 +50,10 @@ def _read_only(path:Path, timeout:float=30) -> sqlite3.Connection:
     ("A read-only connection to `path`; on read-only storage, where SQLite cannot make the `-shm` file a WAL database "
      "needs, the file is opened as immutable.")
     from urllib.parse import quote
-    uri = 'file:' + quote(str(Path(path).resolve()))
+    p = Path(path).resolve()
+    uri = 'file:' + quote(str(p))
+    if not any(p.with_name(p.name + s).exists() for s in ('-wal', '-shm')):   # no writer: read the file as it is,
+        return sqlite3.connect(uri + '?immutable=1', uri=True, timeout=timeout, check_same_thread=False)  # make nothing
     c = sqlite3.connect(uri + '?mode=ro', uri=True, timeout=timeout, check_same_thread=False)
     try: c.execute('SELECT 1 FROM sqlite_master LIMIT 1').fetchall(); return c
     except sqlite3.OperationalError as e:

@@ -40,5 +40,6 @@ def compact_png(
     if img.mode not in ('RGB', 'RGBA') or (img.mode == 'RGBA' and img.getchannel('A').getextrema()[0] < 255):
         return png   # a palette, grey or 16-bit image as it is; a transparent one too (a palette would lose the alpha)
     out = io.BytesIO()
-    img.convert('RGB').quantize(colours, method=Image.Quantize.MEDIANCUT).save(out, format='PNG', optimize=True)
+    kw = {'dpi': img.info['dpi']} if img.info.get('dpi') else {}   # the resolution it was drawn at stays in the file
+    img.convert('RGB').quantize(colours, method=Image.Quantize.MEDIANCUT).save(out, format='PNG', optimize=True, **kw)
     return out.getvalue() if out.tell() < len(png) else png

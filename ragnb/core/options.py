@@ -9,7 +9,8 @@ from pathlib import Path
 from ragnb.core.llm import DEADLINES, TASK_CAPS, Deadlines, Replies, Retries
 
 # %% auto #0
-__all__ = ['TMP_EXTRA', 'add_call_options', 'call_options', 'check_output']
+__all__ = ['TMP_EXTRA', 'ENDPOINT_VARS', 'FIXES', 'add_call_options', 'call_options', 'check_output', 'endpoint_configured',
+           'no_endpoint', 'failure_fix', 'calls_failed_message', 'in_range']
 
 # %% ../../nbs/14c_options.ipynb #ba159a67
 def add_call_options(p # An argparse (sub)parser
@@ -69,3 +70,76 @@ def check_output(path:str|Path, # Where a command will write its result
     return p
 
 TMP_EXTRA = len('..00000000.tmp')   # what `atomic_path`'s temporary name adds to a file name
+
+# %% ../../nbs/14c_options.ipynb #92e7040e
+ENDPOINT_VARS = ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'AZURE_OPENAI_ENDPOINT')
+
+def endpoint_configured() -> bool:
+    "Whether the environment names a model endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY` or `AZURE_OPENAI_ENDPOINT`)."
+    return any(os.environ.get(v, '').strip() for v in ENDPOINT_VARS)
+
+def no_endpoint(command:str # The command, e.g. 'generate'
+               ) -> str|None:
+    "Why `ragnb <command>` cannot call a model, naming the three ways to get one; None when an endpoint is configured."
+    if endpoint_configured(): return None
+    return (f"ragnb {command}: no model endpoint is configured ({', '.join(ENDPOINT_VARS[:2])} are unset). Three ways to "
+            "get one:\n  1. any OpenAI-compatible endpoint: export OPENAI_BASE_URL=https://.../v1 OPENAI_API_KEY=... "
+            "RAGNB_MODEL=<its model>\n  2. a model on this machine: `ragnb local install` (once, ~10 min), then "
+            "`ragnb local serve --port 8097` and export OPENAI_BASE_URL=http://127.0.0.1:8097/v1\n  3. no model at all: "
+            "`ragnb demo` replays real replies recorded with ragnb, offline")
+
+FIXES = {   # failure kind (`core.llm.Failure.kind`) -> what usually fixes it
+    'connection': "check that the server is running and that OPENAI_BASE_URL names it (scheme, host, port, /v1)",
+    'timeout': "the server is slow or busy: raise --first-token-timeout / --timeout, or lower --concurrency",
+    'interrupted': "this server cuts a stream short when another call arrives: run with --concurrency 1",
+    'auth': "check OPENAI_API_KEY: it is missing, wrong, or for another endpoint",
+    'rate_limit': "the endpoint's quota is spent: lower --concurrency, or wait and run again (done calls are cached)",
+    'server_error': "the server failed (HTTP 5xx): see its log; a run again reuses every reply already cached",
+    'bad_request': ("the endpoint refused the request: check the model name (RAGNB_MODEL or --model) against its "
+                    "/v1/models, and that it serves chat completions"),
+    'empty': ("the server answered with no text: a model still loading, or a chat template that does not fit it; "
+              "send it one prompt by hand (curl .../chat/completions), or try --no-stream"),
+    'bad_reply': ("the server's reply is not an OpenAI chat completion: check that OPENAI_BASE_URL is the API's /v1 "
+                  "address, or try --no-stream"),
+    'truncated': "the replies hit the token cap: raise --max-tokens",
+    'parse': "the model does not follow the reply format: use a larger model, or a small-model profile",
+    'replay_miss': "this recording has no reply for these settings: run with a live endpoint, or the recorded settings",
+}
+
+def failure_fix(kind:str # A failure's kind
+               ) -> str:
+    "What usually fixes a failure of this kind, in one line."
+    return FIXES.get(kind, "see the first failure above, and `ragnb show` on the output for every exchange")
+
+def calls_failed_message(n:int, # Calls made
+                         kind:str, # The first failure's kind
+                         message:str, # The first failure's message
+                         model:str|None=None, # The model asked
+                         endpoint:str|None=None # Its base URL
+                        ) -> str:
+    "'all N calls failed: <first reason> (model M at E); likely fix: ...'."
+    at = f" (model {model} at {endpoint})" if model or endpoint else ''
+    return f"all {n} calls failed: {message}{at}; likely fix: {failure_fix(kind)}"
+
+# %% ../../nbs/14c_options.ipynb #530cab99
+def in_range(kind=float, # `int` or `float`
+             lo=None, # The least value (None: no bound)
+             hi=None, # The greatest value (None: no bound)
+             open_lo:bool=False, # `lo` itself is refused
+             open_hi:bool=False # `hi` itself is refused
+            ):
+    "An argparse `type`: a finite number of `kind` within the range, else an error that names the range."
+    import argparse, math
+    left = f"{'above' if open_lo else 'at least'} {lo:g}" if lo is not None else ''
+    right = f"{'below' if open_hi else 'at most'} {hi:g}" if hi is not None else ''
+    want = f"a{' whole' if kind is int else ''} number" + (f" {left}" if left else '') + (' and' if left and right else '') \
+           + (f" {right}" if right else '')
+    def parse(s:str):
+        try: v = kind(s)
+        except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not {want}") from None
+        if (not math.isfinite(v) or (lo is not None and (v < lo or (open_lo and v == lo)))
+                or (hi is not None and (v > hi or (open_hi and v == hi)))):
+            raise argparse.ArgumentTypeError(f"{s!r} is not {want}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse

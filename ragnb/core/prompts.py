@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import functools, re, string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'JUDGE_SYSTEM_LAST',
-           'JUDGE_SYSTEM_BATCH', 'prompt_text', 'Prompt', 'register', 'get_prompt', 'labelled_fields']
+__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CRITIC_SYSTEM', 'SMALL_CRITIQUE_PROMPTS', 'SMALL_MODEL_B',
+           'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'JUDGE_SYSTEM_LAST', 'JUDGE_SYSTEM_BATCH', 'prompt_text', 'Prompt',
+           'register', 'get_prompt', 'model_size', 'is_small_model', 'labelled_fields']
 
 # %% ../../nbs/17_prompts.ipynb #00569695
 def prompt_text(content # A message's `content`: a string, or a list of parts (text, images)
@@ -26,6 +27,7 @@ class Prompt:
     template:str  # User message, with `{field}` placeholders
     system:str|None=None  # Optional system message
     description:str=''  # What the prompt is for, in one line
+    shots:tuple=()  # Worked examples sent as earlier turns: (fields of the example, the reply to it), ...
 
     @property
     def id(self): return f'{self.name}@{self.version}'
@@ -44,6 +46,8 @@ class Prompt:
     def messages(self, **kw) -> list[dict]:
         "Chat messages for this prompt: system (if any) then the filled user template."
         msgs = [{'role':'system', 'content':self.system}] if self.system else []
+        for fields, reply in self.shots:   # worked examples: the same template, the example's fields, its reply
+            msgs += [{'role':'user', 'content':self.render(**{**kw, **fields})}, {'role':'assistant', 'content':reply}]
         return msgs + [{'role':'user', 'content':self.render(**kw)}]
 
     def parse(self, text:str) -> dict[str, str]:
@@ -185,6 +189,77 @@ Answer:::"""))
 # %% ../../nbs/17_prompts.ipynb #b6797718
 DEFAULT_AUDIENCE = "AI application developers working with large language models and OpenAI services"
 CRITERIA = ('groundedness', 'relevance', 'standalone')  # the critique agents, in the seed's order
+
+# %% ../../nbs/17_prompts.ipynb #a4e6d67e
+CRITIC_SYSTEM = "You check questions written for a search test set. You answer with one word: Yes or No."
+
+register(Prompt('critique_grounded_yes_no', '1', system=CRITIC_SYSTEM,
+                description='small profile: does the passage itself state this answer to the question (Yes/No)',
+template="""Answer Yes if the passage states the answer below to the question: the same fact, in the same or other words.
+Answer No if the passage does not contain that answer, only hints at it, says something different, or could answer the
+question in several ways.
+
+Passage:
+<<<
+{context}
+>>>
+
+Question: {question}
+Answer: {answer}
+
+Does the passage state this answer to the question?"""))
+
+# A 1.5B model says Yes to nearly every "is it useful / is it clear" question (bench/critique_agreement.py: 63 and 64
+# of 64); worked examples as earlier turns of the chat, in the fixed start, make it tell the cases apart
+register(Prompt('critique_relevant_yes_no', '1', system=CRITIC_SYSTEM,
+                description='small profile: is the question useful to the audience (Yes/No), 8 worked examples',
+template="""Is this question useful to {audience}? Answer Yes if it asks about building, running or using software with language models and AI services (models, APIs, parameters, tools, setup, security, cost, limits). Answer No if it asks about formatting, emoji, icons, file or image names, links, authors, people, dates, licences, counting items, or other details of a page.
+
+Question: {question}""",
+shots=tuple(({'question': q}, a) for q, a in [
+    ("Which colour is the warning banner in the README?", "No"),
+    ("What is the maximum number of output tokens of gpt-4o-mini?", "Yes"),
+    ("Which environment variable holds the API key for the OpenAI client?", "Yes"),
+    ("Who wrote the blog post about fine-tuning?", "No"),
+    ("How long does a batch job take to finish at most?", "Yes"),
+    ("What does the temperature parameter control?", "Yes"),
+    ("How many bullet points does the introduction have?", "No"),
+    ("Which port does the Ollama server listen on by default?", "Yes")])))
+
+register(Prompt('critique_standalone_yes_no', '1', system=CRITIC_SYSTEM,
+                description='small profile: can the question be understood without the passage (Yes/No), 8 worked examples',
+template="""Can someone who has not seen the document understand what this question asks? Answer No if it points at something it does not name, such as "the code", "the example", "the passage", "this section", "the list", "the function", "the author", "mentioned here", "the above", "step 2".
+
+Question: {question}""",
+shots=tuple(({'question': q}, a) for q, a in [
+    ("What does the function return when the list is empty?", "No"),
+    ("What is the default timeout of the OpenAI Python SDK?", "Yes"),
+    ("How many rows does the table above have?", "No"),
+    ("Which embedding model does LangChain's OpenAIEmbeddings use by default?", "Yes"),
+    ("According to the article, what port does the server use?", "No"),
+    ("What context window does gpt-4o have?", "Yes"),
+    ("What should you click in step 3?", "No"),
+    ("Which Python package provides the Azure OpenAI client?", "Yes")])))
+
+SMALL_CRITIQUE_PROMPTS = {'groundedness': 'critique_grounded_yes_no', 'relevance': 'critique_relevant_yes_no',
+                          'standalone': 'critique_standalone_yes_no'}   # criterion -> the small profile's prompt
+
+# %% ../../nbs/17_prompts.ipynb #e025f2cb
+_SIZE = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])', re.I)   # 1.5b, 3B, 270m; not 70b's "0b", not "b16"
+SMALL_MODEL_B = 3.0   # a model of this many billion parameters or fewer gets the small profiles
+
+def model_size(model:str|None # A model's name
+              ) -> float|None:
+    "Billions of parameters the name says (the largest if it says several), or None when it gives no size."
+    sizes = [float(n) / (1000 if u.lower() == 'm' else 1)
+             for n, u in _SIZE.findall(re.sub(r'[-_]', ' ', model or ''))]
+    return max(sizes) if sizes else None
+
+def is_small_model(model:str|None # A model's name
+                  ) -> bool:
+    "Whether the model's name says `SMALL_MODEL_B` billion parameters or fewer."
+    s = model_size(model)
+    return s is not None and s <= SMALL_MODEL_B
 
 # %% ../../nbs/17_prompts.ipynb #e1a7ae7d
 register(Prompt('pdf_page', '1', description='vision model turns a marked page image into markdown with HTML tables',

@@ -8,8 +8,9 @@ import contextlib, os, re, secrets, stat, zlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'read_jsonl', 'inflate_bounded', 'printable',
-           'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes', 'neutral', 'csv_text']
+__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'lone_surrogate', 'iter_jsonl', 'read_jsonl',
+           'inflate_bounded', 'printable', 'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes',
+           'file_lock', 'neutral', 'csv_text']
 
 # %% ../../nbs/12_safe.ipynb #7728aaad
 class UnsafeInput(ValueError):
@@ -53,23 +54,60 @@ def read_text_bounded(path, limit:int=64*MB, what:str|None=None)->str:
     "`read_bounded` decoded as UTF-8 (undecodable bytes replaced)."
     return read_bounded(path, limit, what).decode('utf-8', errors='replace')
 
-def read_jsonl(
+_LONE = re.compile(r'\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|'
+                   r'(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}')   # half a character, escaped
+
+def lone_surrogate(
+    raw:str,              # JSON text as read
+    value,                # What it parsed to
+) -> str|None:
+    ("Where in `value` a string holds a lone surrogate (`\\ud83d` with no partner: half a character, which no UTF-8 "
+     "file can hold), as a path like `results[3].response`; None when there is none (the common case, found by one "
+     "regex over `raw`).")
+    if not _LONE.search(raw): return None
+    stack = [('', value)]
+    while stack:
+        at, v = stack.pop()
+        if isinstance(v, str):
+            if any('\ud800' <= ch <= '\udfff' for ch in v): return at or '(the value)'
+        elif isinstance(v, dict): stack += [(f"{at}.{k}" if at else str(k), x) for k, x in v.items()]
+        elif isinstance(v, list): stack += [(f"{at}[{i}]", x) for i, x in enumerate(v)]
+    return None
+
+def iter_jsonl(
     path,                 # A JSONL file
     limit:int=64*MB,      # The most bytes to read (`read_bounded`)
     what:str|None=None,   # What the file is, for a refused read (default: its path)
-)->list[tuple[int, dict]]:
-    "(line number, object) of each non-blank line; `UnsafeInput` naming the file and line of one that is not an object."
-    import json
-    rows = []
-    for n, line in enumerate(read_text_bounded(path, limit, what).splitlines(), 1):
+    max_rows:int|None=None, # The most rows (objects) to read; one more is an `UnsafeInput`
+):
+    ("(line number, object) of each non-blank line, one at a time, so a caller checks each row as it comes (a bad file "
+     "is refused at its first bad line, not after every line became an object); `UnsafeInput` naming the file and line "
+     "of one that is not an object. Lines end at '\\n' only: a raw U+2028 inside a JSON string stays in its line.")
+    import io, json
+    rows = 0
+    for n, line in enumerate(io.StringIO(read_text_bounded(path, limit, what), newline='\n'), 1):
         if not line.strip(): continue
         try: r = json.loads(line)
         except ValueError as e:
             raise UnsafeInput(f"{path}, line {n}: not a JSON object ({getattr(e, 'msg', e)})") from None
         except RecursionError: raise UnsafeInput(f"{path}, line {n}: JSON nested too deeply to read") from None
         if not isinstance(r, dict): raise UnsafeInput(f"{path}, line {n}: a JSON {type(r).__name__}, not an object")
-        rows.append((n, r))
-    return rows
+        if at := lone_surrogate(line, r):
+            raise UnsafeInput(f"{path}, line {n}: field {at!r} holds a lone surrogate (half a character, such as "
+                              "\\ud83d without its partner), which no file can hold: fix or remove it")
+        rows += 1
+        if max_rows is not None and rows > max_rows:
+            raise UnsafeInput(f"{path}, line {n}: more than {max_rows:,} rows, the most this file may hold")
+        yield n, r
+
+def read_jsonl(
+    path,                 # A JSONL file
+    limit:int=64*MB,      # The most bytes to read (`read_bounded`)
+    what:str|None=None,   # What the file is, for a refused read (default: its path)
+    max_rows:int|None=None, # The most rows to read (see `iter_jsonl`)
+)->list[tuple[int, dict]]:
+    "(line number, object) of each non-blank line; `UnsafeInput` naming the file and line of one that is not an object."
+    return list(iter_jsonl(path, limit, what, max_rows))
 
 def inflate_bounded(
     blob:bytes,           # A zlib stream
@@ -147,6 +185,33 @@ def write_bytes(path, data:bytes)->Path:
     "Write `data` to `path` atomically; return the path."
     with atomic_write(path, 'wb') as f: f.write(data)
     return Path(path)
+
+# %% ../../nbs/12_safe.ipynb #ec8e87b6
+@contextlib.contextmanager
+def file_lock(
+    path,                 # The file to change; the lock is `<path>.lock` beside it
+    timeout:float=60,     # Seconds to wait for another writer before giving up
+):
+    "Hold the lock beside `path` while the block runs; a `TimeoutError` naming the file after `timeout` seconds."
+    import time
+    lock = Path(str(path) + '.lock')
+    f = open(lock, 'a+b')
+    t0 = time.monotonic()
+    try:
+        while True:
+            try:
+                if os.name == 'nt':
+                    import msvcrt; f.seek(0); msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+                else:
+                    import fcntl; fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() - t0 > timeout:
+                    raise TimeoutError(f"{path}: another writer has held {lock.name} for {timeout:g} s") from None
+                time.sleep(0.01)
+        yield lock
+    finally:
+        f.close()   # closing the file releases the lock
 
 # %% ../../nbs/12_safe.ipynb #144cdf47
 _FORMULA = ('=', '+', '-', '@', '\t', '\r')

@@ -276,16 +276,23 @@ def read_dataset(src,                # A DataFrame, a `generate.Dataset`, a list
                 ) -> pd.DataFrame:
     "A dataset as a DataFrame, keeping only the questions that passed the critique."
     df = _read(getattr(src, 'df', src))
-    if kept_only and 'kept' in df:
+    if 'kept' in df:   # checked whether or not rows are left out: every reader of a dataset (inspect too) by one rule
         what = str(src) if isinstance(src, (str, Path)) else 'dataset'
         for i, v in zip(df.index, df.kept):
             if not (_missing(v) or isinstance(v, (bool, np.bool_))):  # "false" would count as kept
                 raise ValueError(f"{what} row {i}: field 'kept' must be true or false, not {v!r}")
-        df = df[[bool(v) and not _missing(v) for v in df.kept]]
+    if kept_only and 'kept' in df: df = df[[bool(v) and not _missing(v) for v in df.kept]]
     return df  # the index still numbers the rows of the source, for error messages
 
 # %% ../../nbs/60_retrieval.ipynb #428b6bd7
-from ..core.safe import read_jsonl
+from ..core.safe import iter_jsonl
+
+def _dataset_rows(p:Path):
+    "The rows of a dataset file, each checked as it is read (a question, as ragnb's or ragas' name for it)."
+    for n, r in iter_jsonl(p, what=f"dataset {p}"):
+        if not any(k in r for k in ('question', 'user_input')):
+            raise ValueError(f"dataset {p}, line {n}: no 'question' (or 'user_input') field: not a dataset row")
+        yield r
 
 def _read(src) -> pd.DataFrame:
     if isinstance(src, pd.DataFrame): return src
@@ -293,7 +300,7 @@ def _read(src) -> pd.DataFrame:
         p = Path(src)
         if not p.exists(): raise FileNotFoundError(f"dataset {p} does not exist")
         if p.suffix == '.parquet': return pd.read_parquet(p)
-        return pd.DataFrame([r for _, r in read_jsonl(p, what=f"dataset {p}")])
+        return pd.DataFrame(list(_dataset_rows(p)))
     return pd.DataFrame(list(src))
 
 # %% ../../nbs/60_retrieval.ipynb #80d79d23

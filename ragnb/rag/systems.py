@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any, Callable, Mapping
+from ragnb.core.options import in_range
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -994,7 +995,8 @@ def add_cli(sub # argparse's subparsers of the `ragnb` command
     p.add_argument('files', nargs='+', help='checked RAGChecker JSON files (ragnb check / evaluate output, or '
                                             'RAGChecker output); the first is the baseline')
     p.add_argument('--names', nargs='+', help='one name per file (default: the file names)')
-    p.add_argument('--confidence', type=float, default=0.95)
+    p.add_argument('--confidence', type=in_range(float, 0, 1, open_lo=True, open_hi=True), default=0.95,
+                   help="the intervals' coverage, between 0 and 1")
     p.add_argument('--resamples', type=int, default=2000)
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--moves', type=int, default=10, help='claims that move to print per pair')

@@ -12,13 +12,14 @@ import numpy as np
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use: `ragnb generate` starts at once
 from ragnb.core.llm import LLM, Pacing, Request, Usage, ParseError, LLMError
-from ragnb.core.options import add_call_options, call_options, check_output
+from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint
 from ragnb.core.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.docs.documents import Document, Chunk, load_documents, split_documents, DEFAULT_GLOB
 from ragnb.docs.evidence import ground
 from ragnb.synth.generate import (QA, Dataset, generate_questions, critique, select, sample_chunks, parse_rating,
                                   clean_field, failure_record, language_code, text_language, check_languages,
-                                  generate_dataset, all_calls_failed, critic_consistency)
+                                  generate_dataset, all_calls_failed, critic_consistency, CRITIQUE_PROFILES,
+                                  critic_profile, critic_profile_reason)
 from ragnb.core.display import md_escape
 
 # %% auto #0
@@ -646,9 +647,9 @@ def _in_language(qas, language, check, stats):
     return qas
 
 # %% ../../nbs/31_diversity.ipynb #465172c5
-def _check_mixed(qas, byid, llm, audience, stats):
+def _check_mixed(qas, byid, llm, audience, stats, profile='default'):
     "Critique the questions on every criterion, then check that no single hop answers a multi-passage one."
-    critique(qas, llm, audience, stats=stats)
+    critique(qas, llm, audience, stats=stats, profile=profile)
     for q in qas: q.calls += len(CRITERIA) if q.question else 0
     single_hop_check(qas, byid, llm, stats=stats)
 
@@ -684,6 +685,7 @@ def mixed_dataset(
     entities:str='llm',                # How passages get their entities: 'llm' or 'offline'
     max_alone:int=4,                   # Drop a multi-passage question one passage alone answers this well (1-5)
     embedder:LLM|None=None,            # Where the link pool's embeddings come from (default: `llm`)
+    critique_profile:str='default',    # 'default' (the seed's ratings), 'small' (Yes/No per criterion) or 'auto'
 )->Dataset:
     "Sample, link, plan, write, ground, check language, critique, check single hops, select: a mixed QA set."
     t0, llm = time.perf_counter(), llm or LLM()
@@ -697,7 +699,8 @@ def mixed_dataset(
                                                      seed, every)
     qas = _write_mixed(fact, specs, every, docs, llm, language, stats)
     ok = _in_language(qas, language, check_language, stats)
-    _check_mixed(ok, {c.id: c for c in every}, llm, audience, stats)
+    stats['critique_profile'] = critic_profile(critique_profile, llm.model)
+    _check_mixed(ok, {c.id: c for c in every}, llm, audience, stats, stats['critique_profile'])
     select_mixed(qas, min_score, thresholds, dedupe, require_evidence, max_alone, language if check_language else None)
     _usage_stats(stats, llm, u0, t0, personas)
     return Dataset.from_records(qas, stats)
@@ -791,6 +794,10 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
                    help='comma-separated query styles: web_search,misspelled,perfect_grammar,poor_grammar')
     p.add_argument('--lengths', default=None, help='comma-separated query lengths: short,medium,long')
     p.add_argument('--no-language-check', action='store_true', help='keep questions and answers in another language')
+    p.add_argument('--critique-profile', choices=CRITIQUE_PROFILES, default='auto',
+                   help="the critics' prompts: default (the seed's 1-5 ratings with a rationale), small (one Yes/No "
+                   "question per criterion, for models of 3B parameters or fewer), auto (small when the model's name "
+                   "says 3B or fewer; default: %(default)s)")
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_generate)
@@ -798,12 +805,15 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
 # %% ../../nbs/31_diversity.ipynb #8e2b7ba6
 def _cli_generate(args)->int:
     check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
+    if msg := no_endpoint('generate'): print(msg, file=sys.stderr); return 2   # say how to get a model, call nothing
     docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding,
                           **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
     llm = LLM(model=args.model, pacing=Pacing(concurrency=args.concurrency), batch=BatchAPI() if args.batch else None,
               **call_options(args))
+    print(f"ragnb generate: model {llm.model} at {llm.base_url}; replies cached in {llm.cache.path if llm.cache else 'no cache'}",
+          file=sys.stderr)
     critic2 = (LLM(model=args.second_critic_model, pacing=Pacing(concurrency=args.concurrency), progress=False,
                    **call_options(args))
                if args.second_critic_model else None)
@@ -815,14 +825,15 @@ def _cli_generate(args)->int:
     common = dict(audience=args.audience, n_per_chunk=args.questions_per_chunk, language=args.language,
                   chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, max_chunks=args.max_chunks,
                   seed=args.seed, min_score=args.min_score, require_evidence=not args.keep_unfound_evidence,
-                  check_language=not args.no_language_check)
+                  check_language=not args.no_language_check, critique_profile=args.critique_profile)
+    print(f"ragnb generate: critique profile {critic_profile_reason(args.critique_profile, llm.model)}", file=sys.stderr)
     if args.question_types is None:  # the seed's factoids: `30_generate`'s flow
         ds = generate_dataset(docs, llm, **common, structured=args.structured, critic_samples=args.critic_samples,
                               second_critic=critic2, require_consistent=args.require_consistent, engine=args.engine,
                               workers=args.workers)
     else: ds = mixed_dataset(docs, llm, args.question_types, **common, personas=personas, styles=split(args.styles),
                              lengths=split(args.lengths))
-    if msg := all_calls_failed(ds): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
+    if msg := all_calls_failed(ds, llm): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)
     path = (ds if args.keep_all else ds.kept).save(args.out)

@@ -14,15 +14,18 @@ pd = lazy('pandas')  # imported on first use, so `ragnb generate --help` starts 
 import numpy as np
 from rapidfuzz import fuzz, process, utils
 from ragnb.docs.evidence import ground
-from ragnb.core.llm import LLM, Request, Result, Usage, ParseError
-from ragnb.core.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
+from ragnb.core.llm import LLM, Request, Result, Usage, ParseError, by_prefix
+from ragnb.core.options import calls_failed_message
+from ragnb.core.prompts import (get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA, SMALL_CRITIQUE_PROMPTS,
+                                model_size, is_small_model)
 from ragnb.docs.documents import Document, Chunk, load_documents, split_documents, split_many
 from ragnb.core.display import md_escape
 from ragnb.core.safe import atomic_path, atomic_write, printable
 
 # %% auto #0
-__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'LANGUAGE_CODES', 'CANDIDATES',
-           'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field', 'failure_record', 'generate_questions',
+__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE',
+           'LANGUAGE_CODES', 'CANDIDATES', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
+           'failure_record', 'generate_questions', 'critic_profile', 'critic_profile_reason', 'yes_no_critique',
            'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'language_code', 'LanguageCheck',
            'text_language', 'check_languages', 'sample_chunks', 'generate_dataset', 'all_calls_failed']
 
@@ -265,9 +268,62 @@ def generate_questions(
     order = {c.id: i for i, c in enumerate(chunks)}
     return sorted(out, key=lambda q: (order[q.chunk_id], q.id))
 
+# %% ../../nbs/30_generate.ipynb #3f81033d
+CRITIQUE_PROFILES = ('default', 'small', 'auto')
+CRITIC_MAX_TOKENS = 8   # a Yes/No reply is 1-2 tokens; the cap stops a small model that goes on explaining
+_VERDICTS = {'groundedness': ('the passage states this answer to the question', 'the passage does not state this answer'),
+             'relevance': ('useful to the audience', 'not useful to the audience'),
+             'standalone': ('clear without the passage', 'not clear without the passage')}
+
+def critic_profile(profile:str, # 'default', 'small' or 'auto'
+                   model:str|None # The critic's model name (for 'auto')
+                  ) -> str:
+    "The critique profile to use: `auto` is `small` for a model whose name says 3B parameters or fewer, else `default`."
+    if profile not in CRITIQUE_PROFILES:
+        raise ValueError(f"critique profile must be one of {CRITIQUE_PROFILES}, not {profile!r}")
+    if profile != 'auto': return profile
+    return 'small' if is_small_model(model) else 'default'
+
+def critic_profile_reason(profile:str, # As asked
+                          model:str|None # The critic's model name
+                         ) -> str:
+    "The resolved critique profile and why, in words."
+    got = critic_profile(profile, model)
+    if profile != 'auto': return f"{got} (asked for)"
+    size = model_size(model)
+    said = f"says {size:g}B parameters" if size is not None else 'gives no size'
+    return f"{got} (auto: the model name {model!r} {said}; small is for 3B or fewer, --critique-profile sets it)"
+
+def yes_no_critique(criterion:str # One of `CRITERIA`
+                   ):
+    "The strict reader of a small-profile reply: Yes is a 5, No a 1, anything else a `ParseError`."
+    yes, no = _VERDICTS[criterion]
+    def parse(text:str) -> Critique:
+        t = re.sub(r'^[\s*"\'`]+', '', text or '').lower()
+        if t.startswith('yes'): return Critique(5, f"Yes: {yes} (one Yes/No question, small profile)")
+        if t.startswith('no'): return Critique(1, f"No: {no} (one Yes/No question, small profile)")
+        raise ParseError(f"expected Yes or No, got {(text or '')[:60]!r}")
+    return parse
+
+def _small_critique_request(q:QA, criterion:str, audience:str, sample:int=0, temperature:float=0.7)->Request:
+    p = get_prompt(SMALL_CRITIQUE_PROMPTS[criterion])
+    kw = {'groundedness': dict(context=q.context, question=q.question, answer=q.answer or ''),
+          'relevance': dict(question=q.question, audience=audience),
+          'standalone': dict(question=q.question)}[criterion]
+    params = {'max_tokens': CRITIC_MAX_TOKENS, **({'temperature': temperature, 'seed': sample} if sample else {})}
+    return Request(p.messages(**kw), p, id=f'{q.id}/{criterion}' + (f'#s{sample}' if sample else ''),
+                   parse=yes_no_critique(criterion), params=params)
+
+def _cut_verdict(r:Result, criterion:str) -> Critique|None:
+    "A small-profile reply cut at its cap ('No. The passage ...') still gives its verdict."
+    if r.ok or r.failure.kind != 'truncated' or not r.text: return None
+    try: return yes_no_critique(criterion)(r.text)
+    except ParseError: return None
+
 # %% ../../nbs/30_generate.ipynb #0d5e27f4
 def _critique_request(q:QA, criterion:str, audience:str, structured:bool=False, sample:int=0,
-                      temperature:float=0.7)->Request:
+                      temperature:float=0.7, profile:str='default')->Request:
+    if profile == 'small': return _small_critique_request(q, criterion, audience, sample, temperature)
     p = get_prompt(f'critique_{criterion}')
     kw = {'groundedness': dict(question=q.question, context=q.context),
           'relevance': dict(question=q.question, audience=audience),
@@ -287,21 +343,26 @@ def critique(
     samples:int=1,                  # Self-consistency: ratings per criterion (the extra ones with `seed` 1, 2, ...)
     sample_temperature:float=0.7,   # Temperature of the extra samples (the first stays at the LLM's, 0)
     second_critic:LLM|None=None,    # Self-consistency: another critic model, asked the same three questions
+    profile:str='default',          # 'default' (the seed's 1-5 ratings), 'small' (one Yes/No per criterion) or 'auto'
 )->list[QA]:
     ("Run the three critique agents on every question in one batch; scores, rationales and failures go on each `QA`, "
      "extra votes in `<criterion>_votes`.")
     todo = [q for q in qas if q.question]
-    reqs = [_critique_request(q, c, audience, structured) for q in todo for c in CRITERIA]
+    profile = critic_profile(profile, llm.model)
+    reqs = [_critique_request(q, c, audience, structured, profile=profile) for q in todo for c in CRITERIA]
+    if profile == 'small': reqs = by_prefix(reqs)   # calls that start alike one after another: a prompt cache reads it once
     t0 = time.perf_counter()
-    rs = llm.batch(reqs, desc='critiques')
+    got = dict(zip([r.id for r in reqs], llm.batch(reqs, desc='critiques')))
+    rs = [got[f'{q.id}/{c}'] for q in todo for c in CRITERIA]
     _tally(stats, rs, t0)
     for i, q in enumerate(todo):
         q.audience, q.critique_prompts = audience, ','.join(r.prompt or '' for r in rs[3*i:3*i+3])
         for c, r in zip(CRITERIA, rs[3*i:3*i+3]):
             q.critic_model = q.critic_model or r.model
-            if r.ok: setattr(q, f'{c}_score', r.value.score); setattr(q, f'{c}_eval', r.value.evaluation)
+            v = r.value if r.ok else _cut_verdict(r, c) if profile == 'small' else None
+            if v is not None: setattr(q, f'{c}_score', v.score); setattr(q, f'{c}_eval', v.evaluation)
             else: q.failures.append(_failure(f'critique_{c}', r))
-    extra = [(llm, [_critique_request(q, c, audience, structured, k, sample_temperature) for q in todo
+    extra = [(llm, [_critique_request(q, c, audience, structured, k, sample_temperature, profile) for q in todo
                     for c in CRITERIA])
              for k in range(1, samples)]
     if second_critic is not None: extra.append((second_critic, reqs))
@@ -544,9 +605,10 @@ def save(self:Dataset, path # File to write: .parquet, else JSONL
 def _jsonl_rows(path:Path) -> list[dict]:
     ("The rows of a dataset's JSONL file, each an object whose whole-number fields (`_INT_COLS`) hold whole numbers; "
      "else `ValueError` naming the file, line and field. A fifo or a file over 1 GB is refused without reading it.")
-    from ragnb.core.safe import read_jsonl, MB
+    from ragnb.core.safe import iter_jsonl, MB
     rows = []
-    for n, r in read_jsonl(path, 1024 * MB):
+    for n, r in iter_jsonl(path, 1024 * MB):   # each row checked as it is read: a bad file stops at its first bad line
+        if 'question' not in r: raise ValueError(f"{path}: line {n}: no 'question' field: not a dataset row")
         for c in _INT_COLS:
             v = r.get(c)
             if v is None or (isinstance(v, float) and math.isnan(v)): continue
@@ -740,6 +802,7 @@ def generate_dataset(
     require_consistent:bool=False,     # Drop questions whose critique votes disagree about keeping them
     engine:str='local',                # Where documents are split: 'local' or 'ray' (model calls stay here)
     workers:int|None=1,                # Local processes, or CPUs of a local Ray
+    critique_profile:str='default',    # 'default' (the seed's ratings), 'small' (Yes/No per criterion) or 'auto'
 )->Dataset:
     ("Load, split, generate, ground, critique and filter: the factoid flow (`synth.diversity.mixed_dataset` mixes "
      "in other question types).")
@@ -752,8 +815,9 @@ def generate_dataset(
     stats = {'documents': len(docs), 'load_issues': len(getattr(docs, 'issues', [])), 'chunks': len(chunks), 'calls': 0,
              'failed_calls': 0}
     qas = generate_questions(chunks, llm, docs, n_per_chunk, language, stats=stats, structured=structured)
+    stats['critique_profile'] = critic_profile(critique_profile, llm.model)
     critique(qas, llm, audience, stats=stats, structured=structured, samples=critic_samples,
-             second_critic=second_critic)
+             second_critic=second_critic, profile=stats['critique_profile'])
     select(qas, min_score, thresholds, dedupe, require_evidence, require_consistent)
     if check_language: check_languages(qas, language)
     u = llm.usage
@@ -765,10 +829,12 @@ def generate_dataset(
 # %% ../../nbs/30_generate.ipynb #5059a02f
 def all_calls_failed(
     ds:Dataset,  # A dataset just generated
+    llm:LLM|None=None,  # The model it was generated with (named in the message)
 )->str|None:
-    ("'all N calls failed: <the most common reason>' when no model call of the run succeeded (no network, a wrong "
-     "key), else None.")
+    ("'all N calls failed: <the first reason> (model M at E); likely fix: ...' when no model call of the run "
+     "succeeded (no network, a wrong key, a server that answers nothing), else None.")
     n, bad = ds.stats.get('calls', 0), ds.stats.get('failed_calls', 0)
     if not n or bad < n: return None
-    msgs = [f['message'] for fs in ds.df.failures for f in fs]
-    return f"all {n} calls failed: " + (max(set(msgs), key=msgs.count) if msgs else 'no reason recorded')
+    first = next((f for fs in ds.df.failures for f in fs), None) or {'kind': 'other', 'message': 'no reason recorded'}
+    return calls_failed_message(n, first['kind'], first['message'], getattr(llm, 'model', None),
+                                getattr(llm, 'base_url', None))

@@ -11,7 +11,7 @@ from pathlib import Path
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb parse --help` starts sooner
 from ragnb.core.llm import LLM, Request, ParseError, Usage, text_part, image_part
-from ragnb.core.options import add_call_options, call_options
+from ragnb.core.options import add_call_options, call_options, endpoint_configured, in_range
 from ragnb.core.prompts import get_prompt, DEFAULT_AUDIENCE
 from ragnb.docs.pages import Segment, ParsedDoc, sanitize_html
 # imported, ragnb.docs.pdf and ragnb.docs.office add their rows to the format table
@@ -228,6 +228,12 @@ def _cli_parse(args)->int:
     try:
         batch = BatchAPI() if args.batch else None
         model = _format_of(args.file).model and not args.offline  # a DOCX or PPTX is read without a model
+        if model and not endpoint_configured():   # no model to ask: parse offline and say so, rather than fail on DNS
+            print(f"ragnb parse: no model endpoint is configured (OPENAI_BASE_URL, OPENAI_API_KEY): parsing {args.file} "
+                  "offline (PyMuPDF's text and table finder, OCR for scanned pages). For vision parsing set "
+                  "OPENAI_BASE_URL and OPENAI_API_KEY to an endpoint with a vision model; --offline silences this.",
+                  file=sys.stderr)
+            args.offline, model = True, False
         llm = LLM(vision_model=args.model, batch=batch, **call_options(args)) if model else None
         res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=args.pages,
                              max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
@@ -286,7 +292,8 @@ def add_cli(
                         'every page by OCR; never')
     p.add_argument('--ocr-engine', default='auto', choices=['auto', *OCR_ENGINES],
                    help='PDF: the OCR engine (auto: the first installed)')
-    p.add_argument('--ocr-dpi', type=int, default=300, help='PDF: resolution OCR reads pages at')
+    p.add_argument('--ocr-dpi', type=in_range(int, 50, 1200), default=300,
+                   help='PDF: resolution OCR reads pages at, 50-1200 (default: %(default)s)')
     p.add_argument('--ocr-language', default='eng', help="PDF: Tesseract's language code(s), e.g. eng+deu")
     add_call_options(p)
     add_engine_args(p)

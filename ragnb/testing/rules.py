@@ -12,7 +12,7 @@ from typing import Callable
 from ..core.prompts import PROMPTS, prompt_text
 
 # %% auto #0
-__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way', 'scripted_judge_batch']
+__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_grounded_yes_no', 'scripted_relevant_yes_no', 'scripted_standalone_yes_no', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way', 'scripted_judge_batch']
 
 # %% ../../nbs/00a_rules.ipynb #34d9d128
 class PromptMismatch(ValueError):
@@ -379,6 +379,33 @@ def scripted_standalone(call:Call, # The request, with the prompt's `question`
     return _rating_reply("The question makes sense by itself"
                          + (" and names what it is about." if named else ", though it is somewhat generic."),
                          5 if named else 4, rng)
+
+# %% ../../nbs/30_generate.ipynb #c996fe09
+def _yes_if_kept(rating:str) -> str:
+    "Yes when a scripted 1-5 rating reply would pass the keep threshold (3), else No."
+    return 'Yes' if int(re.findall(r'Total rating:\**\s*(\d)', rating)[-1]) >= 3 else 'No'
+
+@scripted_reply('critique_grounded_yes_no')
+def scripted_grounded_yes_no(call:Call, # The request, with the prompt's `question`, `answer` and `context`
+                             rng:random.Random # The server's seeded random generator
+                            ) -> str:
+    "Scripted small-profile groundedness: Yes when the 1-5 critic would keep it and the answer's words are in the passage."
+    ans, ctx = _words(call.inputs['answer']), _words(call.inputs['context'])
+    return 'No' if ans and len(ans & ctx) < len(ans) / 2 else _yes_if_kept(scripted_groundedness(call, rng))
+
+@scripted_reply('critique_relevant_yes_no')
+def scripted_relevant_yes_no(call:Call, # The request, with the prompt's `question` and `audience`
+                             rng:random.Random # The server's seeded random generator
+                            ) -> str:
+    "Scripted small-profile relevance: the 1-5 critic's verdict as Yes or No."
+    return _yes_if_kept(scripted_relevance(call, rng))
+
+@scripted_reply('critique_standalone_yes_no')
+def scripted_standalone_yes_no(call:Call, # The request, with the prompt's `question`
+                               rng:random.Random # The server's seeded random generator
+                              ) -> str:
+    "Scripted small-profile standalone: the 1-5 critic's verdict as Yes or No."
+    return _yes_if_kept(scripted_standalone(call, rng))
 
 # %% ../../nbs/31_diversity.ipynb #4bd47f60
 from collections import Counter

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from .plots import DisplayFigure
 
 from ..core.llm import LLM
 from ..core.options import add_call_options, call_options, check_output
@@ -227,7 +228,7 @@ def plot_audit(a:Audit, # An audit
               ) -> Figure:
     "The confusion matrix (share of each reference label) beside each metric's move, reference to judge, in points."
     if moves is None and a.judged: moves = metric_moves(a.reference, a.judged)
-    fig = Figure(figsize=(11, 4.2), layout='constrained')
+    fig = DisplayFigure(figsize=(11, 4.2), layout='constrained')   # shows itself in Jupyter, pyplot or not
     ax, bx = fig.subplots(1, 2, width_ratios=[1, 1.4])
     c = a.confusion
     share = c.div(c.sum(axis=1).replace(0, 1), axis=0)

@@ -11,10 +11,11 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from ..core.safe import printable
-from ..check.metrics import LABELS, METRIC_SPECS, load_results
+from ..check.metrics import LABELS, METRIC_SPECS, load_results, check_unique_ids
+from ..check.corrected import _usable
 from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, SIDES, FIELD, add_labels, read_labels,
                                    labels_path, label_plan, claim_refs, corrected_metrics)
-from .plots import OKABE_ITO
+from .plots import OKABE_ITO, _new_figure
 
 # %% auto #0
 __all__ = ['Labeller', 'LabelWidget', 'label_loop', 'add_cli', 'plot_corrected']
@@ -31,13 +32,17 @@ class Labeller:
             if not isinstance(results, (str, Path)): raise ValueError("give the labels file's path")
             path = labels_path(results)
         self.results, self.path, self.by = load_results(results), Path(path), by
+        check_unique_ids(self.results, f"{results}: " if isinstance(results, (str, Path)) else '')   # as metrics does
+        usable, self.errors = _usable(self.results)   # a malformed result is named and left out, not labelled
         self.labels = read_labels(self.path, self.results) if self.path.exists() else None
         self.seed = int(self.labels.header.get('seed', seed)) if self.labels else seed
         self.index = {r.query_id: r for r in self.results}
         done = self.labels.by_key() if self.labels else {}
         self.n_claims = sum(len(getattr(r, a) or []) for r in self.results for a in SIDES.values())
-        self.todo = [(q, s, i, ref) for q, s, i in label_plan(self.results, self.seed)
+        ok = {r.query_id for r in usable}
+        self.todo = [(q, s, i, ref) for q, s, i in label_plan(self.results, self.seed) if q in ok
                      for ref in claim_refs(self.index[q], s) if (q, s, i, ref) not in done]
+        self.note = None   # what the last `label` could not do (a decision another labeller took first)
 
     @property
     def current(self) -> tuple|None:
@@ -72,8 +77,11 @@ class Labeller:
         if self.current is None: raise IndexError("every decision is labelled already")
         q, s, i, ref = self.current
         row = dict(result=q, side=s, claim=i, ref=ref, label=value, judge=self.show()['judge'])
-        self.labels = add_labels(self.path, self.results, [row], seed=self.seed, by=self.by)
-        self.todo.pop(0)
+        self.labels = add_labels(self.path, self.results, [row], seed=self.seed, by=self.by, taken='skip')
+        done = self.labels.by_key()   # the file as it is now: another labeller's work is done too
+        self.note = (f"result {q}, {s} claim {i + 1}, against {ref}: labelled meanwhile by another labeller, so yours "
+                     "was not written; moved on" if self.labels.skipped else None)
+        self.todo = [k for k in self.todo if k not in done]
         return self.labels
 
     def progress(self) -> str:
@@ -111,6 +119,7 @@ class LabelWidget:
         try: self.lab.label(label)
         except (LabelsError, OSError) as e: self.status.value = f"<b>not saved</b>: {html.escape(str(e))}"; return
         self.refresh()
+        if self.lab.note: self.status.value += f"<br><i>{html.escape(self.lab.note)}</i>"
 
     def refresh(self):
         done = self.lab.current is None
@@ -151,7 +160,10 @@ def label_loop(lab:Labeller, # The labeller
             a = a.strip().lower()
             if a == 'j': print(f"judge said: {d['judge']}", file=out); continue
             if a[:1] in ('e', 'n', 'c'):
-                claims.add(lab.current[:3]); lab.label(a[:1]); n += 1; break
+                claims.add(lab.current[:3]); lab.label(a[:1])
+                if lab.note: print(lab.note, file=out)
+                else: n += 1
+                break
             print(f"not an answer: {printable(a)!r}", file=out)
     print(lab.progress(), file=out)
     return n
@@ -159,6 +171,7 @@ def label_loop(lab:Labeller, # The labeller
 def _cli_label(args) -> int:
     try: lab = Labeller(args.results, args.labels, args.seed, args.by)
     except (LabelsError, ValueError, OSError) as e: print(f"ragnb label: {e}", file=sys.stderr); return 2
+    for e in lab.errors: print(f"ragnb label: {args.results}: left out: {e}", file=sys.stderr)
     print(f"ragnb label: {len(lab.todo)} decisions left; labels go to {lab.path}", file=sys.stderr)
     n = label_loop(lab, limit=args.limit)
     print(f"ragnb label: {n} labelled this time. Correct the metrics: ragnb metrics {args.results} --labels "
@@ -182,7 +195,7 @@ def plot_corrected(c:Corrected, # Corrected metrics (`corrected_metrics`)
                   ) -> plt.Figure:
     "Each metric: the judge-only figure, the corrected one and its interval (percent)."
     t = c.table
-    fig = plt.figure(figsize=(7.5, 0.9 + 0.32 * len(t))); plt.close(fig)
+    fig = _new_figure(7.5, 0.9 + 0.32 * len(t))
     ax = fig.subplots()
     y = np.arange(len(t))
     ax.scatter(t.judge, y, facecolors='none', edgecolors=OKABE_ITO[5], s=40, label="judge only", zorder=3)

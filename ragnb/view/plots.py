@@ -18,7 +18,7 @@ from ..core.safe import atomic_path
 from ..core.display import compact_png
 
 # %% auto #0
-__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
+__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'short_name', 'plain_text', 'model_label', 'short_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
 
 # %% ../../nbs/50_plots.ipynb #038350fb
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -37,12 +37,14 @@ def save_figure(
     return path
 
 # %% ../../nbs/50_plots.ipynb #8421e883
+SHOW_DPI = 100   # the least resolution a figure is shown at in a notebook: text stays readable on a projector
+
 class DisplayFigure(Figure):
     "A matplotlib figure that shows itself as a (palette) PNG in a notebook whatever the backend (Agg, inline, none)."
     def _repr_png_(self):
         import io
         buf = io.BytesIO()
-        self.savefig(buf, format='png', bbox_inches='tight')
+        self.savefig(buf, format='png', bbox_inches='tight', dpi=max(SHOW_DPI, self.dpi))
         return compact_png(buf.getvalue())
 
 def _new_figure(w:float, h:float, **kw) -> DisplayFigure:
@@ -66,7 +68,7 @@ def compact_figures(
     try: import matplotlib_inline.backend_inline  # noqa: F401  the inline backend registers its printer now, not later
     except ImportError: pass
     def png(fig):
-        raw = print_figure(fig, 'png', bbox_inches='tight')  # None for an empty figure: nothing shown, as inline does
+        raw = print_figure(fig, 'png', bbox_inches='tight', dpi=max(SHOW_DPI, fig.dpi))  # None for an empty figure: nothing shown, as inline does
         return None if raw is None else base64.b64encode(compact_png(raw, colours)).decode()
     # the inline backend's own printer, registered above (once per kernel), gives way to this one
     ip.display_formatter.formatters['image/png'].for_type(Figure, png)
@@ -83,6 +85,23 @@ def min_text_px(
     sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
     return min(sizes) * fig.dpi / 72
 
+# %% ../../nbs/50_plots.ipynb #61e41f4e
+def short_name(
+    name:str,      # a file name or id, often without spaces
+    width:int=40,  # at most this many characters
+) -> str:
+    "`name` cut in the middle with an ellipsis, keeping its start and its end (the extension), so it stays recognisable."
+    name = str(name)
+    if len(name) <= width: return name
+    tail = max((width - 1) // 3, min(len(Path(name).suffix) + 6, width // 2))
+    return name[:width - 1 - tail] + '\u2026' + name[-tail:]
+
+def plain_text(
+    text:str,  # text from data: a file name, a question, a claim
+) -> str:
+    "`text` as matplotlib draws it literally: its dollar signs escaped, so 'fees $10 to $20' is not read as math."
+    return str(text).replace('$', r'\$')
+
 # %% ../../nbs/50_plots.ipynb #c45c3768
 def model_label(
     model,  # a model name or an `LLM` (None, NaN or blank: not known)
@@ -96,7 +115,7 @@ def model_label(
 def _titled(title:str, model) -> str:
     "A figure title with the model behind the data appended, when it is known."
     m = model_label(model)
-    return f'{title} \u00b7 model: {m}' if m else title
+    return plain_text(f'{title} \u00b7 model: {m}' if m else title)
 
 # %% ../../nbs/50_plots.ipynb #5850d6dd
 LABEL_COLOURS = {'Entailment':'#0072B2', 'Neutral':'#E8E8E8', 'Contradiction':'#D55E00'}
@@ -185,7 +204,7 @@ def _map_key(kax, rc_:list, gc:list, fontsize:float):
     kax.axis('off')
     lines = [f'{p}{i+1:<3} ' + short_label(claim_text(c), 56, 3).replace('\n', '\n     ')
              for p, cl in (('R', rc_), ('G', gc)) for i, c in enumerate(cl)]
-    kax.text(0, 1, '\n'.join(lines), va='top', ha='left', fontsize=fontsize, family='monospace',
+    kax.text(0, 1, plain_text('\n'.join(lines)), va='top', ha='left', fontsize=fontsize, family='monospace',
              transform=kax.transAxes)
 
 def _map_footer(fig:Figure, note:str, head:str, w:float, h:float, h_note:float, h_title:float, fontsize:float):
@@ -208,7 +227,7 @@ def _map_texts(result:dict, names:list, w:float, model=None) -> tuple:
     qid = f" (query_id {result['query_id']})" if result.get('query_id') not in (None, '') else ''
     head = (short_label(f"{result.get('query', '')}{qid}", int(w*11), 2)
             + (f'\nmodel: {model_label(model)}' if model_label(model) else ''))
-    return note, head, .16*(note.count('\n')+1), .2 if model_label(model) else 0
+    return plain_text(note), plain_text(head), .16*(note.count('\n')+1), .2 if model_label(model) else 0
 
 # %% ../../nbs/50_plots.ipynb #23acf27e
 def plot_entailment_map(
@@ -230,7 +249,7 @@ def plot_entailment_map(
     rel = relevant_chunks(result)
     def ylab(prefix, claims):
         if key: return [f'{prefix}{i+1}' for i in range(len(claims))]
-        return [short_label(claim_text(c), width, max_lines) for c in claims]
+        return [plain_text(short_label(claim_text(c), width, max_lines)) for c in claims]
     star = ' \u2605'
     names = chunk_labels(result)
     xl = [f"{names[j]}{star if rel[j] else ''}" for j in range(n)]
@@ -438,7 +457,7 @@ def plot_mix(
     "Two panels: rows per question type by outcome, and questions per persona, kept or dropped."
     t = mix_table(ds)
     colors = colors or [f'C{i}' for i in range(len(OUTCOMES))]
-    fig = plt.figure(figsize=(11, 3.4), layout='constrained'); plt.close(fig)
+    fig = _new_figure(11, 3.4, layout='constrained')
     a, b = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.1, 1]})
     left = np.zeros(len(t))
     for o in t.columns:
@@ -549,7 +568,7 @@ def plot_by_k(
 )->plt.Figure:
     "Each metric over k with its bootstrap band, one line per report."
     metrics = list(metrics)
-    fig = plt.figure(figsize=(3.1 * len(metrics), 3.0)); plt.close(fig)  # returned, displayed once
+    fig = _new_figure(3.1 * len(metrics), 3.0)  # returned, displayed once
     axs = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
     for ax, m in zip(axs, metrics):
         for i, r in enumerate(reports):
@@ -571,7 +590,7 @@ def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
                )->plt.Figure:
     "The metric by k for each chunking, and against the characters retrieved (the trade-off)."
     r = sw.results
-    fig = plt.figure(figsize=(9.5, 3.4)); plt.close(fig)
+    fig = _new_figure(9.5, 3.4)
     a, b = fig.subplots(1, 2)
     sizes = sorted(r.chunk_size.unique())
     for (size, ov), g in r.groupby(['chunk_size', 'chunk_overlap']):
@@ -621,7 +640,7 @@ def plot_comparison(cmp:Comparison, # From `compare`
                    ):
     "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
     from matplotlib.lines import Line2D
-    fig = plt.figure(figsize=(10, 5.2)); plt.close(fig)  # returned, displayed once
+    fig = _new_figure(10, 5.2)  # returned, displayed once
     left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
     colours, k = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}, len(cmp.names)
     _draw_intervals(cmp, left, right, colours)
@@ -648,17 +667,18 @@ def plot_coverage(rep, # A `TestSetReport` (read by its `coverage` and `name`)
                  ) -> plt.Figure:
     "Kept questions per document (bars) and the share of its sections or passages they cover (label)."
     cov = rep.coverage.sort_values(['kept', 'document']).head(top)
-    fig = plt.figure(figsize=(7.5, 0.9 + 0.28 * max(len(cov), 1))); plt.close(fig)
+    fig = _new_figure(7.5, 0.9 + 0.28 * max(len(cov), 1))
     ax = fig.subplots()
     if not len(cov):
         ax.text(0.5, 0.5, 'no source_doc column: coverage unknown', ha='center', va='center'); ax.set_axis_off()
         return fig
     y = np.arange(len(cov))
     ax.barh(y, cov.kept, color=[OKABE_ITO[5] if k == 0 else OKABE_ITO[0] for k in cov.kept])
-    ax.set_yticks(y, [textwrap.shorten(str(d), 40) for d in cov.document], fontsize=8)
+    ax.set_yticks(y, [plain_text(short_name(str(d), 40)) for d in cov.document], fontsize=8)
     for yi, (k, c, n, u) in enumerate(zip(cov.kept, cov.covered, cov.parts, cov.unit)):
         ax.text(k, yi, f"  {c}/{n} {u}", va='center', fontsize=7)
     ax.set_xlabel('kept questions'); ax.margins(x=0.25); ax.invert_yaxis()   # the fewest at the top
-    ax.set_title(f"{rep.name}: questions per document (fewest first)", loc='left', fontsize=10)
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))   # questions are counted whole
+    ax.set_title(plain_text(f"{rep.name}: questions per document (fewest first)"), loc='left', fontsize=10)
     fig.tight_layout()
     return fig

@@ -23,7 +23,8 @@ from ..check.metrics import load_results
 
 # %% auto #0
 __all__ = ['Step', 'chain_exchanges', 'shorten', 'step_text', 'chain_text', 'model_name', 'tracer', 'generation_steps',
-           'generation_trace', 'TraceViewer', 'trace_of', 'show', 'add_cli', 'checking_trace', 'parsing_trace']
+           'generation_trace', 'TraceViewer', 'trace_of', 'calls_beside', 'offline_note', 'show', 'add_cli',
+           'checking_trace', 'parsing_trace']
 
 # %% ../../nbs/52_trace.ipynb #36be457f
 @dataclass
@@ -369,8 +370,37 @@ def trace_of(path:str|Path, # A dataset, RAGChecker results, or a parse folder /
     if kind == 'results': return checking_trace(obj, source)
     return parsing_trace(obj, source)
 
+def calls_beside(path:str|Path # A run's output: a file, or a parse folder
+                ) -> Path|None:
+    "The calls file a run keeps beside its output (`ragnb demo` writes `<out>/calls.sqlite`), if there is one."
+    p = Path(path)
+    c = (p if p.is_dir() else p.parent)/'calls.sqlite'
+    return c if c.is_file() else None
+
+def offline_note(path:str|Path # A parse folder or its manifest
+                ) -> str|None:
+    "For a parse made without a model: that no model was called, and what its manifest holds page by page; else None."
+    p = Path(path)
+    m = p/'manifest.json' if p.is_dir() else p
+    if not m.is_file() or m.suffix != '.json': return None
+    d = _json_file(m)
+    if not isinstance(d, dict) or d.get('mode') != 'offline' or not isinstance(d.get('pages'), list): return None
+    lines = [f"no model call: {Path(str(d.get('file') or p.name)).name} was parsed offline "
+             f"({d.get('note') or 'no model'}); what its manifest holds:"]
+    for q in d['pages'][:200]:
+        if not isinstance(q, dict): continue
+        o = q.get('ocr') if isinstance(q.get('ocr'), dict) else None
+        how = (f"read by OCR ({o.get('engine')}, {o.get('dpi')} dpi, {o.get('words')} words)" if o
+               else 'its text layer')
+        n = lambda k: len(q[k]) if isinstance(q.get(k), list) else 0
+        f = q.get('failure') if isinstance(q.get('failure'), dict) else None
+        lines.append(f"  page {q.get('page')}: {how}; {n('tables')} table(s), {n('images')} image(s)"
+                     + (f"; {n('warnings')} warning(s)" if n('warnings') else '')
+                     + (f"; failed: {f.get('kind')}: {f.get('message')}" if f else ''))
+    return '\n'.join(lines)
+
 def _show(path, item_id, cache=None, full=False) -> tuple[str, int]:
-    cache = Path(cache) if cache else default_cache_dir()/'calls.sqlite'
+    cache = Path(cache) if cache else calls_beside(path) or default_cache_dir()/'calls.sqlite'
     st = trace_of(path, cache).goto(item_id)
     n = len(chain_exchanges(st.steps()))
     return f"{st.kind} item {item_id!r} of {path}; {n} model exchange(s) from {cache}\n" + st.text(full=full), n
@@ -399,6 +429,8 @@ def add_cli(sub # The `ragnb` command's subparsers
     p.set_defaults(func=_cli_show)
 
 def _cli_show(args) -> int:
+    if note := offline_note(args.file):   # no model was called: say so, and what the parse holds
+        print(printable(note)); return 0
     out, n = _show(args.file, args.id, args.cache, args.full)
     print(printable(out))  # a reply's or a page's escape sequences shown, never obeyed
     if n == 0:
