@@ -98,7 +98,7 @@ def main():
           + ', '.join(f"{LABEL[c]} {sum(gold[c])}" for c in CRITERIA) + f", all three {sum(gold_kept)}")
     print(pd.DataFrame(rows).set_index(['profile', 'critic']).to_string())
     if times:
-        print("\nwhen recorded (one call in flight, the local model on one thread):")
+        print("\nwhen recorded (one call in flight; the local model on 2 threads; the small run shared the 2 cores with tests):")
         t = pd.DataFrame(times).T
         t['s/call'] = (t.seconds / t.new_calls).round(2)
         print(t.to_string())

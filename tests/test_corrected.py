@@ -33,7 +33,7 @@ def row(**kw): return dict(dict(result='0', side='response', claim=0, ref='answe
     (row(side='query'), "side 'query'"),
     (row(ref='response'), "not 'response'"),
     (row(ref=7), "not 7"),
-    (row(ref=True), "not True"),
+    (row(ref=True), "must be text or a whole number, not true"),
     ({k: v for k, v in row().items() if k != 'label'}, "field 'label' is missing"),
     (row(claim_text='something else'), "the claim's text differs"),
 ])

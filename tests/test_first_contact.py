@@ -74,11 +74,13 @@ def test_parse_without_an_endpoint_goes_offline_and_says_so(tmp_path, monkeypatc
 def test_all_calls_failed_names_the_endpoint_the_reason_and_the_fix(tmp_path, monkeypatch, capsys):
     with EmptyReplies() as srv:
         monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+        monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
         code = main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '2', '--max-retries',
                      '0', '--model', 'tiny'])
     err = capsys.readouterr().err
     assert code == 1, err
     assert err.startswith(f'ragnb generate: model tiny at {srv.base_url}'), err   # said before the first call
+    assert f"replies cached in {tmp_path/'cache'/'calls.sqlite'}" in err, err   # an empty cache is a cache, not 'no cache'
     line = next(l for l in err.splitlines() if 'calls failed' in l)
     assert 'the reply has no message content (finish_reason=stop)' in line and srv.base_url in line, line
     assert 'likely fix: the server answered with no text' in line, line
@@ -98,3 +100,31 @@ def test_show_finds_the_calls_file_beside_the_output(tmp_path, monkeypatch, caps
     assert main(['show', str(out/'dataset.jsonl'), rid]) == 0   # no --cache: the user cache holds nothing of this run
     got = capsys.readouterr().out
     assert f"from {out/'calls.sqlite'}" in got and 'factoid_qa@1' in got, got[:500]
+
+
+def test_progress_in_a_log_says_done_failed_and_time_left(tmp_path, monkeypatch, capsys):
+    from ragnb.testing.scripted import ScriptedServer
+    monkeypatch.setenv('RAGNB_PROGRESS_SECONDS', '0')   # a line at every call (30 s apart by default)
+    with ScriptedServer() as srv:
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+        assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--max-chunks', '3',
+                     '--model', 'scripted-test-model']) == 0
+    err = capsys.readouterr().err   # stderr is not a terminal here: no progress bar, lines instead
+    assert 'questions (round 1): 1 of 3 done, 0 failed, about' in err and ' left' in err, err
+    assert 'critiques: 1 of 9 done, 0 failed, about' in err, err
+
+
+@pytest.mark.parametrize('argv,command', [
+    (['audit', 'RESULTS'], 'audit'),
+    (['meta-eval', '--run', '--sample', '2'], 'meta-eval --run'),
+    (['evaluate', 'DATASET', '--system', 'mymod:answer', '--out', 'OUT'], 'evaluate'),
+])
+def test_other_commands_that_need_a_model_say_how_to_get_one(argv, command, tmp_path, monkeypatch, capsys):
+    from ragnb.core.samples import sample_path
+    _no_endpoint(monkeypatch); monkeypatch.chdir(tmp_path)
+    argv = [str(sample_path('ragchecker', 'examples', 'checking_outputs.json')) if a == 'RESULTS' else
+            str(tmp_path/'qa.jsonl') if a == 'DATASET' else str(tmp_path/'out.json') if a == 'OUT' else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f'ragnb {command}: no model endpoint is configured' in err and 'ragnb local install' in err, err
+    assert not list(tmp_path.iterdir())

@@ -436,18 +436,26 @@ class _OddContent:
                         self.wfile.write(b'data: ' + json.dumps(ev).encode() + b'\n\n')
                     fin = {'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}]}
                     self.wfile.write(b'data: ' + json.dumps(fin).encode() + b'\n\ndata: [DONE]\n\n')
+                else:   # not streamed (RAGNB_STREAM=0): the message's content is a number
+                    b = json.dumps({'id': 'x', 'object': 'chat.completion', 'model': 'm', 'choices': [{'index': 0,
+                        'finish_reason': 'stop', 'message': {'role': 'assistant', 'content': 42}}],
+                        'usage': {'prompt_tokens': 1, 'completion_tokens': 1, 'total_tokens': 2}}).encode()
+                    self.send_response(200); self.send_header('Content-Type', 'application/json')
+                    self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)
         self.srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
         self.url = f'http://127.0.0.1:{self.srv.server_port}/v1'
 
 @pytest.mark.parametrize('mode, says', [('stream', "delta.content is a int (42), not text"),
-                                        ('json', "'question' is a int, 'answer' is a int, 'evidence' is a int, not text")])
+                                        ('json', "'question' is a int, 'answer' is a int, 'evidence' is a int, not text"),
+                                        ('plain', "message.content is a int (42), not text")])
 def test_7_a_reply_with_non_text_content_writes_no_row(tmp_path, monkeypatch, capsys, mode, says):
     (tmp_path/'docs').mkdir()
     (tmp_path/'docs'/'nile.md').write_text('# Nile\n\n' + 'The Nile is a river in Africa that flows north. ' * 10)
     svc = _OddContent(mode)
     for k, v in {'OPENAI_BASE_URL': svc.url, 'OPENAI_API_KEY': 'x', 'RAGNB_MODEL': 'm',
-                 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+                 'RAGNB_CACHE_DIR': str(tmp_path/'cache'), 'RAGNB_STREAM': '0' if mode == 'plain' else '1'}.items():
+        monkeypatch.setenv(k, v)
     try: code = main(['generate', str(tmp_path/'docs'), '--out', str(tmp_path/'qa.jsonl'), '--max-retries', '0'])
     finally: svc.srv.shutdown()
     err = capsys.readouterr().err
@@ -476,7 +484,9 @@ class H(BaseHTTPRequestHandler):
              "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}).encode()
         self.send_response(200); self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
-HTTPServer(("127.0.0.1", port), H).serve_forever()
+httpd = HTTPServer(("127.0.0.1", port), H)   # port 0: a free one, said as uvicorn says it
+print(f"INFO:     Uvicorn running on http://127.0.0.1:{httpd.server_port} (Press CTRL+C to quit)", flush=True)
+httpd.serve_forever()
 ''')
     py = tmp_path/'py'
     py.write_text(f'#!/bin/sh\n[ "$1" = "-c" ] && exit 0\nexec {sys.executable} {srv} "$@"\n'); py.chmod(0o755)

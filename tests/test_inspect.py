@@ -135,3 +135,31 @@ def test_kept_as_text_is_refused_as_every_reader_refuses_it(tmp_path, capsys):
         err = capsys.readouterr().err
         assert f"{bad} row 2: field 'kept' must be true or false, not {text!r}" in err, err
         with pytest.raises(ValueError, match="row 2: field 'kept'"): read_dataset(bad)
+
+def test_pathological_sets_are_counted_not_enumerated():
+    "3,000 copies of one question: every pair counted, 200 listed; a 1 MB question compared on its start, and said."
+    many = pd.DataFrame(rows()[:1] * 3000).assign(id=[f'q{i}' for i in range(3000)],
+                                                   evidence_start=0, evidence_end=40)
+    rep = inspect_testset(many)
+    t = rep.table()
+    assert t.loc['near-duplicate questions', 'value'] == 1.0
+    assert '4,498,500 pair(s)' in t.loc['near-duplicate questions', 'finding'] and '200 listed' in t.loc[
+        'near-duplicate questions', 'finding']
+    assert len(rep.duplicates) == 200 and len(rep.same_evidence) <= 200
+    assert '4,498,500 pair(s) on overlapping evidence' in t.loc['questions sharing evidence', 'finding']
+    huge = pd.DataFrame(rows()).assign(question=lambda d: [q if i else q + ' x' * 500_000 for i, q in enumerate(d.question)])
+    f = inspect_testset(huge).table().loc['near-duplicate questions', 'finding']
+    assert '1 question(s) compared on their first 2,000 characters' in f, f
+
+def test_coverage_figure_draws_dollar_signs_and_long_names_as_written(tmp_path):
+    "Hostile round 4, item 17: '$' in a document name is text, not math; a long name keeps its start and its end."
+    from ragnb.view.plots import save_figure
+    names = ['Pricing $10 to $20.md', 'fees $%$ 2024.md', 'how_to_work_with_large_language_models_v2.md']
+    rep = inspect_testset(pd.DataFrame(rows(source_doc=lambda i, r: names[i % 3])))
+    fig = rep.plot()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert r'Pricing \$10 to \$20.md' in labels and r'fees \$%\$ 2024.md' in labels, labels
+    assert any(l.startswith('how_to_work') and l.endswith('_v2.md') and '\u2026' in l for l in labels), labels
+    assert all(float(t) == int(float(t)) for t in fig.axes[0].get_xticks())   # questions are counted whole
+    out = save_figure(fig, tmp_path/'coverage.png')
+    assert out.stat().st_size > 1000

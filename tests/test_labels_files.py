@@ -66,7 +66,7 @@ def test_a_lone_surrogate_is_named_by_row_and_field(tmp_path):
     bad = tmp_path/'bad.json'; bad.write_text(raw)
     for argv in (['inspect', bad], ['label', bad], ['metrics', bad]):
         r = ragnb(*argv, stdin='e\nq\n')
-        assert r.returncode in (1, 2) and "field 'results[0].response' holds a lone surrogate" in r.stderr, (argv, r.stderr)
+        assert r.returncode in (1, 2) and "result 0 (query_id '0'), field 'response': a lone surrogate" in r.stderr, (argv, r.stderr)
         assert 'Traceback' not in r.stderr and 'codec' not in r.stderr
     ds = tmp_path/'ds.jsonl'
     ds.write_text('{"id": "q0", "question": "ok", "answer": "a"}\n{"id": "q1", "question": "bad \\udc00", "answer": "a"}\n')

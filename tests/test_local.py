@@ -154,7 +154,9 @@ class H(BaseHTTPRequestHandler):
         if os.environ.get("CRASH") == "1": print("ggml: amx tile", flush=True); os.kill(os.getpid(), signal.SIGSEGV)
         body = json.dumps({"choices": [{"message": {"content": "yes"}}], "usage": {"prompt_tokens": n // 4}}).encode()
         self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
-HTTPServer(("127.0.0.1", port), H).serve_forever()
+httpd = HTTPServer(("127.0.0.1", port), H)   # port 0: a free one, said as uvicorn says it
+print(f"INFO:     Uvicorn running on http://127.0.0.1:{httpd.server_port} (Press CTRL+C to quit)", flush=True)
+httpd.serve_forever()
 ''')
     return script(tmp_path/f'py{int(crash)}', f'[ "$1" = "-c" ] && exit 0\nCRASH={int(crash)} exec {sys.executable} {srv} "$@"')
 
@@ -229,3 +231,37 @@ def test_serve_on_a_port_another_program_holds_says_so(tmp_path):
     assert r.returncode == 1 and 'serving' not in r.stdout and 'Traceback' not in r.stderr, r.stdout + r.stderr
     assert f'port {other.server_port} on 127.0.0.1 is in use by another program, a server that answers HTTP' in r.stderr
     assert 'someone-elses-model' in r.stderr
+
+
+def test_start_goes_straight_to_127_0_0_1_past_a_proxy(tmp_path, monkeypatch):
+    "Hostile round 4, item 9: an HTTP proxy in the environment does not stand between ragnb and its own server."
+    from ragnb.app.local import LocalServer
+    import socket
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); dead = s.getsockname()[1]
+    for v in ('http_proxy', 'HTTP_PROXY', 'all_proxy'): monkeypatch.setenv(v, f'http://127.0.0.1:{dead}')
+    monkeypatch.delenv('no_proxy', raising=False); monkeypatch.delenv('NO_PROXY', raising=False)
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    with LocalServer(tmp_path/'m.gguf', python=_stand_in(tmp_path, crash=False), startup_timeout=30) as srv:
+        assert srv.running and srv.port > 0   # the port the server bound itself and reported
+
+
+def test_a_server_that_never_answers_is_named_with_its_log_and_leaves_nothing(tmp_path):
+    from ragnb.app.local import LocalServer
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    mute = script(tmp_path/'mute', '[ "$1" = "-c" ] && exit 0\necho "loading the model, slowly"; sleep 60')
+    srv = LocalServer(tmp_path/'m.gguf', python=mute, startup_timeout=2)
+    with pytest.raises(TimeoutError, match='its log ended: loading the model, slowly'): srv.start()
+    assert not srv.running and not srv.log_path.exists()   # the message quotes the log; no path to a deleted file
+
+
+def test_serve_exits_non_zero_naming_why_when_its_server_dies(tmp_path):
+    "Hostile round 4, item 2: `ragnb local serve` does not exit 0 when the server it started dies."
+    exe = Path(sys.executable).with_name('ragnb')
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    good = _stand_in(tmp_path, crash=False)
+    dies = script(tmp_path/'dies', f'[ "$1" = "-c" ] && exit 0\n(sleep 3; kill -9 $$) & exec {good} "$@"')
+    r = subprocess.run([str(exe), 'local', 'serve', '--gguf', str(tmp_path/'m.gguf'), '--python', dies],
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.startswith('serving m at http://127.0.0.1:'), r.stdout + r.stderr
+    assert r.returncode == 1 and 'ragnb local serve: error: the local model server' in r.stderr, r.stderr
+    assert 'stopped during the run (killed by SIGKILL' in r.stderr, r.stderr

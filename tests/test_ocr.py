@@ -159,3 +159,36 @@ def test_rapidocr_reads_a_scanned_page_offline(scan, tmp_path, monkeypatch):
     path, info, missed = ocr_copy(pymupdf.open(scan), tmp_path/'r.pdf', pages=[1], engine='rapidocr')
     assert missed == {} and info[1].engine == 'rapidocr'
     assert word_recall(pymupdf.open(BORN)[0].get_text(), pymupdf.open(path)[0].get_text()) >= 0.85
+
+
+def _stamped(scan, out, stamp):
+    "The scan with a line of real text on it, as scanner apps and Bates numbering add."
+    doc = pymupdf.open(scan)
+    for p in doc: p.insert_text((20, p.rect.height - 12), stamp, fontsize=7)
+    doc.save(out); return out
+
+
+def test_a_scan_with_a_text_stamp_is_still_a_scan(scan, tmp_path):
+    "Hostile round 4, item 3: decided by how much of the pictures the text layer covers, not by counting characters."
+    for stamp in ('Scanned with CamScanner', 'ABC-000123 CONFIDENTIAL SUBJECT TO PROTECTIVE ORDER'):
+        p = pymupdf.open(_stamped(scan, tmp_path/'stamped.pdf', stamp))[0]
+        assert len(p.get_text().strip()) >= 20 and needs_ocr(p) == 'scanned', stamp   # before: None, body unread
+    assert needs_ocr(pymupdf.open(BORN)[0]) is None   # a born-digital page's text covers its pictures' area
+
+
+@needs_engine
+def test_a_stamped_scan_is_read_and_a_giant_page_within_a_pixel_budget(scan, tmp_path):
+    res = parse_pdf(_stamped(scan, tmp_path/'stamped.pdf', 'Scanned with CamScanner'), tmp_path/'out', offline=True,
+                    pages=[1])
+    assert res.pages[0].ocr and res.pages[0].ocr['reason'] == 'scanned' and res.pages[0].ocr['words'] > 100
+    assert 'Population' in res.pages[0].markdown   # the body, which the stamp once hid from OCR
+    # a 3,000 pt scanned page beside an ordinary one: read at a lower resolution, said, the other page kept
+    big = pymupdf.open(); page = big.new_page(width=3000, height=3000)
+    img = pymupdf.open(scan)[0].get_pixmap(dpi=100)
+    page.insert_image(page.rect, pixmap=img)
+    big.insert_pdf(pymupdf.open(scan), from_page=0, to_page=0)
+    big.save(tmp_path/'big.pdf')
+    res = parse_pdf(tmp_path/'big.pdf', tmp_path/'big', offline=True)
+    assert res.pages[0].ocr and res.pages[0].ocr['dpi'] < 300, res.pages[0].ocr
+    assert any('read by OCR at' in w and 'instead of 300' in w for w in res.pages[0].warnings), res.pages[0].warnings
+    assert res.pages[1].ocr and res.pages[1].ocr['dpi'] == 300 and not res.failures

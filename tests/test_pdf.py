@@ -374,3 +374,19 @@ def test_snap_to_words_takes_in_the_words_a_box_cuts():
     assert snap_to_words((12, 14, 118, 45), words) == (10, 10, 120, 45)
     assert snap_to_words((12, 14, 205, 45), words) == (10, 10, 205, 45)   # 'caption' is under half inside
     assert snap_to_words((0, 0, 300, 50), words) == (0, 0, 300, 50)      # nothing cut: unchanged
+
+
+def test_line_end_hyphens_are_joined_only_into_words_the_document_has(tmp_path):
+    "Issue 50: 'adip-' + 'iscing' becomes 'adipiscing' where the document has the word; a real hyphen stays."
+    import pymupdf
+    from ragnb.docs.pdf import parse_pdf
+    doc = pymupdf.open(); p = doc.new_page()
+    p.insert_text((72, 80), 'Lorem ipsum dolor sit amet, adipiscing elit, sed do eiusmod.', fontsize=10)
+    p.insert_text((72, 130), 'Lorem ipsum dolor sit amet, consectetur adip-', fontsize=10)
+    p.insert_text((72, 142), 'iscing elit, with a state-', fontsize=10)
+    p.insert_text((72, 154), 'of-the-art parser and a co-', fontsize=10)
+    p.insert_text((72, 166), 'author of it.', fontsize=10)
+    doc.save(tmp_path/'h.pdf')
+    md = parse_pdf(tmp_path/'h.pdf', tmp_path/'out', offline=True).pages[0].markdown
+    assert 'consectetur adipiscing elit' in md and 'adip- iscing' not in md, md
+    assert 'state- of-the-art' in md and 'co- author' in md, md   # "stateof" and "coauthor" are not in the document

@@ -21,7 +21,7 @@ __all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', '
 SCRIPTED_ENDPOINT = 'ragnb-scripted'  # the endpoint name scripted calls are filed under, whatever the server's port
 SCRIPTED_MODEL = 'scripted-test-model'
 MODES = ('live', 'local', 'replayed', 'scripted')
-DEFAULTS = dict(max_chunks=8, chunk_size=800, k=3, passage_size=3000)  # the settings of the shipped recording
+DEFAULTS = dict(max_chunks=24, chunk_size=800, k=3, passage_size=1200)  # the settings of the shipped recording
 KEEP = 3  # a question is kept when each critique score is at least this
 FEW = 10  # a figure or metric on fewer items than this says so beside it
 
@@ -92,6 +92,9 @@ def load_recording(path:str|Path, # A recording written by `export_calls`
     for i, r in enumerate(rows, 2):
         if not {'key', 'record'} <= set(r): raise ValueError(f"{path}, line {i}: a call needs 'key' and 'record'")
         cache.put(r['key'], r['record'], 'chat', r.get('model'), r.get('prompt'))
+    for f in meta.get('features') or []:   # what the run learnt of its endpoint (e.g. JSON mode): a replay asks alike
+        if isinstance(f, dict) and {'endpoint', 'model', 'feature', 'status'} <= set(f):
+            cache.put_feature(f['endpoint'], f['model'], f['feature'], {'status': f['status'], 'detail': ''})
     return meta
 
 # %% ../../nbs/82_demo.ipynb #195d8dfc
@@ -300,7 +303,8 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0} td,th{border:1px so
 th{background:#f3f3f3} .mode{display:inline-block;padding:.3em .7em;border-radius:4px;font-weight:bold;color:white}
 .live{background:#0072B2}.local{background:#009E73}.replayed{background:#E69F00}.scripted{background:#D55E00}
 figure{margin:1em 0} figcaption{font-size:13px;color:#444;max-width:900px} img{max-width:100%}
-.small{font-size:12px;color:#555} td.q{max-width:360px} .few{color:#b34700}"""  # noqa: E501
+.small{font-size:12px;color:#555} td.q{max-width:360px} .few{color:#b34700} .wide{overflow-x:auto}
+td{overflow-wrap:anywhere}"""  # noqa: E501
 
 _MODE_NOTE = {
     'live': 'Live: every reply came from the endpoint named below during this run (or from this run folder\'s cache).',
@@ -338,7 +342,11 @@ def _dataset_rows(rows:list) -> str:
             'standalone_score', 'kept', 'drop_reason']
     df = pd.DataFrame(rows)
     df = df[[c for c in cols if c in df.columns]].rename(columns=lambda c: c.replace('_score', ''))
-    return _table(df, index=False)
+    for c in ('question', 'answer', 'evidence'):   # long texts cut (dataset.jsonl has them whole): the table fits
+        if c in df: df[c] = df[c].map(lambda s: s[:219] + '\u2026' if isinstance(s, str) and len(s) > 220 else s)
+    df = df.rename(columns={'evidence_found': 'found', 'groundedness': 'grounded', 'relevance': 'relevant',
+                            'drop_reason': 'why dropped'})
+    return f"<div class=wide>{_table(df, index=False)}</div>"
 
 # %% ../../nbs/82_demo.ipynb #2ae0908c
 def _figure_html(s:dict, name:str) -> str:
@@ -361,6 +369,8 @@ def _what_ran(s:dict, out:Path):
             f"{run['recorded']['endpoint']}), ragnb {run['recorded']['ragnb']}")] if run.get('recorded') else []),
         ('documents', f"{s['documents']}: " + ', '.join(s.get('document_names', []))),
         ('question generation', f"{s['dataset']['chunks']} passages sampled (seed 0), one question each"),
+        *([('prompt profiles', f"critics: {s['profiles']['critique']}, judge: {s['profiles']['judge']} (chosen by the "
+            "model's size: small for 3B parameters or fewer)")] if s.get('profiles') else []),
         ('RAG system under test',
          f"BM25 over {ret['chunks']} chunks of {p['chunk_size']} characters, top k = {p['k']}, answers by "
          f"{run['model']}"),
@@ -537,7 +547,7 @@ def _demo_questions(docs, m, out:Path, st, max_chunks, log, passage_size:int=DEF
     from ragnb.synth.generate import generate_dataset, all_calls_failed
     with st('questions'):   # the critics' and the judge's profiles follow the model's size (small for 3B or fewer)
         ds = generate_dataset(docs, m.llm, max_chunks=max_chunks, min_score=KEEP, chunk_size=passage_size,
-                              chunk_overlap=passage_size // 10)
+                              chunk_overlap=passage_size // 10, critique_profile='auto')
     if msg := all_calls_failed(ds, m.llm): raise ValueError(msg)  # say what failed, not 'no question survived'
     ds.df['model_run'] = m.mode
     ds.save(out/'dataset.jsonl')
@@ -563,7 +573,7 @@ def _demo_checks(docs, kept, m, out:Path, st, info:dict, chunk_size:int, k:int, 
     write_text(out/'rag_results.json', json.dumps({'ragnb_run': info, **rag.to_ragchecker()}, ensure_ascii=False,
                                                  indent=1))
     with st('claims and checks'):
-        run = run_checks(rag.to_ragchecker(), m.llm, out=out/'ragchecker_output.json')
+        run = run_checks(rag.to_ragchecker(), m.llm, out=out/'ragchecker_output.json', judge_profile='auto')
     _label_file(out/'ragchecker_output.json', info)
     log(f"4. RAGChecker on {len(run.results)} answers:\n{json.dumps(run.scores.overall, indent=1)}")
     return chunks, report, rag, run
@@ -576,7 +586,9 @@ def _demo_summary(m, info:dict, params:dict, docs, ds, chunks, report, rag, run,
     from ragnb import __version__
     rec = m.recorded if m.mode == 'replayed' else None
     shares = plots.claim_shares({'run': run.scores.overall}).iloc[0].round(4).to_dict() if n_claims else {}
+    from ragnb.check.checker import judge_profile
     summary = dict(run=info, params=params, keep=KEEP, documents=len(docs), document_names=[d.id for d in docs],
+                   profiles=dict(critique=ds.stats.get('critique_profile'), judge=judge_profile('auto', m.model)),
                    dataset={'chunks': ds.stats.get('chunks'), **ds.counts()},
                    retrieval=dict(retriever=report.name, n=len(report.per_question), chunks=len(chunks),
                                   left_out=[dict(query_id=q, reason=r) for q, r in report.skipped],
@@ -606,6 +618,8 @@ def _demo_record(m, record:str|Path, params:dict, st, summary:dict, started:floa
     llm.cache.checkpoint()
     meta = dict(mode=m.mode, model=m.model, endpoint=m.endpoint, cache_endpoint=llm.cache_endpoint,
                 recorded=summary['date'], max_tokens=llm.max_tokens, task_caps=llm.task_caps,
+                features=[{k: f.get(k) for k in ('endpoint', 'model', 'feature', 'status')}
+                          for f in llm.cache.features()],
                 ragnb=__version__, params=params, stages=st.rows, usage=summary['usage'],
                 runs=[dict(started=round(started, 3), params=params, calls=llm.usage.calls,
                            threads=getattr(m.server, 'threads', None)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/81_local.ipynb #bdf9d315
 from __future__ import annotations
-import hashlib, importlib.util, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
+import hashlib, importlib.util, json, os, re, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 from fastcore.basics import patch
 from pathlib import Path
 from ..core.options import in_range
@@ -281,6 +281,10 @@ def _served(body:bytes) -> set:
     except (ValueError, AttributeError): return set()
     return {m.get('id') for m in data if isinstance(m, dict)} if isinstance(data, list) else set()
 
+_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # 127.0.0.1 is asked straight, never via
+                                                                       # an HTTP proxy named in the environment
+_RUNNING = re.compile(r'Uvicorn running on http://127\.0\.0\.1:(\d+)')   # the server's own word: it bound this port
+
 def port_taken(port:int # A TCP port on 127.0.0.1
               ) -> str|None:
     "None when `port` is free on 127.0.0.1, else one line saying what holds it."
@@ -288,7 +292,7 @@ def port_taken(port:int # A TCP port on 127.0.0.1
         try: s.bind(('127.0.0.1', port)); return None
         except OSError: pass
     try:
-        with urllib.request.urlopen(f'http://127.0.0.1:{port}/v1/models', timeout=2) as r:
+        with _direct.open(f'http://127.0.0.1:{port}/v1/models', timeout=2) as r:
             ids = _served(r.read())
         what = f"a server that answers HTTP (serving {', '.join(sorted(map(str, ids)))[:120] or 'no model list'})"
     except OSError: what = 'a program that does not answer HTTP'
@@ -300,27 +304,33 @@ def _start(self:LocalServer) -> LocalServer:
     "Start the server and wait until it answers; raises with the server's last log lines if it dies."
     if self.gguf is None: self.gguf = require_local(self.python)
     if self.port and (why := port_taken(self.port)): raise RuntimeError(why)
-    self.port = self.port or free_port()
     self.log_path = Path(tempfile.mkstemp(prefix='ragnb-local-', suffix='.log')[1])
-    cmd = server_command(self.gguf, self.port, self.python, self.n_ctx, self.threads)
+    # port 0: the server binds a free port itself and says which, so no other program can take it in between
+    cmd = server_command(self.gguf, self.port or 0, self.python, self.n_ctx, self.threads)
     with open(self.log_path, 'wb') as log:
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      preexec_fn=_die_with_parent)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < self.startup_timeout:
-        if self.proc.poll() is not None:
-            tail = self.log_path.read_text(errors='replace').strip().splitlines()[-5:]
-            self.log_path.unlink(missing_ok=True)
-            raise RuntimeError(f"the local model server exited with code {self.proc.returncode} while starting "
-                               f"({' '.join(cmd[:3])} ...): " + ' | '.join(tail))
-        try:
-            with urllib.request.urlopen(self.base_url + '/models', timeout=2) as r:
-                if r.status == 200 and self.model in _served(r.read()): return self   # ours: it serves our model
-        except OSError: pass
-        time.sleep(0.5)
-    self.stop()
-    raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; log: "
-                       f"{self.log_path}")
+    t0, tail = time.monotonic(), lambda n: self.log_path.read_text(errors='replace').strip().splitlines()[-n:]
+    try:   # Ctrl-C while the model loads stops the server and removes its log too
+        while time.monotonic() - t0 < self.startup_timeout:
+            if self.proc.poll() is not None:
+                last = tail(5)
+                self.log_path.unlink(missing_ok=True)
+                raise RuntimeError(f"the local model server exited with code {self.proc.returncode} while starting "
+                                   f"({' '.join(cmd[:3])} ...): " + ' | '.join(last))
+            m = _RUNNING.search(self.log_path.read_text(errors='replace'))
+            if m:   # our server bound the port (another program there would have made it fail): only it answers
+                self.port = int(m[1])
+                try:
+                    with _direct.open(self.base_url + '/models', timeout=2) as r:
+                        if r.status == 200 and self.model in _served(r.read()): return self
+                except OSError: pass
+            time.sleep(0.5)
+        last = tail(5)
+        raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; its log "
+                           "ended: " + ' | '.join(last))
+    except BaseException:
+        self.stop(); raise
 
 # %% ../../nbs/81_local.ipynb #07d36f8b
 @patch
@@ -355,7 +365,7 @@ def _chat(srv:LocalServer, text:str, max_tokens:int, timeout:float=600) -> dict:
     body = json.dumps({'model': srv.model, 'messages': [{'role': 'user', 'content': text}],
                        'max_tokens': max_tokens, 'temperature': 0}).encode()
     req = urllib.request.Request(srv.base_url + '/chat/completions', body, {'Content-Type': 'application/json'})
-    with urllib.request.urlopen(req, timeout=timeout) as r: return json.loads(r.read())
+    with _direct.open(req, timeout=timeout) as r: return json.loads(r.read())
 
 def _died(code:int) -> str:
     "How a process ended, in words: 'killed by SIGSEGV (segmentation fault)' or 'exit code 3'."
@@ -466,9 +476,11 @@ def _cli_local(args) -> int:
           f"RAGNB_MODEL={srv.model}\n"
           "press Ctrl-C to stop", flush=True)
     try: srv.proc.wait()
-    except KeyboardInterrupt: pass
-    finally: srv.stop()
-    return 0
+    except KeyboardInterrupt: srv.stop(); return 0   # stopped by the user
+    why = srv.exit_note()   # it stopped by itself: say how, and fail
+    srv.stop()
+    print(f"ragnb local serve: error: {why}", file=sys.stderr)
+    return 1
 
 # %% ../../nbs/81_local.ipynb #de0fbc0c
 def add_cli(sub # `Subcommands` of the `ragnb` parser
@@ -486,5 +498,6 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
                    help='install: compile llama-cpp-python again even if it is installed (e.g. a build that crashes)')
     p.add_argument('--no-check', action='store_true', help='install: do not start the server to check it')
     p.add_argument('--gguf', default=None, help='serve: the model file (default: RAGNB_GGUF or the installed model)')
-    p.add_argument('--port', type=in_range(int, 0, 65535), default=0, help='serve: port on 127.0.0.1 (default: a free one)')
+    p.add_argument('--port', type=in_range(int, 0, 65535), default=0,
+                   help='serve: port on 127.0.0.1 (default: a free one)')
     p.set_defaults(func=_cli_local)

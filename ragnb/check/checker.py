@@ -873,7 +873,8 @@ def _cli_check(args) -> int:
     print("ragnb check: time: " + time_line(e, cache, profile, args.claim_format, args.extractor_model or env_model(),
                                             args.checker_model or env_model(), args.claims_per_call), file=sys.stderr)
     if args.dry_run: return 0
-    if msg := no_endpoint('check'): print(msg, file=sys.stderr); return 2   # say how to get a model, call nothing
+    if e['calls'] and (msg := no_endpoint('check')):   # say how to get a model, call nothing; none needed: go on
+        print(msg, file=sys.stderr); return 2
     llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()),
               batch=BatchAPI() if args.batch else None, **call_options(args))
     print(f"ragnb check: model {args.checker_model or llm.model} at {llm.base_url}; replies cached in "

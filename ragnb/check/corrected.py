@@ -20,8 +20,8 @@ from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, LabelBatch, cla
 # %% auto #0
 __all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'CLAIM_METRICS', 'PPI_METRICS', 'LabelsError', 'dataset_fingerprint',
            'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan', 'next_claims', 'ppi_mean',
-           'Corrected', 'corrected_metrics', 'reference_labels', 'simulated_judge', 'plan_labels', 'compare_corrected',
-           'add_cli']
+           'usable_results', 'Corrected', 'corrected_metrics', 'reference_labels', 'simulated_judge', 'plan_labels',
+           'compare_corrected', 'add_cli']
 
 # %% ../../nbs/43_corrected.ipynb #2853ff78
 SIDES = {'response': 'response_claims', 'gt': 'gt_answer_claims'}
@@ -237,7 +237,7 @@ def _claim_table(results:list, labels:Labels|None) -> pd.DataFrame:
                                  n_labelled=(hm is not None) + sum(x is not None for x in hc)))
     return pd.DataFrame(rows)
 
-def _usable(results:list) -> tuple[list, list]:
+def usable_results(results:list) -> tuple[list, list]:
     "The results the metrics can score (label fields well formed) and the errors of the others."
     b = LabelBatch.from_results(results)
     keep = set(b.ids)
@@ -370,7 +370,7 @@ def corrected_metrics(results,                # RAGChecker results with the judg
     "Each metric (x 100): the judge-only figure, the corrected figure and its `1 - alpha` interval."
     everything = load_results(results)   # the labels name the whole file, malformed results included
     if isinstance(labels, (str, Path)): labels = read_labels(labels, everything)
-    results, _ = _usable(everything)      # the metrics score the well-formed ones (`score` says which were left out)
+    results, _ = usable_results(everything)   # the metrics score the well-formed ones (`score` names the others)
     judge = _means(LabelBatch.from_results(results))
     ct = _claim_table(results, labels)
     n = len(results)

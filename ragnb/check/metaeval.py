@@ -483,7 +483,10 @@ def _cli_meta_eval(args) -> int:
 def _cli_run(args) -> int:
     from ragnb.core.llm import LLM, Pacing, default_concurrency
     from ragnb.core.options import call_options, check_output
+    from ragnb.core.options import no_endpoint
     out = check_output(args.out) if args.out else None   # before any call: a missing folder fails now
+    if args.human: load_meta_pairs(args.human)   # a bad file is named before anything about the endpoint
+    if msg := no_endpoint('meta-eval --run'): print(msg, file=sys.stderr); return 2
     llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()), **call_options(args))
     run = run_meta_eval(llm, args.sample, args.seed, args.judge_profile, args.human, out, args.restart,
                         args.claim_format, args.boot)

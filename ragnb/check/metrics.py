@@ -594,6 +594,10 @@ def read_json(
     raw = read_text_bounded(path, limit, str(path))
     v = json.loads(raw)
     if at := lone_surrogate(raw, v):
+        if (m := re.match(r'results\[(\d+)\]\.(.+)', at)) and isinstance(r := v['results'][int(m[1])], dict):
+            raise ValueError(f"{path}: result {m[1]} (query_id {r.get('query_id')!r}), field {m[2]!r}: a lone "
+                             "surrogate (half a character, such as \\ud83d without its partner), which no file can "
+                             "hold: fix or remove it")
         raise ValueError(f"{path}: field {at!r} holds a lone surrogate (half a character, such as \\ud83d without its "
                          "partner), which no file can hold: fix or remove it")
     return v

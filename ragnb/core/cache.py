@@ -144,6 +144,7 @@ class CallCache:
         return rec if isinstance(rec, dict) else None
 
     def __len__(self): return self._read('SELECT COUNT(*) FROM calls')[0][0]
+    def __bool__(self): return True   # an empty cache is still a cache (`if llm.cache:` must not read it as none)
     def __contains__(self, key): return self.get(key) is not None
 
     def __repr__(self): return f"CallCache({str(self.path)!r}, {len(self)} calls)"

@@ -22,11 +22,11 @@ openai = lazy('openai')  # imported at the first call: see below
 # %% auto #0
 __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'PRICES',
            'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress',
-           'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix', 'text_part', 'image_part',
-           'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of', 'run_sync',
-           'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'refuses_format',
-           'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'scrub_reply', 'joined_content',
-           'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
+           'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix', 'text_part',
+           'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
+           'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format',
+           'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'scrub_reply',
+           'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -61,6 +61,27 @@ def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
 def show_progress() -> bool:
     "Progress bars belong on a terminal or in a Jupyter kernel, never in a log file or a pipe."
     return sys.stderr.isatty() or 'ipykernel' in sys.modules
+
+class Progress:
+    ("Calls done and failed of one batch; with `lines`, one line on stderr every `every` seconds (done, failed, time "
+     "left at the pace so far), for a log or a pipe where no progress bar goes.")
+    def __init__(self, desc:str, total:int, lines:bool=False, every:float|None=None):
+        every = env_number('RAGNB_PROGRESS_SECONDS', 30.0, float) if every is None else every
+        self.desc, self.total, self.lines, self.every = desc, total, lines, every
+        self.done = self.failed = 0
+        self.t0 = self.last = time.monotonic()
+    def add(self, ok:bool):
+        self.done += 1; self.failed += not ok
+        now = time.monotonic()
+        if self.lines and now - self.last >= self.every and self.done < self.total:
+            self.last = now
+            print(self.line(now), file=sys.stderr, flush=True)
+    def line(self, now:float|None=None) -> str:
+        "'questions: 12 of 40 done, 1 failed, about 3 min left'."
+        took = (now or time.monotonic()) - self.t0
+        left = took / max(self.done, 1) * (self.total - self.done)
+        eta = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+        return f"{self.desc}: {self.done} of {self.total} done, {self.failed} failed, about {eta} left"
 
 # %% ../../nbs/14_llm.ipynb #75976c07
 DEADLINES = {  # seconds per attempt: an endpoint elsewhere, and one on this machine (a CPU reading a long prompt)
@@ -427,6 +448,7 @@ class LLM:
             pacing = dataclasses.replace(pacing, concurrency=default_concurrency(self.base_url, probe=not replay))
         self.replay, self.concurrency, self.limiter = replay, pacing.concurrency, pacing.limiter()
         self.progress = show_progress() if progress is None else progress
+        self.progress_lines = progress is None and not self.progress   # a log or a pipe: a line now and then instead
         self._client_kw, self._features, self.cache = client_kw, {}, None
         if cache or replay:
             p = Path(cache_path) if cache_path else default_cache_dir()
@@ -1141,13 +1163,19 @@ async def abatch(self:LLM, requests:Iterable, parse:Callable|None=None, desc:str
               f"~{e['prompt_tokens']:,} prompt tokens, ~${e['input_cost']} input")
     sem = asyncio.Semaphore(self.limiter.ceiling)
     bar = tqdm(total=len(reqs), desc=desc, disable=not self.progress or len(reqs) < 2, leave=False)
+    tally = Progress(desc, len(reqs), lines=getattr(self, 'progress_lines', False) and len(reqs) > 1)
     async def one(r):
+        res = None
         async with sem:
-            try: return await self.acall(r.messages, r.prompt, r.id, r.parse or parse, r.model, r.schema, **r.params)
+            try: res = await self.acall(r.messages, r.prompt, r.id, r.parse or parse, r.model, r.schema, **r.params)
             except Exception as e:  # a bug in a parser or in our code still becomes this item's failure
                 self.usage.failed += 1
-                return Result(id=r.id, failure=Failure(r.id, 'other', self.redact(f"{type(e).__name__}: {e}"), 0))
-            finally: bar.update(1)
+                res = Result(id=r.id, failure=Failure(r.id, 'other', self.redact(f"{type(e).__name__}: {e}"), 0))
+            finally:
+                tally.add(res is not None and res.ok)
+                if res is not None and not res.ok: bar.set_postfix(failed=tally.failed, refresh=False)
+                bar.update(1)
+            return res
     try: return await asyncio.gather(*(one(r) for r in reqs))
     finally: bar.close()
 

@@ -82,11 +82,12 @@ def no_endpoint(command:str # The command, e.g. 'generate'
                ) -> str|None:
     "Why `ragnb <command>` cannot call a model, naming the three ways to get one; None when an endpoint is configured."
     if endpoint_configured(): return None
-    return (f"ragnb {command}: no model endpoint is configured ({', '.join(ENDPOINT_VARS[:2])} are unset). Three ways to "
-            "get one:\n  1. any OpenAI-compatible endpoint: export OPENAI_BASE_URL=https://.../v1 OPENAI_API_KEY=... "
-            "RAGNB_MODEL=<its model>\n  2. a model on this machine: `ragnb local install` (once, ~10 min), then "
-            "`ragnb local serve --port 8097` and export OPENAI_BASE_URL=http://127.0.0.1:8097/v1\n  3. no model at all: "
-            "`ragnb demo` replays real replies recorded with ragnb, offline")
+    return (f"ragnb {command}: no model endpoint is configured ({', '.join(ENDPOINT_VARS[:2])} are unset). Three "
+            "ways to get one:\n  1. any OpenAI-compatible endpoint: export OPENAI_BASE_URL=https://.../v1 "
+            "OPENAI_API_KEY=... RAGNB_MODEL=<its model>\n"
+            "  2. a model on this machine: `ragnb local install` (once, ~10 min), then "
+            "`ragnb local serve --port 8097` and export OPENAI_BASE_URL=http://127.0.0.1:8097/v1\n"
+            "  3. no model at all: `ragnb demo` replays real replies recorded with ragnb, offline")
 
 FIXES = {   # failure kind (`core.llm.Failure.kind`) -> what usually fixes it
     'connection': "check that the server is running and that OPENAI_BASE_URL names it (scheme, host, port, /v1)",
@@ -132,8 +133,8 @@ def in_range(kind=float, # `int` or `float`
     import argparse, math
     left = f"{'above' if open_lo else 'at least'} {lo:g}" if lo is not None else ''
     right = f"{'below' if open_hi else 'at most'} {hi:g}" if hi is not None else ''
-    want = f"a{' whole' if kind is int else ''} number" + (f" {left}" if left else '') + (' and' if left and right else '') \
-           + (f" {right}" if right else '')
+    want = (f"a{' whole' if kind is int else ''} number" + (f" {left}" if left else '')
+            + (' and' if left and right else '') + (f" {right}" if right else ''))
     def parse(s:str):
         try: v = kind(s)
         except ValueError: raise argparse.ArgumentTypeError(f"{s!r} is not {want}") from None

@@ -195,9 +195,9 @@ CRITIC_SYSTEM = "You check questions written for a search test set. You answer w
 
 register(Prompt('critique_grounded_yes_no', '1', system=CRITIC_SYSTEM,
                 description='small profile: does the passage itself state this answer to the question (Yes/No)',
-template="""Answer Yes if the passage states the answer below to the question: the same fact, in the same or other words.
-Answer No if the passage does not contain that answer, only hints at it, says something different, or could answer the
-question in several ways.
+template=("Answer Yes if the passage states the answer below to the question: the same fact, in the same or other "
+          "words.\nAnswer No if the passage does not contain that answer, only hints at it, says something different, "
+          "or could answer the\nquestion in several ways." """
 
 Passage:
 <<<
@@ -207,15 +207,16 @@ Passage:
 Question: {question}
 Answer: {answer}
 
-Does the passage state this answer to the question?"""))
+Does the passage state this answer to the question?""")))
 
 # A 1.5B model says Yes to nearly every "is it useful / is it clear" question (bench/critique_agreement.py: 63 and 64
 # of 64); worked examples as earlier turns of the chat, in the fixed start, make it tell the cases apart
 register(Prompt('critique_relevant_yes_no', '1', system=CRITIC_SYSTEM,
                 description='small profile: is the question useful to the audience (Yes/No), 8 worked examples',
-template="""Is this question useful to {audience}? Answer Yes if it asks about building, running or using software with language models and AI services (models, APIs, parameters, tools, setup, security, cost, limits). Answer No if it asks about formatting, emoji, icons, file or image names, links, authors, people, dates, licences, counting items, or other details of a page.
-
-Question: {question}""",
+template=("Is this question useful to {audience}? Answer Yes if it asks about building, running or using software with "
+          "language models and AI services (models, APIs, parameters, tools, setup, security, cost, limits). Answer No "
+          "if it asks about formatting, emoji, icons, file or image names, links, authors, people, dates, licences, "
+          "counting items, or other details of a page.\n\nQuestion: {question}"),
 shots=tuple(({'question': q}, a) for q, a in [
     ("Which colour is the warning banner in the README?", "No"),
     ("What is the maximum number of output tokens of gpt-4o-mini?", "Yes"),
@@ -227,10 +228,11 @@ shots=tuple(({'question': q}, a) for q, a in [
     ("Which port does the Ollama server listen on by default?", "Yes")])))
 
 register(Prompt('critique_standalone_yes_no', '1', system=CRITIC_SYSTEM,
-                description='small profile: can the question be understood without the passage (Yes/No), 8 worked examples',
-template="""Can someone who has not seen the document understand what this question asks? Answer No if it points at something it does not name, such as "the code", "the example", "the passage", "this section", "the list", "the function", "the author", "mentioned here", "the above", "step 2".
-
-Question: {question}""",
+                description='small profile: can the question be understood without the passage (Yes/No), '
+                            '8 worked examples',
+template=("Can someone who has not seen the document understand what this question asks? Answer No if it points at "
+          'something it does not name, such as "the code", "the example", "the passage", "this section", "the list", '
+          '"the function", "the author", "mentioned here", "the above", "step 2".\n\nQuestion: {question}'),
 shots=tuple(({'question': q}, a) for q, a in [
     ("What does the function return when the list is empty?", "No"),
     ("What is the default timeout of the OpenAI Python SDK?", "Yes"),

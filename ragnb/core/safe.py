@@ -70,7 +70,9 @@ def lone_surrogate(
         at, v = stack.pop()
         if isinstance(v, str):
             if any('\ud800' <= ch <= '\udfff' for ch in v): return at or '(the value)'
-        elif isinstance(v, dict): stack += [(f"{at}.{k}" if at else str(k), x) for k, x in v.items()]
+        elif isinstance(v, dict):
+            stack += [(f"{at}.{k}" if at else str(k), x) for k, x in v.items()]
+            stack += [(f"{at} (a key)" if at else '(a key)', k) for k in v]   # a key is text too
         elif isinstance(v, list): stack += [(f"{at}[{i}]", x) for i, x in enumerate(v)]
     return None
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import pymupdf
 
 # %% auto #0
-__all__ = ['NO_ENGINE', 'OCR_ENGINES', 'scanned_copy', 'text_chars', 'image_cover', 'garbled', 'needs_ocr', 'OcrUnavailable',
-           'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf', 'RapidOcr',
-           'choose_engine', 'ruling_lines', 'OcrPage', 'ocr_copy', 'word_recall']
+__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'OCR_MAX_PIXELS', 'scanned_copy', 'text_chars',
+           'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt', 'OcrUnavailable', 'OcrEngine',
+           'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf', 'RapidOcr', 'choose_engine',
+           'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy', 'word_recall']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
@@ -40,13 +41,27 @@ def text_chars(page:pymupdf.Page) -> int:
     "Non-space characters in the page's text layer."
     return sum(not c.isspace() for c in page.get_text())
 
-def image_cover(page:pymupdf.Page) -> float:
-    "Share of the page's area that its pictures cover (their boxes clipped to the page; overlaps counted once)."
+def _pictures(page:pymupdf.Page):
+    "The area the page's pictures cover (their boxes clipped to the page, overlaps once), as a shapely geometry."
     import shapely
     r = page.rect
-    boxes = [shapely.box(*(pymupdf.Rect(i['bbox']) & r)) for i in page.get_image_info() if not
-             (pymupdf.Rect(i['bbox']) & r).is_empty]
-    return float(shapely.union_all(boxes).area / (r.width * r.height)) if boxes and r.width * r.height else 0.0
+    return shapely.union_all([shapely.box(*(pymupdf.Rect(i['bbox']) & r)) for i in page.get_image_info()
+                              if not (pymupdf.Rect(i['bbox']) & r).is_empty])
+
+def image_cover(page:pymupdf.Page) -> float:
+    "Share of the page's area that its pictures cover (their boxes clipped to the page; overlaps counted once)."
+    r = page.rect
+    return float(_pictures(page).area / (r.width * r.height)) if r.width * r.height else 0.0
+
+def text_cover(page:pymupdf.Page, # A PDF page
+               within=None # A shapely geometry (default: the area its pictures cover)
+              ) -> float:
+    "Share of `within` that the boxes of the page's text-layer words cover (0 when `within` is empty)."
+    import shapely
+    within = _pictures(page) if within is None else within
+    if within.is_empty or not within.area: return 0.0
+    words = shapely.union_all([shapely.box(*w[:4]) for w in page.get_text('words') if w[4].strip()])
+    return float(words.intersection(within).area / within.area)
 
 def garbled(text:str, share:float=0.3) -> bool:
     "Whether more than `share` of the text's non-space characters are replacement, private-use or control ones."
@@ -54,15 +69,33 @@ def garbled(text:str, share:float=0.3) -> bool:
     odd = sum(c == '\ufffd' or unicodedata.category(c) in _ODD for c in chars)
     return len(chars) >= 20 and odd > share * len(chars)
 
+SCANNED_TEXT, UNSURE_TEXT = 0.03, 0.10   # text-layer share of the picture area: below the first a scan, then unsure
+
 def needs_ocr(page:pymupdf.Page, # A PDF page
-              min_chars:int=20,  # Fewer text-layer characters than this is "no text"
-              min_cover:float=0.5, # ... when pictures cover at least this share of the page
+              min_cover:float=0.5, # Pictures covering at least this share of the page may be a scan ...
+              max_text:float=SCANNED_TEXT, # ... and are one when the text layer covers less than this share of them
              ) -> str|None:
-    "Why the page needs OCR ('scanned' or 'garbled'), or None when its text layer can be used (or it is blank)."
-    text = page.get_text()
-    if sum(not c.isspace() for c in text) < min_chars and image_cover(page) >= min_cover: return 'scanned'
-    if garbled(text): return 'garbled'
+    ("Why the page needs OCR ('scanned' or 'garbled'), or None when its text layer can be used (or it is blank). A "
+     "scan is decided by area, not by counting characters: a scanned page with a text stamp ('Scanned with "
+     "CamScanner', a Bates number) still has a text layer covering almost none of its picture.")
+    r = page.rect
+    pics = _pictures(page)
+    if r.width * r.height and pics.area / (r.width * r.height) >= min_cover and text_cover(page, pics) < max_text:
+        return 'scanned'
+    if garbled(page.get_text()): return 'garbled'
     return None
+
+def ocr_doubt(page:pymupdf.Page, # A PDF page `needs_ocr` keeps as text
+              min_cover:float=0.5, # As in `needs_ocr`
+             ) -> str|None:
+    "A warning when the page may be a scan after all: pictures cover most of it and its text layer little of them."
+    r = page.rect
+    pics = _pictures(page)
+    if not r.width * r.height or pics.area / (r.width * r.height) < min_cover: return None
+    tc = text_cover(page, pics)
+    if not SCANNED_TEXT <= tc < UNSURE_TEXT: return None
+    return (f"pictures cover {pics.area / (r.width * r.height):.0%} of the page and its text layer only {tc:.0%} of "
+            "them: read as text; if it is a scan, parse with --ocr always")
 
 # %% ../../nbs/22a_ocr.ipynb #c788b1ff
 NO_ENGINE = ("no OCR engine is installed: install Tesseract (Debian/Ubuntu: sudo apt install tesseract-ocr; macOS: "
@@ -278,6 +311,21 @@ class OcrPage:
     seconds:float     # Time it took
     words:int         # Words it found
 
+# pixels of a page image OCR reads: an A4 page at 600 dpi (a 3,000 pt page at 300 dpi once took 1.6 GB)
+OCR_MAX_PIXELS = 40_000_000
+
+def ocr_dpi(page:pymupdf.Page, # A PDF page
+            dpi:int, # The resolution asked for
+            max_pixels:int=OCR_MAX_PIXELS # The most pixels of its image
+           ) -> tuple[int, str|None]:
+    "The resolution to read `page` at within `max_pixels`, and a note saying so when it is lower than asked."
+    r = page.rect
+    px = (r.width / 72 * dpi) * (r.height / 72 * dpi)
+    if px <= max_pixels: return dpi, None
+    d = max(1, int(dpi * (max_pixels / px) ** 0.5))
+    return d, (f"the page is {r.width:,.0f} x {r.height:,.0f} pt: read by OCR at {d} dpi instead of {dpi} to stay "
+               f"within {max_pixels:,} pixels, so small text may be missed")
+
 def ocr_copy(doc:pymupdf.Document, # The PDF, open
              out, # Where to write the copy (replaced whole)
              pages:list|None=None, # Page numbers from 1 to consider (default: all)
@@ -293,22 +341,27 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
     pnos = pages or list(range(1, doc.page_count + 1))
     why = {p: ('always' if mode == 'always' else needs_ocr(doc[p - 1])) for p in pnos} if mode != 'never' else {}
     todo = [p for p, w in why.items() if w]
-    if not todo: return None, {}, {}
+    doubts = {p: d for p in pnos if mode == 'auto' and not why.get(p) and (d := ocr_doubt(doc[p - 1]))}
+    if not todo: return None, {}, doubts
     try: eng = choose_engine(engine, language)
     except OcrUnavailable as e:
         return None, {}, {p: f"no text layer ({why[p]} page) and no OCR: {e}" for p in todo}
-    new, info, missed = pymupdf.open(), {}, {}
+    new, info, missed = pymupdf.open(), {}, dict(doubts)
     for i in range(doc.page_count):
         if i + 1 not in todo: new.insert_pdf(doc, from_page=i, to_page=i); continue
         t = time.perf_counter()
-        try: one = pymupdf.open('pdf', eng.page_pdf(doc[i], dpi, language))
-        except (OcrUnavailable, RuntimeError, OSError, subprocess.TimeoutExpired) as e:   # this page stays as it was
-            new.insert_pdf(doc, from_page=i, to_page=i); missed[i + 1] = f"OCR by {eng.name} failed: {e}"; continue
+        d, note = ocr_dpi(doc[i], dpi)   # a giant page is read at a lower resolution, within the pixel budget
+        try: one = pymupdf.open('pdf', eng.page_pdf(doc[i], d, language))
+        except Exception as e:   # this page stays as it was, the others go on (MuPDF refusing a render, a crash)
+            new.insert_pdf(doc, from_page=i, to_page=i)
+            missed[i + 1] = f"OCR by {eng.name} failed: {type(e).__name__}: {e}" + (f" ({note})" if note else '')
+            continue
+        if note: missed[i + 1] = note
         new.insert_pdf(one)
         if rules:   # the scan's ruling lines as vector lines, for the table finders
             for x0, y0, x1, y1 in ruling_lines(doc[i]):
                 new[-1].draw_line((x0, y0), (x1, y1), color=(0, 0, 0), width=0.5)
-        info[i + 1] = OcrPage(i + 1, why[i + 1], eng.name, dpi, round(time.perf_counter() - t, 2),
+        info[i + 1] = OcrPage(i + 1, why[i + 1], eng.name, d, round(time.perf_counter() - t, 2),
                               len(one[0].get_text('words')))
     new.set_metadata({})
     out = Path(out); out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,8 @@ from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanit
 __all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'NO_TEXT', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects',
            'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes',
            'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom', 'render_page',
-           'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'offline_page', 'page_messages',
-           'regions_many', 'find_regions', 'parse_pdf', 'add_cli']
+           'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'doc_words', 'join_lines', 'offline_page',
+           'page_messages', 'regions_many', 'find_regions', 'parse_pdf', 'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -730,7 +730,27 @@ def reading_order(
 # %% ../../nbs/23_pdf.ipynb #6f6ce173
 _TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES  # 'dict' without each picture's bytes
 
-def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
+_HYPHEN_END = re.compile(r'([^\W\d_]+)-$')      # a line that ends inside a word: "adip-"
+_WORD_START = re.compile(r'^([^\W\d_]+)')       # the next line's first word: "iscing elit"
+
+def doc_words(doc:pymupdf.Document) -> set:
+    "The words of a document's text layer, lower case: the vocabulary a line-end hyphen is checked against."
+    return {w.lower() for p in doc for w in re.findall(r'[^\W\d_]+', p.get_text())}
+
+def join_lines(lines:list[str], # a block's lines, in order
+               vocab:set|frozenset=frozenset(), # words the document holds (`doc_words`); empty: no hyphen is joined
+              ) -> str:
+    ("The lines as one text: a word broken at a line end ('adip-' + 'iscing') is joined when the whole word occurs "
+     "elsewhere in the document, never otherwise (a real hyphen, 'state-' + 'of-the-art', stays).")
+    out = ''
+    for t in (l.strip() for l in lines):
+        if not t: continue
+        m, n = _HYPHEN_END.search(out), _WORD_START.match(t)
+        if m and n and (m[1] + n[1]).lower() in vocab: out = out[:-1] + t   # drop the hyphen, no space
+        else: out = f"{out} {t}" if out else t
+    return out
+
+def _text_outside(page:pymupdf.Page, boxes:list, vocab:set|frozenset=frozenset())->list[tuple]:
     "The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes`."
     out = []
     for b in page.get_text('dict', flags=_TEXT_ONLY)['blocks']:
@@ -741,7 +761,8 @@ def _text_outside(page:pymupdf.Page, boxes:list)->list[tuple]:
             if not any(_inside(bb, x) for x in boxes): lines.append((bb, ''.join(s['text'] for s in l['spans'])))
         if lines:
             a = np.array([bb for bb, _ in lines])
-            out.append((a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max(), ' '.join(t.strip() for _, t in lines)))
+            text = join_lines([t for _, t in lines], vocab)
+            out.append((a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max(), text))
     return out
 
 # %% ../../nbs/23_pdf.ipynb #1a54c608
@@ -751,6 +772,7 @@ def offline_page(
     page:pymupdf.Page,  # the page
     regions:list[Region],  # its regions (rendered or not); those of kind 'table' become HTML tables
     first_table:int=1,  # number of the page's first table
+    vocab:set|frozenset=frozenset(),  # the document's words (`doc_words`): a line-end hyphen joins a word they hold
 )->ParsedPage:
     "Parse `page` without a model: text in reading order, table regions as HTML (`table_grid`), others as images."
     items, tables, images, boxes = [], {}, {}, []
@@ -763,7 +785,7 @@ def offline_page(
         else:
             images[r.name] = r.image or r.name
             items.append((*r.bbox, f"![]({r.name})"))
-    items += _text_outside(page, boxes)
+    items += _text_outside(page, boxes, vocab)
     body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2))
     warnings = [] if page.get_text().strip() else [NO_TEXT]
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
@@ -842,10 +864,10 @@ def find_regions(
 _FIRST = 10**9  # the number a page's first table gets while pages are parsed apart (renumbered after)
 
 def _offline_item(item):
-    path, pno, regions, cap = item
+    path, pno, regions, cap, vocab = item
     doc = _opened(path)[0]
     cap_images(doc, pno, cap, path)
-    return offline_page(doc[pno-1], regions, _FIRST)
+    return offline_page(doc[pno-1], regions, _FIRST, vocab)
 
 def renumber_tables(
     pp:ParsedPage,  # a page parsed with its first table numbered `_FIRST`
@@ -869,7 +891,8 @@ def offline_pages(
     # with the layout model imported, a forked worker's PyMuPDF does not match this process's: spawn, as for regions
     spawn = has_layout() and engine == 'local' and (workers or 1) > 1
     fn = importlib.import_module('ragnb.docs.pdf')._offline_item if spawn else _offline_item
-    items = [(str(path), pno, by_page[pno], max_image_pixels) for pno in pnos]
+    vocab = doc_words(_opened(str(path))[0])   # every page's words: a word broken on one page is joined by another's
+    items = [(str(path), pno, by_page[pno], max_image_pixels, vocab) for pno in pnos]
     pps, n = map_items(fn, items, engine, workers, 'spawn' if spawn else None), 1
     for pp in pps: renumber_tables(pp, n); n += len(pp.tables)
     return pps
@@ -905,8 +928,9 @@ def _parse_offline(path:Path, doc:pymupdf.Document, did:str, out:Path, pnos:list
     parsed, n = [], 1
     apart = (offline_pages(path, pnos, by_page, engine, workers, max_image_pixels)
              if engine != 'local' or (workers or 1) > 1 else None)
+    vocab = doc_words(doc) if not apart else frozenset()
     for i, pno in enumerate(pnos):
-        pp = apart[i] if apart else offline_page(doc[pno-1], by_page[pno], n); pp.image = marked[pno]
+        pp = apart[i] if apart else offline_page(doc[pno-1], by_page[pno], n, vocab); pp.image = marked[pno]
         parsed.append(pp); n += len(pp.tables)
     return ParsedDoc(str(path), did, 'offline', parsed, out_dir=str(out))
 

@@ -16,9 +16,9 @@ from .retrieval import read_dataset, check_rows, query_ids
 pd = lazy('pandas')
 
 # %% auto #0
-__all__ = ['pd', 'THRESHOLDS', 'SIMILAR', 'COPY_OVERLAP', 'read_testset', 'Measure', 'sections', 'coverage', 'near_duplicates',
-           'same_evidence', 'word_overlap', 'keyword_ranks', 'TestSetReport', 'inspect_testset', 'compare_testsets',
-           'add_cli']
+__all__ = ['pd', 'THRESHOLDS', 'SIMILAR', 'COPY_OVERLAP', 'MAX_COMPARE', 'MAX_PAIRS', 'read_testset', 'Measure', 'sections',
+           'coverage', 'near_duplicates', 'same_evidence', 'Pairs', 'duplicate_pairs', 'evidence_pairs', 'word_overlap',
+           'keyword_ranks', 'TestSetReport', 'inspect_testset', 'compare_testsets', 'add_cli']
 
 # %% ../../nbs/63_inspect.ipynb #dea5ed60
 def read_testset(src # A `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
@@ -147,6 +147,81 @@ def same_evidence(df:pd.DataFrame # The kept questions, with source_doc, evidenc
                     out.append((int(idx[a]), int(idx[b])))
     return out
 
+# %% ../../nbs/63_inspect.ipynb #923185a7
+MAX_COMPARE = 2000   # characters of a question compared for near-duplicates (a 1 MB question is cut, and said so)
+MAX_PAIRS = 200      # pairs kept to show; every pair is still counted
+
+@dataclass
+class Pairs:
+    "Pairs found among the questions: those kept to show, every question in some pair, and how many pairs in all."
+    shown:list     # (i, j) or (i, j, score), at most `MAX_PAIRS`
+    members:set    # indices of the questions in at least one pair
+    total:int      # pairs in all
+    cut:int = 0    # questions compared on their first `MAX_COMPARE` characters only
+
+def duplicate_pairs(questions:list[str], # The questions
+                    similar:int=SIMILAR, # token_sort_ratio (0-100) from which two questions count as the same
+                    block:int=2000, # Distinct questions compared at a time (memory: block x distinct bytes)
+                    max_pairs:int=MAX_PAIRS, # Pairs kept to show
+                    max_chars:int=MAX_COMPARE # Characters of each question compared
+                   ) -> Pairs:
+    ("Near-duplicate questions without building every pair: identical questions (after normalising) are grouped first "
+     "and counted by formula, only distinct ones are compared, each on its first `max_chars` characters.")
+    from rapidfuzz import fuzz, process, utils
+    cut = sum(len(q) > max_chars for q in questions)
+    groups = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(' '.join(sorted(utils.default_process(q[:max_chars]).split())), []).append(i)
+    reps, members, shown, total = list(groups), set(), [], 0
+    def pair(a, b, score, n):
+        nonlocal total
+        total += n; members.update(a); members.update(b)
+        ij = ((x, y) for k, x in enumerate(a) for y in (a[k + 1:] if b is a else b))   # listed until `max_pairs`
+        for x, y in ij:
+            if len(shown) >= max_pairs: break
+            shown.append((x, y, score))
+    for g in groups.values():
+        if len(g) > 1: pair(g, g, 100, len(g) * (len(g) - 1) // 2)
+    for s in range(0, len(reps), block):
+        m = process.cdist(reps[s:s + block], reps, scorer=fuzz.ratio, score_cutoff=similar, dtype=np.uint8, workers=-1)
+        for a, b in zip(*np.nonzero(m)):
+            if s + a < b:
+                ga, gb = groups[reps[s + a]], groups[reps[b]]
+                pair(ga, gb, int(m[a, b]), len(ga) * len(gb))
+    shown = [(min(i, j), max(i, j), sc) for i, j, sc in shown]
+    return Pairs(shown, members, total, cut)
+
+def evidence_pairs(df:pd.DataFrame, # The kept questions, with source_doc, evidence_start, evidence_end
+                   max_pairs:int=MAX_PAIRS # Pairs kept to show
+                  ) -> Pairs:
+    ("Questions whose evidence spans in one document overlap by more than half of the shorter one, without building "
+     "every pair: questions on the same span are grouped first, distinct spans swept in order of their start.")
+    need = {'source_doc', 'evidence_start', 'evidence_end'}
+    if not need <= set(df): return Pairs([], set(), 0)
+    d = df.dropna(subset=list(need))
+    members, shown, total = set(), [], 0
+    for _, g in d.groupby('source_doc'):
+        spans = {}
+        for i, s, e in zip(g.index, g.evidence_start.astype(float), g.evidence_end.astype(float)):
+            spans.setdefault((s, e), []).append(int(i))
+        keys = sorted(spans)
+        for k in keys:
+            grp = spans[k]
+            if len(grp) > 1:
+                total += len(grp) * (len(grp) - 1) // 2; members.update(grp)
+                within = [(x, y) for k, x in enumerate(grp[:max_pairs]) for y in grp[k + 1:max_pairs + 1]]
+                shown += within[:max_pairs - len(shown)]
+        for a in range(len(keys)):
+            sa, ea = keys[a]
+            for b in range(a + 1, len(keys)):
+                sb, eb = keys[b]
+                if sb >= ea: break
+                if min(ea, eb) - sb > 0.5 * min(ea - sa, eb - sb):
+                    ga, gb = spans[keys[a]], spans[keys[b]]
+                    total += len(ga) * len(gb); members.update(ga); members.update(gb)
+                    shown += [(x, y) for x in ga[:max_pairs] for y in gb[:max_pairs]][:max_pairs - len(shown)]
+    return Pairs(shown, members, total)
+
 # %% ../../nbs/63_inspect.ipynb #acd3b906
 _WORD = re.compile(r'\w+', re.U)
 _STOP = set('a an and are as at be by can did do does for from had has have how i if in into is it its of on or '
@@ -265,19 +340,25 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
     else: ms.append(Measure('documents covered', None, th['doc_coverage'], False, 'no source_doc column'))
     # redundancy
     qs = k.question.astype(str).tolist()
-    dup = near_duplicates(qs)
-    dupdf = pd.DataFrame([dict(a=k.qid.iloc[i], b=k.qid.iloc[j], score=s, question_a=qs[i], question_b=qs[j])
-                          for i, j, s in dup], columns=['a', 'b', 'score', 'question_a', 'question_b'])
-    in_dup = {i for i, j, _ in dup} | {j for i, j, _ in dup}
+    dup = duplicate_pairs(qs)   # grouped and counted: 10,000 copies of one question make no 50 million pairs
+    short = lambda t: t if len(t) <= 300 else t[:299] + '\u2026'
+    dupdf = pd.DataFrame([dict(a=k.qid.iloc[i], b=k.qid.iloc[j], score=s,
+                               question_a=short(qs[i]), question_b=short(qs[j]))
+                          for i, j, s in dup.shown], columns=['a', 'b', 'score', 'question_a', 'question_b'])
+    in_dup = dup.members
     ms.append(Measure('near-duplicate questions', len(in_dup) / len(k) if len(k) else None, th['duplicates'], True,
-                      f"{len(dup)} pair(s) at token_sort_ratio >= {SIMILAR}"))
-    same = same_evidence(k.reset_index(drop=True))
-    sedf = pd.DataFrame([dict(a=k.qid.iloc[i], b=k.qid.iloc[j], question_a=qs[i], question_b=qs[j]) for i, j in same],
-                        columns=['a', 'b', 'question_a', 'question_b'])
-    in_same = {i for p in same for i in p}
+                      f"{dup.total:,} pair(s) at token_sort_ratio >= {SIMILAR}"
+                      + (f", {len(dup.shown)} listed" if dup.total > len(dup.shown) else '')
+                      + (f"; {dup.cut} question(s) compared on their first {MAX_COMPARE:,} characters"
+                         if dup.cut else '')))
+    same = evidence_pairs(k.reset_index(drop=True))
+    sedf = pd.DataFrame([dict(a=k.qid.iloc[i], b=k.qid.iloc[j], question_a=short(qs[i]), question_b=short(qs[j]))
+                         for i, j in same.shown], columns=['a', 'b', 'question_a', 'question_b'])
+    in_same = same.members
     has_spans = {'evidence_start', 'evidence_end', 'source_doc'} <= set(k)
     ms.append(Measure('questions sharing evidence', len(in_same) / len(k) if has_spans and len(k) else None,
-                      th['same_evidence'], True, f"{len(same)} pair(s) on overlapping evidence" if has_spans
+                      th['same_evidence'], True, f"{same.total:,} pair(s) on overlapping evidence"
+                      + (f", {len(same.shown)} listed" if same.total > len(same.shown) else '') if has_spans
                       else 'no evidence offsets'))
     # difficulty
     pq = pd.DataFrame({'id': k.qid.to_numpy()})

@@ -891,6 +891,8 @@ def _cli_run(args) -> int:
 # %% ../../nbs/62_systems.ipynb #d12bcd47
 def _cli_evaluate(args) -> int:
     from ragnb.core.llm import LLM
+    from ragnb.core.options import no_endpoint
+    if msg := no_endpoint('evaluate'): print(msg, file=sys.stderr); return 2   # answers are checked by a model
     llm = LLM(model=args.model, progress=sys.stderr.isatty())
     run, chk = evaluate_system(args.dataset, load_system(args.system, **_http_kw(args)), args.out, llm, args.name,
                                args.claim_format, args.judge_profile, concurrency=args.concurrency,

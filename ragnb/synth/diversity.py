@@ -812,7 +812,8 @@ def _cli_generate(args)->int:
     if not docs: print("no documents loaded", file=sys.stderr); return 1
     llm = LLM(model=args.model, pacing=Pacing(concurrency=args.concurrency), batch=BatchAPI() if args.batch else None,
               **call_options(args))
-    print(f"ragnb generate: model {llm.model} at {llm.base_url}; replies cached in {llm.cache.path if llm.cache else 'no cache'}",
+    cached = llm.cache.path if llm.cache else 'no cache'
+    print(f"ragnb generate: model {llm.model} at {llm.base_url}; replies cached in {cached}",
           file=sys.stderr)
     critic2 = (LLM(model=args.second_critic_model, pacing=Pacing(concurrency=args.concurrency), progress=False,
                    **call_options(args))
@@ -826,7 +827,8 @@ def _cli_generate(args)->int:
                   chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, max_chunks=args.max_chunks,
                   seed=args.seed, min_score=args.min_score, require_evidence=not args.keep_unfound_evidence,
                   check_language=not args.no_language_check, critique_profile=args.critique_profile)
-    print(f"ragnb generate: critique profile {critic_profile_reason(args.critique_profile, llm.model)}", file=sys.stderr)
+    print(f"ragnb generate: critique profile {critic_profile_reason(args.critique_profile, llm.model)}",
+          file=sys.stderr)
     if args.question_types is None:  # the seed's factoids: `30_generate`'s flow
         ds = generate_dataset(docs, llm, **common, structured=args.structured, critic_samples=args.critic_samples,
                               second_critic=critic2, require_consistent=args.require_consistent, engine=args.engine,

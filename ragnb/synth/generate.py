@@ -271,7 +271,8 @@ def generate_questions(
 # %% ../../nbs/30_generate.ipynb #3f81033d
 CRITIQUE_PROFILES = ('default', 'small', 'auto')
 CRITIC_MAX_TOKENS = 8   # a Yes/No reply is 1-2 tokens; the cap stops a small model that goes on explaining
-_VERDICTS = {'groundedness': ('the passage states this answer to the question', 'the passage does not state this answer'),
+_VERDICTS = {'groundedness': ('the passage states this answer to the question',
+                             'the passage does not state this answer'),
              'relevance': ('useful to the audience', 'not useful to the audience'),
              'standalone': ('clear without the passage', 'not clear without the passage')}
 
@@ -350,7 +351,7 @@ def critique(
     todo = [q for q in qas if q.question]
     profile = critic_profile(profile, llm.model)
     reqs = [_critique_request(q, c, audience, structured, profile=profile) for q in todo for c in CRITERIA]
-    if profile == 'small': reqs = by_prefix(reqs)   # calls that start alike one after another: a prompt cache reads it once
+    if profile == 'small': reqs = by_prefix(reqs)   # calls that start alike in a row: a prompt cache reads it once
     t0 = time.perf_counter()
     got = dict(zip([r.id for r in reqs], llm.batch(reqs, desc='critiques')))
     rs = [got[f'{q.id}/{c}'] for q in todo for c in CRITERIA]

@@ -229,9 +229,9 @@ def _cli_parse(args)->int:
         batch = BatchAPI() if args.batch else None
         model = _format_of(args.file).model and not args.offline  # a DOCX or PPTX is read without a model
         if model and not endpoint_configured():   # no model to ask: parse offline and say so, rather than fail on DNS
-            print(f"ragnb parse: no model endpoint is configured (OPENAI_BASE_URL, OPENAI_API_KEY): parsing {args.file} "
-                  "offline (PyMuPDF's text and table finder, OCR for scanned pages). For vision parsing set "
-                  "OPENAI_BASE_URL and OPENAI_API_KEY to an endpoint with a vision model; --offline silences this.",
+            print(f"ragnb parse: no model endpoint is configured (OPENAI_BASE_URL, OPENAI_API_KEY): parsing "
+                  f"{args.file} offline (PyMuPDF's text and table finder, OCR for scanned pages). For vision parsing "
+                  "set OPENAI_BASE_URL and OPENAI_API_KEY to an endpoint with a vision model; --offline silences this.",
                   file=sys.stderr)
             args.offline, model = True, False
         llm = LLM(vision_model=args.model, batch=batch, **call_options(args)) if model else None

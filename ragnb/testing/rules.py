@@ -389,7 +389,7 @@ def _yes_if_kept(rating:str) -> str:
 def scripted_grounded_yes_no(call:Call, # The request, with the prompt's `question`, `answer` and `context`
                              rng:random.Random # The server's seeded random generator
                             ) -> str:
-    "Scripted small-profile groundedness: Yes when the 1-5 critic would keep it and the answer's words are in the passage."
+    "Scripted small-profile groundedness: Yes when the 1-5 critic keeps it and the answer's words are in the passage"
     ans, ctx = _words(call.inputs['answer']), _words(call.inputs['context'])
     return 'No' if ans and len(ans & ctx) < len(ans) / 2 else _yes_if_kept(scripted_groundedness(call, rng))
 

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from .plots import DisplayFigure
 
 from ..core.llm import LLM
-from ..core.options import add_call_options, call_options, check_output
+from ..core.options import add_call_options, call_options, check_output, no_endpoint
 from ..core.safe import csv_text, write_text
 from ..core.prompts import get_prompt
 from ..check.metrics import LABELS, METRICS, load_results, score
@@ -279,6 +279,7 @@ class DisagreementViewer:
 def _cli_audit(args) -> int:
     out = Path(args.out) if args.out else None
     if out and not out.parent.exists(): raise ValueError(f"{out.parent} does not exist")
+    if msg := no_endpoint('audit'): print(msg, file=sys.stderr); return 2   # the judge is a model: say how to get one
     llm = LLM(**call_options(args))
     crit = None
     if args.review:

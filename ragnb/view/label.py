@@ -12,10 +12,10 @@ import matplotlib.pyplot as plt
 
 from ..core.safe import printable
 from ..check.metrics import LABELS, METRIC_SPECS, load_results, check_unique_ids
-from ..check.corrected import _usable
+from ..check.corrected import usable_results
 from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, SIDES, FIELD, add_labels, read_labels,
                                    labels_path, label_plan, claim_refs, corrected_metrics)
-from .plots import OKABE_ITO, _new_figure
+from .plots import OKABE_ITO, new_figure
 
 # %% auto #0
 __all__ = ['Labeller', 'LabelWidget', 'label_loop', 'add_cli', 'plot_corrected']
@@ -33,7 +33,7 @@ class Labeller:
             path = labels_path(results)
         self.results, self.path, self.by = load_results(results), Path(path), by
         check_unique_ids(self.results, f"{results}: " if isinstance(results, (str, Path)) else '')   # as metrics does
-        usable, self.errors = _usable(self.results)   # a malformed result is named and left out, not labelled
+        usable, self.errors = usable_results(self.results)   # a malformed result is named and left out, not labelled
         self.labels = read_labels(self.path, self.results) if self.path.exists() else None
         self.seed = int(self.labels.header.get('seed', seed)) if self.labels else seed
         self.index = {r.query_id: r for r in self.results}
@@ -195,7 +195,7 @@ def plot_corrected(c:Corrected, # Corrected metrics (`corrected_metrics`)
                   ) -> plt.Figure:
     "Each metric: the judge-only figure, the corrected one and its interval (percent)."
     t = c.table
-    fig = _new_figure(7.5, 0.9 + 0.32 * len(t))
+    fig = new_figure(7.5, 0.9 + 0.32 * len(t))
     ax = fig.subplots()
     y = np.arange(len(t))
     ax.scatter(t.judge, y, facecolors='none', edgecolors=OKABE_ITO[5], s=40, label="judge only", zorder=3)

@@ -47,7 +47,7 @@ class DisplayFigure(Figure):
         self.savefig(buf, format='png', bbox_inches='tight', dpi=max(SHOW_DPI, self.dpi))
         return compact_png(buf.getvalue())
 
-def _new_figure(w:float, h:float, **kw) -> DisplayFigure:
+def new_figure(w:float, h:float, **kw) -> DisplayFigure:
     "A pyplot figure that is closed at once, so it displays once and never piles up; it still draws itself."
     fig = plt.figure(figsize=(w, h), FigureClass=DisplayFigure, **kw)
     plt.close(fig)
@@ -68,7 +68,8 @@ def compact_figures(
     try: import matplotlib_inline.backend_inline  # noqa: F401  the inline backend registers its printer now, not later
     except ImportError: pass
     def png(fig):
-        raw = print_figure(fig, 'png', bbox_inches='tight', dpi=max(SHOW_DPI, fig.dpi))  # None for an empty figure: nothing shown, as inline does
+        # None for an empty figure: nothing shown, as inline does
+        raw = print_figure(fig, 'png', bbox_inches='tight', dpi=max(SHOW_DPI, fig.dpi))
         return None if raw is None else base64.b64encode(compact_png(raw, colours)).decode()
     # the inline backend's own printer, registered above (once per kernel), gives way to this one
     ip.display_formatter.formatters['image/png'].for_type(Figure, png)
@@ -90,7 +91,7 @@ def short_name(
     name:str,      # a file name or id, often without spaces
     width:int=40,  # at most this many characters
 ) -> str:
-    "`name` cut in the middle with an ellipsis, keeping its start and its end (the extension), so it stays recognisable."
+    "`name` cut in the middle with an ellipsis, keeping its start and its end (the extension): it stays recognisable."
     name = str(name)
     if len(name) <= width: return name
     tail = max((width - 1) // 3, min(len(Path(name).suffix) + 6, width // 2))
@@ -262,7 +263,7 @@ def plot_entailment_map(
     h = 1.7 + line_h*sum(heights) + .8
     note, head, h_note, h_title = _map_texts(result, names, w, model)
     h = h + h_note + h_title
-    fig = _new_figure(w, h)
+    fig = new_figure(w, h)
     gs = fig.add_gridspec(2, 4 if show_key else 2, height_ratios=heights, hspace=1.0/(line_h*sum(heights)/2),
                           wspace=.15, width_ratios=[n, 1] + ([1, key_w/0.45] if show_key else []))
     panels = [('Response claims', rc_, r2r, a2r, 'vs answer', 'R'),
@@ -314,7 +315,7 @@ def plot_metrics(
     vals = flat_metrics(metrics)
     names = list(_metrics.METRICS)
     group = {m: g for g, ms in metric_groups().items() for m in ms}
-    fig = _new_figure(7, 4.6); ax = fig.add_subplot()
+    fig = new_figure(7, 4.6); ax = fig.add_subplot()
     y = np.arange(len(names))
     ax.barh(y, [vals[m] for m in names], color=[GROUP_COLOURS.get(group[m], OKABE_ITO[5]) for m in names], height=.7)
     for yi, m in zip(y, names): ax.text(vals[m]+1, yi, f'{vals[m]:.1f}', va='center', fontsize=8)
@@ -352,7 +353,7 @@ def plot_systems(
     if missing: raise KeyError(f"table has no column(s) {missing}")
     k = len(table); bw = .8 / max(k, 1)
     colours = (OKABE_ITO * (k // len(OKABE_ITO) + 1))[:k]
-    fig = _new_figure(max(6, 1.2 + len(metrics)*(0.35*k + .5)), 4.2); ax = fig.add_subplot()
+    fig = new_figure(max(6, 1.2 + len(metrics)*(0.35*k + .5)), 4.2); ax = fig.add_subplot()
     x = np.arange(len(metrics))
     for i, (name, row) in enumerate(table.iterrows()):
         ax.bar(x - .4 + bw*(i+.5), [row[m] for m in metrics], bw, label=str(name), color=colours[i],
@@ -389,7 +390,7 @@ def plot_claim_shares(
 ) -> Figure:
     "Stacked horizontal bars of response-claim shares (correct, relevant noise, irrelevant noise, hallucination)."
     df = claim_shares(rows)
-    fig = _new_figure(7, 1.2 + .45*len(df)); ax = fig.add_subplot()
+    fig = new_figure(7, 1.2 + .45*len(df)); ax = fig.add_subplot()
     left = np.zeros(len(df)); y = np.arange(len(df))
     for col, colour in zip(df.columns, SHARE_COLOURS):
         v = df[col].to_numpy()
@@ -422,7 +423,7 @@ def plot_critique_scores(
     no_q = df['question'].isna() if 'question' in df.columns else pd.Series(False, index=df.index)
     n_noq, df = int(no_q.sum()), df[~no_q]  # chunks whose generation failed have no question to score
     kept = df['kept'].fillna(False).astype(bool)
-    fig = _new_figure(11, 3.1); axs = fig.subplots(1, 4, sharey=True, gridspec_kw=dict(width_ratios=[3, 3, 3, 1.6]))
+    fig = new_figure(11, 3.1); axs = fig.subplots(1, 4, sharey=True, gridspec_kw=dict(width_ratios=[3, 3, 3, 1.6]))
     cats = ['1', '2', '3', '4', '5', 'failed']; x = np.arange(len(cats))
     for ax, c in zip(axs, SCORE_COLUMNS):
         s = pd.to_numeric(df[c], errors='coerce')
@@ -457,7 +458,7 @@ def plot_mix(
     "Two panels: rows per question type by outcome, and questions per persona, kept or dropped."
     t = mix_table(ds)
     colors = colors or [f'C{i}' for i in range(len(OUTCOMES))]
-    fig = _new_figure(11, 3.4, layout='constrained')
+    fig = new_figure(11, 3.4, layout='constrained')
     a, b = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.1, 1]})
     left = np.zeros(len(t))
     for o in t.columns:
@@ -491,7 +492,7 @@ def plot_hit_rate(
         table = table.summary.pivot(index='k', columns='metric', values='mean')
     t = table.set_index('k') if 'k' in table.columns else table
     if t.empty: raise ValueError("hit-rate table is empty")
-    fig = _new_figure(5.5, 3.4); ax = fig.add_subplot()
+    fig = new_figure(5.5, 3.4); ax = fig.add_subplot()
     drawn = {}
     for i, c in enumerate(t.columns):
         y = t[c].to_numpy(dtype=float)
@@ -542,7 +543,7 @@ def plot_page_regions(
     img = _as_image(image); h, w = img.shape[:2]
     sx, sy = (w/page_size[0], h/page_size[1]) if page_size else (1, 1)
     fw = min(7, max(4, w / plt.rcParams['figure.dpi']))
-    fig = _new_figure(fw, fw*h/w); ax = fig.add_axes((0, 0, 1, 1) if not title else (0, 0, 1, .95))
+    fig = new_figure(fw, fw*h/w); ax = fig.add_axes((0, 0, 1, 1) if not title else (0, 0, 1, .95))
     ax.imshow(img); ax.axis('off')
     styles = _region_styles(regions)
     for i, r in enumerate(regions):
@@ -568,7 +569,7 @@ def plot_by_k(
 )->plt.Figure:
     "Each metric over k with its bootstrap band, one line per report."
     metrics = list(metrics)
-    fig = _new_figure(3.1 * len(metrics), 3.0)  # returned, displayed once
+    fig = new_figure(3.1 * len(metrics), 3.0)  # returned, displayed once
     axs = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
     for ax, m in zip(axs, metrics):
         for i, r in enumerate(reports):
@@ -590,7 +591,7 @@ def plot_sweep(sw:Sweep, metric:str='hit', # One of hit, recall, mrr, ndcg
                )->plt.Figure:
     "The metric by k for each chunking, and against the characters retrieved (the trade-off)."
     r = sw.results
-    fig = _new_figure(9.5, 3.4)
+    fig = new_figure(9.5, 3.4)
     a, b = fig.subplots(1, 2)
     sizes = sorted(r.chunk_size.unique())
     for (size, ov), g in r.groupby(['chunk_size', 'chunk_overlap']):
@@ -640,7 +641,7 @@ def plot_comparison(cmp:Comparison, # From `compare`
                    ):
     "Each system's mean per metric with its interval, and its paired difference from the baseline with its interval."
     from matplotlib.lines import Line2D
-    fig = _new_figure(10, 5.2)  # returned, displayed once
+    fig = new_figure(10, 5.2)  # returned, displayed once
     left, right = fig.subplots(1, 2, sharey=True, gridspec_kw={'width_ratios': [1.1, 1]})
     colours, k = {n: OKABE_ITO[i % len(OKABE_ITO)] for i, n in enumerate(cmp.names)}, len(cmp.names)
     _draw_intervals(cmp, left, right, colours)
@@ -667,7 +668,7 @@ def plot_coverage(rep, # A `TestSetReport` (read by its `coverage` and `name`)
                  ) -> plt.Figure:
     "Kept questions per document (bars) and the share of its sections or passages they cover (label)."
     cov = rep.coverage.sort_values(['kept', 'document']).head(top)
-    fig = _new_figure(7.5, 0.9 + 0.28 * max(len(cov), 1))
+    fig = new_figure(7.5, 0.9 + 0.28 * max(len(cov), 1))
     ax = fig.subplots()
     if not len(cov):
         ax.text(0.5, 0.5, 'no source_doc column: coverage unknown', ha='center', va='center'); ax.set_axis_off()
