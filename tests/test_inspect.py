@@ -163,3 +163,20 @@ def test_coverage_figure_draws_dollar_signs_and_long_names_as_written(tmp_path):
     assert all(float(t) == int(float(t)) for t in fig.axes[0].get_xticks())   # questions are counted whole
     out = save_figure(fig, tmp_path/'coverage.png')
     assert out.stat().st_size > 1000
+
+
+def test_duplicate_pairs_counts_as_comparing_every_pair():
+    "Grouping and block-wise counting give the pairs that comparing every two questions gives, whatever the block."
+    import itertools, random
+    from rapidfuzz import fuzz, utils
+    from ragnb.rag.inspect import duplicate_pairs
+    rng = random.Random(1)
+    words = 'how do i stream a reply from the chat api token key model'.split()
+    for t in range(30):
+        qs = [' '.join(rng.choices(words, k=rng.randint(3, 6))) for _ in range(rng.randint(2, 80))]
+        qs += rng.choices(qs, k=10)   # exact repeats too
+        norm = [' '.join(sorted(utils.default_process(q).split())) for q in qs]
+        every = {(i, j) for i, j in itertools.combinations(range(len(qs)), 2) if fuzz.ratio(norm[i], norm[j]) >= 90}
+        p = duplicate_pairs(qs, block=rng.choice([1, 3, 500]), max_pairs=20)
+        assert p.total == len(every) and p.members == {x for pr in every for x in pr}, t
+        assert len(p.shown) == min(20, len(every)) and all((i, j) in every for i, j, _ in p.shown), t

@@ -192,3 +192,20 @@ def test_a_stamped_scan_is_read_and_a_giant_page_within_a_pixel_budget(scan, tmp
     assert res.pages[0].ocr and res.pages[0].ocr['dpi'] < 300, res.pages[0].ocr
     assert any('read by OCR at' in w and 'instead of 300' in w for w in res.pages[0].warnings), res.pages[0].warnings
     assert res.pages[1].ocr and res.pages[1].ocr['dpi'] == 300 and not res.failures
+
+
+@needs_engine
+def test_ocr_of_several_pages_says_its_progress_in_a_log(scan, tmp_path, monkeypatch, capsys):
+    "In a log (no terminal, no Jupyter) a long scan says pages done and time left, as model calls do."
+    three = pymupdf.open()
+    for _ in range(3):
+        p = three.new_page(width=300, height=300)   # small blank scans: quick to read
+        pix = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, 100, 100), False); pix.clear_with(255)
+        p.insert_image(p.rect, pixmap=pix)
+    three.save(tmp_path/'three.pdf')
+    monkeypatch.setenv('RAGNB_PROGRESS_SECONDS', '0')
+    copy, info, _ = ocr_copy(pymupdf.open(tmp_path/'three.pdf'), tmp_path/'copy.pdf')
+    err = capsys.readouterr().err
+    assert sorted(info) == [1, 2, 3], info
+    assert f'OCR ({ENGINE.name}) pages: 1 of 3 done, 0 failed, about' in err, err
+    assert 'pages: 2 of 3 done' in err and '3 of 3' not in err   # no line once it is over

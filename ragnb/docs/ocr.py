@@ -11,10 +11,10 @@ from pathlib import Path
 import pymupdf
 
 # %% auto #0
-__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'OCR_MAX_PIXELS', 'scanned_copy', 'text_chars',
-           'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt', 'OcrUnavailable', 'OcrEngine',
-           'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf', 'RapidOcr', 'choose_engine',
-           'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy', 'word_recall']
+__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'OCR_MAX_PIXELS', 'scanned_copy',
+           'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt', 'OcrUnavailable',
+           'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf', 'RapidOcr',
+           'choose_engine', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy', 'word_recall']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
@@ -285,6 +285,8 @@ def _merge_runs(runs:list, tol:int=3, max_thick:int=6) -> list[tuple]:
         else: lines.append([r, r, a, b])
     return [tuple(l) for l in lines if l[1] - l[0] + 1 <= max_thick]   # thicker: a filled area, not a rule
 
+RULES_MAX_PIXELS = 16_000_000   # pixels `ruling_lines` looks at (a 10,000 pt page at 150 dpi would be 434 million)
+
 def ruling_lines(page:pymupdf.Page, # A scanned page
                  dpi:int=150,       # Resolution to look at
                  min_length:float=36, # Shortest rule (pt): half an inch
@@ -292,6 +294,8 @@ def ruling_lines(page:pymupdf.Page, # A scanned page
                 ) -> list[tuple]:
     "Long straight rules in the page's picture as (x0, y0, x1, y1) in points: horizontal and vertical ones."
     import numpy as np
+    area = max(page.rect.width * page.rect.height, 1) / 72**2   # square inches
+    dpi = max(1, min(dpi, int((RULES_MAX_PIXELS / area) ** 0.5)))   # a giant page is looked at coarser, not whole
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
     ink = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.stride)[:, :pix.w] < dark
     k, n = 72 / dpi, max(2, int(min_length / 72 * dpi))
@@ -347,6 +351,11 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
     except OcrUnavailable as e:
         return None, {}, {p: f"no text layer ({why[p]} page) and no OCR: {e}" for p in todo}
     new, info, missed = pymupdf.open(), {}, dict(doubts)
+    from tqdm.auto import tqdm
+    from ragnb.core.llm import Progress, show_progress
+    shown = show_progress()   # a bar on a terminal or in Jupyter; in a log, a line every 30 s (pages, time left)
+    bar = tqdm(total=len(todo), desc=f'OCR ({eng.name})', unit='page', disable=not shown or len(todo) < 2, leave=False)
+    tally = Progress(f'ragnb: OCR ({eng.name}) pages', len(todo), lines=not shown and len(todo) > 1)
     for i in range(doc.page_count):
         if i + 1 not in todo: new.insert_pdf(doc, from_page=i, to_page=i); continue
         t = time.perf_counter()
@@ -355,6 +364,7 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
         except Exception as e:   # this page stays as it was, the others go on (MuPDF refusing a render, a crash)
             new.insert_pdf(doc, from_page=i, to_page=i)
             missed[i + 1] = f"OCR by {eng.name} failed: {type(e).__name__}: {e}" + (f" ({note})" if note else '')
+            bar.update(1); tally.add(False)
             continue
         if note: missed[i + 1] = note
         new.insert_pdf(one)
@@ -363,6 +373,8 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
                 new[-1].draw_line((x0, y0), (x1, y1), color=(0, 0, 0), width=0.5)
         info[i + 1] = OcrPage(i + 1, why[i + 1], eng.name, d, round(time.perf_counter() - t, 2),
                               len(one[0].get_text('words')))
+        bar.update(1); tally.add(True)
+    bar.close()
     new.set_metadata({})
     out = Path(out); out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + '.tmp')

@@ -161,7 +161,7 @@ class Pairs:
 
 def duplicate_pairs(questions:list[str], # The questions
                     similar:int=SIMILAR, # token_sort_ratio (0-100) from which two questions count as the same
-                    block:int=2000, # Distinct questions compared at a time (memory: block x distinct bytes)
+                    block:int=500, # Distinct questions compared at a time (memory: about 10 x block x distinct bytes)
                     max_pairs:int=MAX_PAIRS, # Pairs kept to show
                     max_chars:int=MAX_COMPARE # Characters of each question compared
                    ) -> Pairs:
@@ -182,12 +182,22 @@ def duplicate_pairs(questions:list[str], # The questions
             shown.append((x, y, score))
     for g in groups.values():
         if len(g) > 1: pair(g, g, 100, len(g) * (len(g) - 1) // 2)
-    for s in range(0, len(reps), block):
+    sizes, hit = np.array([len(g) for g in groups.values()], dtype=np.int64), np.zeros(len(reps), bool)
+    for s in range(0, len(reps), block):   # counted with arrays: millions of similar pairs are no Python loop
         m = process.cdist(reps[s:s + block], reps, scorer=fuzz.ratio, score_cutoff=similar, dtype=np.uint8, workers=-1)
-        for a, b in zip(*np.nonzero(m)):
-            if s + a < b:
-                ga, gb = groups[reps[s + a]], groups[reps[b]]
-                pair(ga, gb, int(m[a, b]), len(ga) * len(gb))
+        m[np.arange(len(m))[:, None] >= np.arange(len(reps))[None, :] - s] = 0   # each pair once: a before b
+        ra, cb = m.any(1), m.any(0)
+        if not ra.any(): continue
+        hit[s:s + len(m)] |= ra; hit |= cb
+        total += int(sizes[s:s + len(m)] @ (m > 0).astype(np.int64) @ sizes)
+        for a in np.nonzero(ra)[0]:
+            if len(shown) >= max_pairs: break
+            for b in np.nonzero(m[a])[0][:max_pairs]:
+                for x in groups[reps[s + a]][:max_pairs]:
+                    shown += [(x, y, int(m[a, b])) for y in groups[reps[b]][:max_pairs - len(shown)]]
+                    if len(shown) >= max_pairs: break
+                if len(shown) >= max_pairs: break
+    for r in np.nonzero(hit)[0]: members.update(groups[reps[r]])
     shown = [(min(i, j), max(i, j), sc) for i, j, sc in shown]
     return Pairs(shown, members, total, cut)
 
