@@ -24,7 +24,8 @@ __all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'NO_TEXT', 'open_pdf', 
            'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes',
            'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom', 'render_page',
            'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'doc_words', 'join_lines', 'offline_page',
-           'page_messages', 'regions_many', 'find_regions', 'parse_pdf', 'add_cli']
+           'page_messages', 'regions_many', 'find_regions', 'text_turn', 'upright_copy', 'turn_note', 'parse_pdf',
+           'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -897,6 +898,76 @@ def offline_pages(
     for pp in pps: renumber_tables(pp, n); n += len(pp.tables)
     return pps
 
+# %% ../../nbs/23_pdf.ipynb #eb1603d5
+import os
+
+def _horizontal(page:pymupdf.Page) -> tuple[int, int]:
+    "(characters on lines running left to right, characters in all) on `page`, as PyMuPDF reads them."
+    ltr = total = 0
+    for b in page.get_text('dict', flags=0)['blocks']:
+        for l in b.get('lines', []):
+            n = sum(len(s['text'].strip()) for s in l['spans'])
+            total += n; ltr += n if l['dir'][0] > 0.9 else 0
+    return ltr, total
+
+def _unrotated(doc:pymupdf.Document, i:int) -> pymupdf.Document:
+    "Page `i` (from 0) alone, its /Rotate set to 0: `show_pdf_page` sizes a rotated source page inconsistently."
+    one = pymupdf.open(); one.insert_pdf(doc, from_page=i, to_page=i); one[0].set_rotation(0)
+    return one
+
+def text_turn(doc:pymupdf.Document, # The PDF, open
+              pno:int,              # Page number from 1
+              majority:float=0.5,   # Share of the characters that must run sideways before the page is turned
+             ) -> int:
+    ("Degrees (0, 90, 180 or 270, anticlockwise) to turn page `pno`'s content by, with `show_pdf_page` (which leaves "
+     "out /Rotate), for most of its text to run left to right; for a page with no text, or whose sideways text is a "
+     "minority, the turn that shows it as a viewer does (0 on a page without /Rotate).")
+    page = doc[pno - 1]
+    ltr, total = _horizontal(page)
+    shown = (360 - page.rotation) % 360   # as a viewer shows it: /Rotate turns the page clockwise
+    if total == 0: return shown
+    if page.rotation == 0 and ltr >= majority * total: return 0
+    best, score, src = 0, -1, _unrotated(doc, pno - 1)
+    for turn in (0, 90, 180, 270):
+        r = src[0].rect
+        w, h = (r.width, r.height) if turn in (0, 180) else (r.height, r.width)
+        scratch = pymupdf.open(); p = scratch.new_page(width=w, height=h)
+        p.show_pdf_page(p.rect, src, 0, rotate=turn)
+        s = _horizontal(p)[0]
+        if s > score: best, score = turn, s
+    return best if score >= majority * total else shown
+
+def upright_copy(doc:pymupdf.Document, # The PDF, open
+                 out,                  # Where to write the copy (replaced whole)
+                 pages:list|None=None, # Page numbers from 1 to consider (default: all)
+                ) -> tuple[Path|None, dict]:
+    ("A copy of `doc` with every page whose text runs sideways (or upside down) turned upright and every /Rotate "
+     "applied, and {page: degrees turned}; (None, {}) when every page is upright already.")
+    pnos = pages or list(range(1, doc.page_count + 1))
+    turns = {p: t for p in pnos if (t := text_turn(doc, p)) or doc[p - 1].rotation}
+    if not turns: return None, {}
+    new = pymupdf.open()
+    for i in range(doc.page_count):
+        if i + 1 not in turns: new.insert_pdf(doc, from_page=i, to_page=i); continue
+        src = _unrotated(doc, i); r = src[0].rect
+        w, h = (r.width, r.height) if turns[i + 1] in (0, 180) else (r.height, r.width)
+        new.new_page(width=w, height=h).show_pdf_page(pymupdf.Rect(0, 0, w, h), src, 0, rotate=turns[i + 1])
+    out = Path(out); out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + '.tmp')
+    new.save(tmp, garbage=3, deflate=True); os.replace(tmp, out)
+    return out, turns
+
+def turn_note(degrees:int, # What `text_turn` gave (anticlockwise, from the page's unrotated content)
+              rotation:int, # The page's /Rotate
+             ) -> str:
+    "The warning a turned page carries, saying the turn as a reader sees the page."
+    seen = (degrees + rotation) % 360   # anticlockwise, from the page as displayed (/Rotate turned it clockwise)
+    if seen == 0: return f"read as a viewer shows it (its /Rotate {rotation} applied): coordinates are the shown page's"
+    how = {90: 'a quarter turn anticlockwise', 180: 'a half turn', 270: 'a quarter turn clockwise'}[seen]
+    why = f"the page has /Rotate {rotation} and" if rotation else "the page's"
+    return (f"{how} to read it upright ({why} text runs {'upside down' if seen == 180 else 'sideways'}): regions, "
+            "crops and tables are those of the upright page, and their coordinates too")
+
 # %% ../../nbs/23_pdf.ipynb #8da3f5f1
 def _size_warnings(page:pymupdf.Page, zoom:float, max_side:int, max_pixels:int, layout:bool)->list[str]:
     "What a page too big did to its parse: the layout model left out, a page image drawn below 72 dpi."
@@ -973,6 +1044,7 @@ def parse_pdf(
     ocr_engine:str='auto',  # 'auto' (the first installed of `ragnb.docs.ocr.OCR_ENGINES`) or an engine's name
     ocr_dpi:int=300,  # resolution OCR reads pages at
     ocr_language:str='eng',  # Tesseract's language code(s), e.g. 'eng+deu'
+    upright:bool=True,  # turn pages whose text runs sideways or upside down (`upright_copy`) before parsing
     **region_kw,  # passed to `page_regions`
 )->ParsedDoc:
     "Parse a PDF into markdown pages, HTML tables and image crops in `out_dir`, page failures recorded."
@@ -981,10 +1053,14 @@ def parse_pdf(
     claim_folder(out, ParsedDoc(str(path), did, '', []))
     pnos = pages or list(range(1, doc.page_count+1))
     big = {pno: cap_images(doc, pno, max_image_pixels, str(path)) for pno in pnos}  # before anything decodes them
-    source = path   # the file parsed: `path`, or its copy with OCR text where pages have no usable text layer
+    source = path   # the file parsed: `path`, or its copy with pages turned upright and OCR text where pages need it
+    turned_, turns = upright_copy(doc, out/'upright'/path.name, pnos) if upright else (None, {})
+    turned = {p: turn_note(t, doc[p - 1].rotation) for p, t in turns.items()}
+    if turned_: source, doc = turned_, open_pdf(turned_)
     read, unread = {}, {}
     if ocr == 'always' or (ocr == 'auto' and offline):   # a vision model reads the page image itself
         copy_, read, unread = ocr_copy(doc, out/'ocr'/path.name, pnos, ocr, ocr_engine, ocr_dpi, ocr_language)
+        if copy_ and turned_: turned_.unlink()   # the OCR copy holds the turned pages
         if copy_: source, doc = copy_, open_pdf(copy_)
     elif ocr not in ('auto', 'always', 'never'): raise ValueError(f"ocr must be auto, always or never, not {ocr!r}")
     path, orig = source, path
@@ -998,6 +1074,7 @@ def parse_pdf(
     _add_warnings(res, doc, path, big, region_kw.get('detectors'), page_zoom, max_side, max_pixels)
     res.path = str(orig)
     for pp in res.pages:
+        if pp.page in turned: pp.warnings.append(turned[pp.page])
         if pp.page in read: pp.ocr = asdict(read[pp.page])
         if pp.page in unread: pp.warnings = [w for w in pp.warnings if w != NO_TEXT] + [unread[pp.page]]
     res.save(out)

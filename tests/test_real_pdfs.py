@@ -1,0 +1,73 @@
+"""Issue 50: real PDFs nobody on this project wrote. Pages turned sideways (by /Rotate or by text drawn along the long
+side) are parsed upright, in either direction: regions, marked pages, tables and markdown."""
+import re
+
+import pymupdf
+import pytest
+
+from ragnb.core.samples import sample_path
+from ragnb.docs.pdf import parse_pdf, text_turn, upright_copy
+
+CAMELOT = sample_path('documents', 'real-pdfs', 'camelot')
+KERALA = ['Kerala', '5738', '6633', '8864', '8297', '245', '2161', '3195', '1645', '2391']   # camelot's expected row
+
+
+def rows(html:str) -> list[list[str]]:
+    "The cell texts of each row of an HTML table (ragnb's offline tables span nothing)."
+    return [[re.sub(r'<[^>]+>', '', c).strip() for c in re.findall(r'<t[dh][^>]*>(.*?)</t[dh]>', tr, re.S)]
+            for tr in re.findall(r'<tr>(.*?)</tr>', html, re.S)]
+
+
+@pytest.mark.parametrize('name, turn, said', [
+    ('clockwise_table_1', 270, 'a quarter turn anticlockwise'),   # /Rotate 180 on text drawn bottom to top
+    ('anticlockwise_table_1', 270, 'a quarter turn clockwise')])
+def test_a_sideways_table_is_read_upright(name, turn, said, tmp_path):
+    pdf = CAMELOT/f'{name}.pdf'
+    assert text_turn(pymupdf.open(pdf), 1) == turn
+    res = parse_pdf(pdf, tmp_path, offline=True)
+    page = res.pages[0]
+    assert any(w.startswith(said + ' to read it upright') for w in page.warnings), page.warnings
+    (table,) = page.tables.values()
+    got = rows(table)
+    assert [c for c in next(r for r in got if r and r[0] == 'Kerala') if c] == KERALA, got
+    assert [c for c in next(r for r in got if r and r[0] == 'Pooled') if c][:2] == ['Pooled', '38742'], got
+    assert max(map(len, got)) == 10, got
+    assert 'STATE WISE COVERAGE PARTICULARS' in page.markdown   # the title reads as words, not one letter a line
+    marked = pymupdf.Pixmap(page.image)
+    assert marked.width > marked.height   # the marked page is shown landscape, as the table reads
+
+
+def _table(page, turn:int):
+    "Three rows of three cells, drawn so that they read left to right after a turn of `turn` degrees."
+    cells = [['State', 'Men', 'Women'], ['Kerala', '2161', '3195'], ['Goa', '1001', '1002']]
+    for i, row in enumerate(cells):
+        for j, text in enumerate(row):
+            at = {0: (72 + j * 100, 100 + i * 20), 90: (100 + i * 20, 500 - j * 100), 270: (300 - i * 20, 100 + j * 100)}
+            page.insert_text(at[turn], text, fontsize=11, rotate=turn)
+
+
+def test_rotate_and_sideways_text_in_every_combination(tmp_path):
+    doc = pymupdf.open()
+    for text, rotate in [(0, 0), (90, 0), (270, 0), (0, 90), (90, 90), (90, 270), (0, 180)]:
+        p = doc.new_page(width=400, height=600); _table(p, text); p.set_rotation(rotate)
+    scan = doc.new_page(width=400, height=600)   # a picture and no text, shown turned by /Rotate
+    pix = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, 40, 60), False); pix.clear_with(200)
+    scan.insert_image(scan.rect, pixmap=pix); scan.set_rotation(90)
+    doc.save(tmp_path/'turns.pdf')
+    res = parse_pdf(tmp_path/'turns.pdf', tmp_path/'out', offline=True, ocr='never')
+    for pp in res.pages[:-1]:
+        text = ' '.join(pp.markdown.split())
+        assert 'State Men Women Kerala 2161 3195 Goa 1001 1002' in text, (pp.page, pp.markdown)
+    notes = [pp.warnings for pp in res.pages]
+    assert notes[0] == [] and 'a quarter turn clockwise' in notes[1][0] and 'a quarter turn anticlockwise' in notes[2][0]
+    assert '/Rotate 90 and text runs sideways' in notes[3][0] and 'as a viewer shows it' in notes[4][0]
+    assert 'a half turn' in notes[6][0] and 'upside down' in notes[6][0]
+    copy = pymupdf.open(tmp_path/'out'/'upright'/'turns.pdf')
+    assert [p.rotation for p in copy] == [0] * 8   # every /Rotate applied: coordinates are the shown page's
+    assert (copy[7].rect.width, copy[7].rect.height) == (600, 400)   # the scan as a viewer shows it
+
+
+def test_upright_pages_are_left_alone(tmp_path):
+    doc = pymupdf.open(); _table(doc.new_page(width=400, height=600), 0)
+    side = doc[0]; side.insert_text((380, 500), 'a label along the margin', rotate=90)   # sideways, a minority
+    assert upright_copy(doc, tmp_path/'copy.pdf') == (None, {}) and not (tmp_path/'copy.pdf').exists()
