@@ -209,3 +209,20 @@ def test_ocr_of_several_pages_says_its_progress_in_a_log(scan, tmp_path, monkeyp
     assert sorted(info) == [1, 2, 3], info
     assert f'OCR ({ENGINE.name}) pages: 1 of 3 done, 0 failed, about' in err, err
     assert 'pages: 2 of 3 done' in err and '3 of 3' not in err   # no line once it is over
+
+
+@needs_engine
+def test_a_long_scan_reads_its_first_pages_and_says_how_to_read_the_rest(tmp_path, capsys):
+    three = pymupdf.open()
+    for _ in range(3):
+        p = three.new_page(width=300, height=300)
+        pix = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, 100, 100), False); pix.clear_with(255)
+        p.insert_image(p.rect, pixmap=pix)
+    three.save(tmp_path/'three.pdf')
+    res = parse_pdf(tmp_path/'three.pdf', tmp_path/'out', offline=True, ocr_max_pages=2)
+    assert [bool(p.ocr) for p in res.pages] == [True, True, False]
+    (note,) = [w for w in res.pages[2].warnings if 'not read by OCR' in w]
+    assert '3 pages need it and at most 2 are read' in note and '--ocr-max-pages 3' in note, note
+    from ragnb.app.cli import main
+    with pytest.raises(SystemExit): main(['parse', str(tmp_path/'three.pdf'), '--offline', '--ocr-max-pages', '0'])
+    assert "--ocr-max-pages: '0' is not a whole number at least 1" in capsys.readouterr().err

@@ -71,3 +71,28 @@ def test_upright_pages_are_left_alone(tmp_path):
     doc = pymupdf.open(); _table(doc.new_page(width=400, height=600), 0)
     side = doc[0]; side.insert_text((380, 500), 'a label along the margin', rotate=90)   # sideways, a minority
     assert upright_copy(doc, tmp_path/'copy.pdf') == (None, {}) and not (tmp_path/'copy.pdf').exists()
+
+
+NICS = sample_path('documents', 'pdfplumber', 'tests', 'pdfs', 'nics-background-checks-2015-11.pdf')
+
+
+def test_a_ruled_table_follows_its_header_levels_and_leaves_title_and_notes_to_the_page(tmp_path):
+    "pdfplumber's NICS report: a two-level header over 25 columns with spacer columns between rules, in a box that also holds the title and the notes."
+    page = parse_pdf(NICS, tmp_path, offline=True).pages[0]
+    (table,) = page.tables.values()
+    head = re.findall(r'<tr>(.*?)</tr>', table, re.S)[:2]
+    spans = dict((t, int(n)) for n, t in re.findall(r'<th colspan="(\d+)">([^<]+)</th>', head[0]))
+    assert spans == {'Pre-Pawn': 3, 'Redemption': 3, 'Returned/Disposition': 3, 'Rentals': 2, 'Private Sale': 3,
+                     'Return to Seller - Private Sale': 3}, head[0]   # one header row per level, with colspans
+    got = rows(table)
+    assert [len(r) for r in got[1:]] == [25] * (len(got) - 1)   # 25 columns: no column without a cell of its own
+    assert got[1][0] == 'State / Territory' and got[1][-1] == 'Totals'
+    states = got[2:-1]
+    assert len(states) == 55 and states[0][0] == 'Alabama' and states[-1][0] == 'Wyoming'
+    assert states[0][1] == '18,870' and states[0][-1] == '71,137' and states[-1][-1] == '5,017'
+    num = lambda s: int(s.replace(',', '').replace(' ', '')) if s else 0   # California's figures: '98 452'
+    for k in range(1, 25):   # every value sits under its header: the Totals row is the sum of the states, column by column
+        assert num(got[-1][k]) == sum(num(r[k]) for r in states), (k, got[1][k])
+    assert 'NICS Firearm Background Checks' not in table and 'DISCLAIMERS' not in table
+    text = ' '.join(page.markdown.split())
+    assert text.index('NICS Firearm Background Checks') < text.index('[table_1]') < text.index('DISCLAIMERS:')

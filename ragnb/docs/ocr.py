@@ -11,10 +11,10 @@ from pathlib import Path
 import pymupdf
 
 # %% auto #0
-__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'OCR_MAX_PIXELS', 'scanned_copy',
-           'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt', 'OcrUnavailable',
-           'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf', 'RapidOcr',
-           'choose_engine', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy', 'word_recall']
+__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'OCR_MAX_PIXELS', 'OCR_MAX_PAGES',
+           'scanned_copy', 'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt',
+           'OcrUnavailable', 'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf',
+           'RapidOcr', 'choose_engine', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy', 'word_recall']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
@@ -317,6 +317,7 @@ class OcrPage:
 
 # pixels of a page image OCR reads: an A4 page at 600 dpi (a 3,000 pt page at 300 dpi once took 1.6 GB)
 OCR_MAX_PIXELS = 40_000_000
+OCR_MAX_PAGES = 100   # pages one parse reads by OCR (Tesseract at 300 dpi: a few seconds a page on two cores)
 
 def ocr_dpi(page:pymupdf.Page, # A PDF page
             dpi:int, # The resolution asked for
@@ -338,6 +339,7 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
              dpi:int=300,      # Resolution to read at
              language:str='eng', # Tesseract's language code(s)
              rules:bool=True,  # Draw the scan's ruling lines into the copy as vector lines (`ruling_lines`)
+             max_pages:int|None=OCR_MAX_PAGES, # The most pages to read (the first ones); None: every page
             ) -> tuple[Path|None, dict, dict]:
     ("Write a copy of `doc` with the pages that need OCR read by an engine: (the copy or None, {page: OcrPage}, "
      "{page: why it was not read}).")
@@ -346,6 +348,11 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
     why = {p: ('always' if mode == 'always' else needs_ocr(doc[p - 1])) for p in pnos} if mode != 'never' else {}
     todo = [p for p, w in why.items() if w]
     doubts = {p: d for p in pnos if mode == 'auto' and not why.get(p) and (d := ocr_doubt(doc[p - 1]))}
+    if max_pages is not None and len(todo) > max_pages:   # a long scan: the first pages, and the way to read the rest
+        doubts.update({p: f"not read by OCR: {len(todo)} pages need it and at most {max_pages} are read "
+                          f"(ocr_max_pages; `ragnb parse --ocr-max-pages {len(todo)}` reads them all)"
+                       for p in todo[max_pages:]})
+        todo = todo[:max_pages]
     if not todo: return None, {}, doubts
     try: eng = choose_engine(engine, language)
     except OcrUnavailable as e:

@@ -52,14 +52,14 @@ def sanitize_html(
 # %% ../../nbs/22_pages.ipynb #c5769d0a
 def grid_html(
     cells:list[dict],  # dicts with row, col, rowspan, colspan, text
-    header:bool=True,  # first row as header cells
+    header:bool|int=True,  # first row as header cells; a number: that many leading rows (a header in levels)
 )->str:
     "An HTML table from cells with spans."
     rows = {}
     for c in cells: rows.setdefault(c['row'], []).append(c)
     out = ['<table>']
     for r in sorted(rows):
-        tag = 'th' if header and r == 0 else 'td'
+        tag = 'th' if r < int(header) else 'td'
         tds = []
         for c in sorted(rows[r], key=lambda c: c['col']):
             span = ((f' rowspan="{c["rowspan"]}"' if c['rowspan'] > 1 else '')

@@ -14,18 +14,18 @@ sparse = lazy('scipy.sparse')  # imported where regions are merged, so `ragnb re
 csgraph = lazy('scipy.sparse.csgraph')
 from ragnb.core.safe import atomic_path
 from ragnb.docs.documents import DocumentFormat, register_format
-from ragnb.docs.ocr import ocr_copy
+from ragnb.docs.ocr import ocr_copy, OCR_MAX_PAGES
 from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE,
                               BARE_TABLE, IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder,
-                              cells_html, page_list)
+                              cells_html, grid_html, page_list)
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'NO_TEXT', 'open_pdf', 'big_images', 'cap_images', 'drawing_rects',
-           'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout', 'table_boxes',
-           'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom', 'render_page',
-           'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'doc_words', 'join_lines', 'offline_page',
-           'page_messages', 'regions_many', 'find_regions', 'text_turn', 'upright_copy', 'turn_note', 'parse_pdf',
-           'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'NO_TEXT', 'open_pdf', 'big_images', 'cap_images',
+           'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout',
+           'table_boxes', 'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom',
+           'render_page', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'table_rules', 'TableCells',
+           'table_cells', 'doc_words', 'join_lines', 'offline_page', 'page_messages', 'regions_many', 'find_regions',
+           'text_turn', 'upright_copy', 'turn_note', 'parse_pdf', 'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -705,6 +705,137 @@ def table_grid(
         grid.append(row)
     return grid
 
+# %% ../../nbs/23_pdf.ipynb #3eefd374
+RULE_GAP = 2.0   # points: rule ends and positions closer than this are one
+
+def _merge_spans(spans:list) -> list:
+    "Intervals (a, b) merged where they touch within `RULE_GAP`."
+    out = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + RULE_GAP: out[-1][1] = max(out[-1][1], b)
+        else: out.append([a, b])
+    return out
+
+def table_rules(page:pymupdf.Page, # the page
+                bbox:tuple,        # the table's box
+               ) -> tuple[dict, dict]:
+    ("The ruling lines in `bbox`: ({x: [(y0, y1), ...]} of vertical rules, {y: [(x0, x1), ...]} of horizontal ones), "
+     "positions within `RULE_GAP` merged; from drawn lines, thin rectangles and the edges of stroked rectangles.")
+    box = pymupdf.Rect(bbox) + (-RULE_GAP, -RULE_GAP, RULE_GAP, RULE_GAP)
+    vs, hs = [], []
+    def seg(x0, y0, x1, y1):
+        if abs(x1 - x0) <= 1.5 and abs(y1 - y0) > 4: vs.append(((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
+        elif abs(y1 - y0) <= 1.5 and abs(x1 - x0) > 4: hs.append(((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
+    for d in page.get_drawings():
+        if not box.intersects(d['rect']): continue
+        for it in d['items']:
+            if it[0] == 'l': seg(it[1].x, it[1].y, it[2].x, it[2].y)
+            elif it[0] == 're':
+                r = it[1]
+                if r.width <= 2 or r.height <= 2: seg(r.x0 if r.width > 2 else (r.x0 + r.x1) / 2,
+                                                      r.y0 if r.height > 2 else (r.y0 + r.y1) / 2,
+                                                      r.x1 if r.width > 2 else (r.x0 + r.x1) / 2,
+                                                      r.y1 if r.height > 2 else (r.y0 + r.y1) / 2)
+                elif d.get('color') is not None:   # a stroked box: its four edges (a filled one is a background)
+                    for a, b in ((r.tl, r.tr), (r.bl, r.br), (r.tl, r.bl), (r.tr, r.br)): seg(a.x, a.y, b.x, b.y)
+    def group(segs):
+        out = {}
+        for p, a, b in sorted(segs):
+            if not (box.x0 <= p <= box.x1 if segs is vs else box.y0 <= p <= box.y1): continue
+            key = next((k for k in out if abs(k - p) <= RULE_GAP), p)
+            out.setdefault(key, []).append((a, b))
+        return {k: _merge_spans(v) for k, v in out.items()}
+    return group(vs), group(hs)
+
+@dataclass
+class TableCells:
+    "A table read along its rules: cells with spans, how many rows are headers, and the ruled body's box."
+    cells:list        # dicts with row, col, rowspan, colspan, text (`grid_html`'s input)
+    header_rows:int   # leading rows that are headers (a spanning header gives one row per level)
+    body:tuple        # the box of the ruled body: text outside it (a title, notes) is not part of the table
+
+def _covers(spans:list, v:float, tol:float=RULE_GAP) -> bool:
+    return any(a - tol <= v <= b + tol for a, b in spans)
+
+def _word_cuts(bands:list, a:float, b:float, gap:float) -> list[float]:
+    ("Where the words between `a` and `b` split into columns of their own (as `table_grid` finds columns): the middle "
+     "of each gap between the columns of the rows with the most cells.")
+    per = [_row_cells(band, [w for w in ws if a <= (w[0] + w[2]) / 2 < b], gap) for band, ws in bands]
+    counts = [len(cs) for cs in per if cs]
+    if not counts: return []
+    need = max(2, int(np.median(counts)))
+    cols = []
+    for x0, x1 in sorted((c[0], c[1]) for cs in per if len(cs) >= need for c in cs):
+        if cols and x0 <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], x1)
+        else: cols.append([x0, x1])
+    return [(p[1] + q[0]) / 2 for p, q in zip(cols, cols[1:])]
+
+def table_cells(page:pymupdf.Page, # the page
+                bbox:tuple,        # the table's box (pt, top-left origin)
+                min_rules:int=3,   # vertical rules needed to read the table along them (else: None)
+                gap:float=0.5,     # words closer than this many row heights are one cell (`table_grid`)
+               ) -> TableCells|None:
+    ("The table in `bbox` read along its vertical rules: each row split where a rule crosses it, so a header over "
+     "several columns spans them (colspan), columns that hold no cell of their own dropped, and rows outside the "
+     "ruled body (a title above, notes below) left out; None for a table without `min_rules` vertical rules.")
+    v, h = table_rules(page, bbox)
+    r = pymupdf.Rect(bbox)
+    words = [w for w in page.get_text('words') if r.contains(pymupdf.Point((w[0]+w[2])/2, (w[1]+w[3])/2))]
+    bands = _rows(words)
+    if len(v) < min_rules or not bands: return None
+    tall = max(b[1] for b, _ in bands) - min(b[0] for b, _ in bands)
+    xs = sorted(x for x, s in v.items() if sum(b - a for a, b in s) >= 0.2 * tall)   # rules that cross rows
+    if len(xs) < min_rules: return None
+    top = min(a for x in xs for a, _ in v[x]); bottom = max(b for x in xs for _, b in v[x])
+    outer = ([r.x0] if r.x0 < xs[0] - RULE_GAP else []) + xs + ([r.x1] if r.x1 > xs[-1] + RULE_GAP else [])
+    inner = [(y0 + y1) / 2 for (y0, y1), _ in bands]
+    inner = [b for b, m in zip(bands, inner) if top - RULE_GAP <= m <= bottom + RULE_GAP]
+    soft = [x for a, b in zip(outer, outer[1:]) for x in _word_cuts(inner, a, b, gap)]   # unruled sub-columns
+    edges = sorted(set(outer + soft))
+    pos = {x: i for i, x in enumerate(edges)}
+    inside_rules = xs[1:-1] if len(xs) > 2 else xs
+    rows = []
+    for (y0, y1), ws in bands:
+        mid = (y0 + y1) / 2
+        if not top - RULE_GAP <= mid <= bottom + RULE_GAP: continue   # outside the ruled body: not a table row
+        cuts = ([edges[0]] + [x for x in edges[1:-1] if (_covers(v[x], mid) if x in v else
+                                                          not any(w[0] < x < w[2] for w in ws))] + [edges[-1]])
+        row = []
+        for a, b in zip(cuts, cuts[1:]):
+            inside = sorted((w for w in ws if a <= (w[0] + w[2]) / 2 < b), key=lambda w: w[0])
+            if not inside: continue
+            c0, c1 = pos[a], pos[b]
+            row.append(dict(col=c0, colspan=c1 - c0, text=' '.join(w[4] for w in inside)))
+        crossed = sum(_covers(v[x], mid) for x in inside_rules) / len(inside_rules)   # share of the inner rules
+        if row: rows.append(((y0, y1), row, crossed))
+    body = [i for i, (_, _, s) in enumerate(rows) if s >= 0.5]   # rows most inner rules cross: the ruled body
+    if not body: return None
+    first = body[0]
+    while first and rows[first - 1][2] > 0 and len(rows[first - 1][1]) >= 2: first -= 1   # header levels above
+    rows = rows[first:body[-1] + 1]   # a title above, notes and disclaimers below: page text, even inside the box
+    top, bottom, rows = rows[0][0][0], rows[-1][0][1], [row for _, row, _ in rows]
+    own = {c['col'] for row in rows for c in row if c['colspan'] == 1}   # columns holding a cell of their own
+    keep = [k for k in range(len(edges) - 1) if k in own]
+    if not keep: return None
+    at = {k: i for i, k in enumerate(keep)}
+    cells = []
+    for i, row in enumerate(rows):
+        mine = {}
+        for c in row:
+            inside = [k for k in range(c['col'], c['col'] + c['colspan']) if k in at]
+            if inside: col, span = at[inside[0]], len(inside)
+            else: col, span = at[max((k for k in keep if k < c['col']), default=keep[0])], 1   # no column of its own
+            if col in mine: mine[col]['text'] += ' ' + c['text']; continue
+            mine[col] = dict(row=i, col=col, rowspan=1, colspan=span, text=c['text'])
+        taken = {k for c in mine.values() for k in range(c['col'], c['col'] + c['colspan'])}
+        mine.update({k: dict(row=i, col=k, rowspan=1, colspan=1, text='') for k in range(len(keep)) if k not in taken})
+        cells += sorted(mine.values(), key=lambda c: c['col'])
+    spanning = [c['row'] for c in cells if c['colspan'] > 1 and c['row'] < 4]
+    header = max(spanning) + 2 if spanning else 1
+    header = min(header, len(rows) - 1) or 1
+    return TableCells(cells, header, (edges[0], top, edges[-1], bottom))
+
+
 # %% ../../nbs/23_pdf.ipynb #d6f5e615
 def _inside(a, b, share=0.5)->bool:
     "Whether more than `share` of box `a`'s area lies in box `b`."
@@ -778,11 +909,14 @@ def offline_page(
     "Parse `page` without a model: text in reading order, table regions as HTML (`table_grid`), others as images."
     items, tables, images, boxes = [], {}, {}, []
     for r in regions:
-        grid = table_grid(page, r.bbox) if r.kind == 'table' else []
-        if grid:
+        ruled = table_cells(page, r.bbox) if r.kind == 'table' else None
+        grid = [] if ruled or r.kind != 'table' else table_grid(page, r.bbox)
+        if ruled or grid:
             name = f"table_{first_table + len(tables)}"
-            tables[name] = sanitize_html(cells_html([[c or '' for c in row] for row in grid]))
-            boxes.append(r.bbox); items.append((*r.bbox, f"[{name}]({name}.html)"))
+            tables[name] = sanitize_html(grid_html(ruled.cells, ruled.header_rows) if ruled
+                                         else cells_html([[c or '' for c in row] for row in grid]))
+            box = ruled.body if ruled else r.bbox   # text outside a ruled body (title, notes) stays in the page
+            boxes.append(box); items.append((*box, f"[{name}]({name}.html)"))
         else:
             images[r.name] = r.image or r.name
             items.append((*r.bbox, f"![]({r.name})"))
@@ -898,7 +1032,7 @@ def offline_pages(
     for pp in pps: renumber_tables(pp, n); n += len(pp.tables)
     return pps
 
-# %% ../../nbs/23_pdf.ipynb #eb1603d5
+# %% ../../nbs/23_pdf.ipynb #21e6d7fe
 import os
 
 def _horizontal(page:pymupdf.Page) -> tuple[int, int]:
@@ -1044,6 +1178,7 @@ def parse_pdf(
     ocr_engine:str='auto',  # 'auto' (the first installed of `ragnb.docs.ocr.OCR_ENGINES`) or an engine's name
     ocr_dpi:int=300,  # resolution OCR reads pages at
     ocr_language:str='eng',  # Tesseract's language code(s), e.g. 'eng+deu'
+    ocr_max_pages:int|None=OCR_MAX_PAGES,  # the most pages OCR reads (the first that need it); None: all
     upright:bool=True,  # turn pages whose text runs sideways or upside down (`upright_copy`) before parsing
     **region_kw,  # passed to `page_regions`
 )->ParsedDoc:
@@ -1059,7 +1194,8 @@ def parse_pdf(
     if turned_: source, doc = turned_, open_pdf(turned_)
     read, unread = {}, {}
     if ocr == 'always' or (ocr == 'auto' and offline):   # a vision model reads the page image itself
-        copy_, read, unread = ocr_copy(doc, out/'ocr'/path.name, pnos, ocr, ocr_engine, ocr_dpi, ocr_language)
+        copy_, read, unread = ocr_copy(doc, out/'ocr'/path.name, pnos, ocr, ocr_engine, ocr_dpi, ocr_language,
+                                       max_pages=ocr_max_pages)
         if copy_ and turned_: turned_.unlink()   # the OCR copy holds the turned pages
         if copy_: source, doc = copy_, open_pdf(copy_)
     elif ocr not in ('auto', 'always', 'never'): raise ValueError(f"ocr must be auto, always or never, not {ocr!r}")
@@ -1082,11 +1218,12 @@ def parse_pdf(
 
 def _parse_as_document(path, out_dir, llm=None, offline=False, pages=None, engine='local', workers=1,
                        max_side=MAX_SIDE, max_pixels=MAX_PIXELS, max_image_pixels=MAX_IMAGE_PIXELS, ocr='auto',
-                       ocr_engine='auto', ocr_dpi=300, ocr_language='eng', **_) -> ParsedDoc:
+                       ocr_engine='auto', ocr_dpi=300, ocr_language='eng', ocr_max_pages=OCR_MAX_PAGES,
+                       **_) -> ParsedDoc:
     "`parse_pdf` with the options of `parse_document` that a PDF takes."
     return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
                      max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels, ocr=ocr,
-                     ocr_engine=ocr_engine, ocr_dpi=ocr_dpi, ocr_language=ocr_language)
+                     ocr_engine=ocr_engine, ocr_dpi=ocr_dpi, ocr_language=ocr_language, ocr_max_pages=ocr_max_pages)
 
 register_format(DocumentFormat('.pdf', 'PDF', _parse_as_document, model=True))  # a row of the format table
 

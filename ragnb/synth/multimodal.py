@@ -203,6 +203,7 @@ def parse_document(
     ocr_engine:str='auto',  # PDF: 'auto' or an OCR engine's name (`ragnb.docs.ocr.OCR_ENGINES`)
     ocr_dpi:int=300,  # PDF: resolution OCR reads at
     ocr_language:str='eng',  # PDF: Tesseract's language code(s)
+    ocr_max_pages:int|None=100,  # PDF: the most pages OCR reads (the first that need it); None: all
 )->ParsedDoc:
     ("Parse `path` into a `ParsedDoc` with the parser its suffix has in `DOCUMENT_FORMATS` (docs.documents): PDFs page "
      "by page, Word and PowerPoint files natively; a file of another suffix is read as a PDF.")
@@ -210,7 +211,7 @@ def parse_document(
         path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
         max_image_bytes=max_image_bytes, max_part_bytes=max_part_bytes, max_side=max_side, max_pixels=max_pixels,
         max_image_pixels=max_image_pixels, max_xml_elements=max_xml_elements, ocr=ocr, ocr_engine=ocr_engine,
-        ocr_dpi=ocr_dpi, ocr_language=ocr_language)
+        ocr_dpi=ocr_dpi, ocr_language=ocr_language, ocr_max_pages=ocr_max_pages)
 
 def _format_of(path) -> DocumentFormat:
     "The parsed format of `path` in the format table (a PDF for a suffix it does not parse)."
@@ -240,7 +241,8 @@ def _cli_parse(args)->int:
                              max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
                              max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
                              engine=args.engine, workers=args.workers, ocr=args.ocr, ocr_engine=args.ocr_engine,
-                             ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language)
+                             ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language,
+                             ocr_max_pages=args.ocr_max_pages)
     except (DocumentError, OcrUnavailable) as e:
         print(f"error: {e}", file=sys.stderr); return 2
     ok = len(res.pages) - len(res.failures)
@@ -295,6 +297,8 @@ def add_cli(
     p.add_argument('--ocr-dpi', type=in_range(int, 50, 1200), default=300,
                    help='PDF: resolution OCR reads pages at, 50-1200 (default: %(default)s)')
     p.add_argument('--ocr-language', default='eng', help="PDF: Tesseract's language code(s), e.g. eng+deu")
+    p.add_argument('--ocr-max-pages', type=in_range(int, 1, None), default=100,
+                   help='PDF: the most pages OCR reads, the first that need it (default: %(default)s)')
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_parse)
