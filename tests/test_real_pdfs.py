@@ -96,3 +96,24 @@ def test_a_ruled_table_follows_its_header_levels_and_leaves_title_and_notes_to_t
     assert 'NICS Firearm Background Checks' not in table and 'DISCLAIMERS' not in table
     text = ' '.join(page.markdown.split())
     assert text.index('NICS Firearm Background Checks') < text.index('[table_1]') < text.index('DISCLAIMERS:')
+
+
+def test_a_table_drawn_with_lines_is_read_along_them(tmp_path):
+    "Rules drawn as lines (as OCR redraws a scan's rules): a header over two columns spans them, a title stays text."
+    from ragnb.docs.pdf import table_cells
+    doc = pymupdf.open(); p = doc.new_page(width=400, height=300)
+    p.insert_text((100, 40), 'Survey of rivers', fontsize=12)   # a title above the ruled body
+    xs, ys = [50, 150, 250, 350], [60, 80, 100, 120, 140]
+    for y in ys: p.draw_line((xs[0], y), (xs[-1], y))
+    for x in xs: p.draw_line((x, ys[0] if x != 250 else ys[1]), (x, ys[-1]))   # no rule between the two under 'Flow'
+    cells = [['River', 'Flow', ''], ['', 'min', 'max'], ['Nile', '10', '30'], ['Rhine', '5', '9']]
+    for i, row in enumerate(cells):
+        for j, text in enumerate(row):
+            if text: p.insert_text((xs[j] + (60 if (i, j) == (0, 1) else 5), ys[i] + 14), text, fontsize=10)
+    page = doc[0]
+    got = table_cells(page, (40, 20, 360, 150))
+    assert got is not None and got.header_rows == 2
+    head = [(c['col'], c['colspan'], c['text']) for c in got.cells if c['row'] == 0 and c['text']]
+    assert head == [(0, 1, 'River'), (1, 2, 'Flow')], got.cells
+    body = [[c['text'] for c in got.cells if c['row'] == r] for r in (2, 3)]
+    assert body == [['Nile', '10', '30'], ['Rhine', '5', '9']] and got.body[1] >= 55   # the title is not in the body

@@ -727,7 +727,7 @@ def table_rules(page:pymupdf.Page, # the page
         if abs(x1 - x0) <= 1.5 and abs(y1 - y0) > 4: vs.append(((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
         elif abs(y1 - y0) <= 1.5 and abs(x1 - x0) > 4: hs.append(((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
     for d in page.get_drawings():
-        if not box.intersects(d['rect']): continue
+        if not box.intersects(d['rect'] + (-1, -1, 1, 1)): continue   # a line's own box is empty: grown to meet
         for it in d['items']:
             if it[0] == 'l': seg(it[1].x, it[1].y, it[2].x, it[2].y)
             elif it[0] == 're':
@@ -762,8 +762,8 @@ def _word_cuts(bands:list, a:float, b:float, gap:float) -> list[float]:
      "of each gap between the columns of the rows with the most cells.")
     per = [_row_cells(band, [w for w in ws if a <= (w[0] + w[2]) / 2 < b], gap) for band, ws in bands]
     counts = [len(cs) for cs in per if cs]
-    if not counts: return []
-    need = max(2, int(np.median(counts)))
+    if not counts or np.median(counts) < 2: return []   # most rows must split here, not one wide-spaced name
+    need = int(np.median(counts))
     cols = []
     for x0, x1 in sorted((c[0], c[1]) for cs in per if len(cs) >= need for c in cs):
         if cols and x0 <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], x1)
@@ -809,7 +809,7 @@ def table_cells(page:pymupdf.Page, # the page
         crossed = sum(_covers(v[x], mid) for x in inside_rules) / len(inside_rules)   # share of the inner rules
         if row: rows.append(((y0, y1), row, crossed))
     body = [i for i, (_, _, s) in enumerate(rows) if s >= 0.5]   # rows most inner rules cross: the ruled body
-    if not body: return None
+    if len(body) < 0.5 * len(rows): return None   # rules over the header only: the words say where the columns are
     first = body[0]
     while first and rows[first - 1][2] > 0 and len(rows[first - 1][1]) >= 2: first -= 1   # header levels above
     rows = rows[first:body[-1] + 1]   # a title above, notes and disclaimers below: page text, even inside the box
