@@ -678,6 +678,14 @@ def read_page_reply(
     return re.sub(r"\n{3,}", "\n\n", md).strip(), tables, images, warnings
 
 # %% ../../nbs/23_pdf.ipynb #a30ff529
+def _overlapping(spans:list) -> list[list]:
+    "Sorted x ranges (a, b) merged where they overlap: the columns a table's cells make."
+    cols = []
+    for a, b in spans:
+        if cols and a <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], b)
+        else: cols.append([a, b])
+    return cols
+
 def table_grid(
     page:pymupdf.Page,  # the page
     bbox:tuple,  # the table's box (pt, top-left origin)
@@ -691,10 +699,7 @@ def table_grid(
     need = max(2, int(np.median([len(c) for c in rows])))  # body rows: as many cells as the median row, at least 2
     spans = (sorted((c[0], c[1]) for cs in rows if len(cs) >= need for c in cs)
              or sorted((c[0], c[1]) for cs in rows for c in cs))
-    cols = []  # the columns: x ranges of body cells, merged where they overlap
-    for a, b in spans:
-        if cols and a <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], b)
-        else: cols.append([a, b])
+    cols = _overlapping(spans)  # the columns: x ranges of body cells, merged where they overlap
     grid = []
     for cs in rows:
         row = [None]*len(cols)
@@ -764,10 +769,7 @@ def _word_cuts(bands:list, a:float, b:float, gap:float) -> list[float]:
     counts = [len(cs) for cs in per if cs]
     if not counts or np.median(counts) < 2: return []   # most rows must split here, not one wide-spaced name
     need = int(np.median(counts))
-    cols = []
-    for x0, x1 in sorted((c[0], c[1]) for cs in per if len(cs) >= need for c in cs):
-        if cols and x0 <= cols[-1][1]: cols[-1][1] = max(cols[-1][1], x1)
-        else: cols.append([x0, x1])
+    cols = _overlapping(sorted((c[0], c[1]) for cs in per if len(cs) >= need for c in cs))
     return [(p[1] + q[0]) / 2 for p, q in zip(cols, cols[1:])]
 
 def table_cells(page:pymupdf.Page, # the page
