@@ -72,7 +72,7 @@ def main():
     rows = []
     try:
         for profile in a.profiles.split(','):
-            llm = LLM(base_url=url, endpoint=Endpoint(cache_endpoint=ENDPOINT), api_key='local', model=MODEL,
+            llm = LLM(base_url=url, endpoint=Endpoint(cache_endpoint=ENDPOINT), api_key=srv.api_key if srv else 'replay', model=MODEL,
                       cache_path=REC, replay=not a.record, progress=False, pacing=Pacing(concurrency=1),
                       deadlines=Deadlines(total=1800, first_token=600, idle=120))
             qas = questions(doc)

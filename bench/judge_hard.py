@@ -117,7 +117,7 @@ def main():
     from ragnb.view.audit import cohen_kappa
     try:
         for cfg in a.configs.split(','):
-            llm = LLM(base_url=url, endpoint=Endpoint(cache_endpoint=ENDPOINT), api_key='local', model=MODEL, cache_path=REC, replay=not a.record, progress=False,
+            llm = LLM(base_url=url, endpoint=Endpoint(cache_endpoint=ENDPOINT), api_key=srv.api_key if srv else 'replay', model=MODEL, cache_path=REC, replay=not a.record, progress=False,
                       pacing=Pacing(concurrency=1), deadlines=Deadlines(total=1800, first_token=600, idle=120))
             t0 = time.perf_counter()
             out = small_checker(llm, prompt=CONFIGS[cfg])(ts)

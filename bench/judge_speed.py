@@ -81,7 +81,7 @@ def main():
             if a.record: ends.setdefault(cfg, url)
             at = ends.get(cfg) or server.get('_endpoint') or 'http://127.0.0.1:9/v1'
             for r0, rr in zip(results(a.n), ref):
-                llm = LLM(base_url=url or at, endpoint=Endpoint(cache_endpoint=at), api_key='local', model=MODEL, cache_path=REC,
+                llm = LLM(base_url=url or at, endpoint=Endpoint(cache_endpoint=at), api_key=srv.api_key if srv else 'replay', model=MODEL, cache_path=REC,
                           replay=not a.record, progress=False, pacing=Pacing(concurrency=1),
                           deadlines=Deadlines(total=1800, first_token=600, idle=120))
                 t0 = time.perf_counter()

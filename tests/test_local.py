@@ -1,5 +1,5 @@
 "The local model: finding it, the one-line instructions, joining its parts, the server's command line; live only with llama-cpp."
-import hashlib, os, stat, subprocess, sys
+import hashlib, os, re, stat, subprocess, sys
 from pathlib import Path
 import pytest
 from ragnb.app import local
@@ -146,10 +146,17 @@ def _stand_in(tmp_path, crash:bool) -> str:
 from http.server import BaseHTTPRequestHandler, HTTPServer
 port = int(sys.argv[sys.argv.index("--port") + 1])
 models = json.dumps({"data": [{"id": sys.argv[sys.argv.index("--model_alias") + 1]}]}).encode()
+key = os.environ.get("API_KEY")   # as llama-cpp-python's server: with a key set, every request needs it
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
-    def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(models)
+    def refused(self):
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}": return False
+        self.send_response(401); self.end_headers(); return True
+    def do_GET(self):
+        if self.refused(): return
+        self.send_response(200); self.end_headers(); self.wfile.write(models)
     def do_POST(self):
+        if self.refused(): return
         n = len(self.rfile.read(int(self.headers["Content-Length"])))
         if os.environ.get("CRASH") == "1": print("ggml: amx tile", flush=True); os.kill(os.getpid(), signal.SIGSEGV)
         body = json.dumps({"choices": [{"message": {"content": "yes"}}], "usage": {"prompt_tokens": n // 4}}).encode()
@@ -206,7 +213,8 @@ def test_local_install_then_serve_answers_a_chat_request(tmp_path):
         first = srv.stdout.readline()
         assert first.startswith('serving ') and f':{port}/v1' in first, first
         model = re.search(r'serving (\S+) at', first)[1]
-        c = openai.OpenAI(base_url=f'http://127.0.0.1:{port}/v1', api_key='local')
+        key = re.search(r'OPENAI_API_KEY=(\S+)', srv.stdout.readline())[1]   # the key ragnb made for this server
+        c = openai.OpenAI(base_url=f'http://127.0.0.1:{port}/v1', api_key=key)
         reply = c.chat.completions.create(model=model, max_tokens=4, messages=[{'role': 'user', 'content': 'Say yes'}])
         assert reply.choices[0].message.content.strip() and reply.usage.completion_tokens > 0
     finally:
@@ -265,3 +273,47 @@ def test_serve_exits_non_zero_naming_why_when_its_server_dies(tmp_path):
     assert r.stdout.startswith('serving m at http://127.0.0.1:'), r.stdout + r.stderr
     assert r.returncode == 1 and 'ragnb local serve: error: the local model server' in r.stderr, r.stderr
     assert 'stopped during the run (killed by SIGKILL' in r.stderr, r.stderr
+
+
+def test_serve_prints_a_fresh_key_its_server_requires(tmp_path):
+    "Hostile round 4, item 2: only ragnb knows the key, and its server refuses a request without it."
+    from ragnb.app.local import LocalServer, local_llm
+    import urllib.error, urllib.request
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    stand_in, keys = _stand_in(tmp_path, crash=False), []
+    for _ in range(2):
+        with LocalServer(tmp_path/'m.gguf', python=stand_in, startup_timeout=30) as srv:
+            keys.append(srv.api_key)
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.build_opener(urllib.request.ProxyHandler({})).open(srv.base_url + '/models', timeout=5)
+            assert e.value.code == 401
+            r = local_llm(srv, cache_path=tmp_path/'calls.sqlite', progress=False).call(
+                [{'role': 'user', 'content': 'Say yes'}], max_tokens=4)
+            assert r.ok and r.text == 'yes', r.error
+    assert keys[0] != keys[1] and all(len(k) > 30 for k in keys)
+    exe = Path(sys.executable).with_name('ragnb')
+    srv = subprocess.Popen([str(exe), 'local', 'serve', '--gguf', str(tmp_path/'m.gguf'), '--python', stand_in],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        first, second = srv.stdout.readline(), srv.stdout.readline()
+        assert first.startswith('serving m at ') and re.search(r'OPENAI_API_KEY=ragnb-\S{30,} ', second), second
+    finally: srv.terminate(); srv.wait(30)
+    assert not any(k in p.read_text(errors='replace') for p in tmp_path.rglob('*') if p.is_file() for k in keys)
+
+
+def test_a_program_answering_in_place_of_the_server_is_refused(tmp_path):
+    "Hostile round 4, item 2: what answers on the port must refuse a request without ragnb's key, as its server does."
+    import http.server, threading
+    class Impostor(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a): pass
+        def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": [{"id": "m"}]}')
+    other = http.server.HTTPServer(('127.0.0.1', 0), Impostor)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    lies = script(tmp_path/'lies', '[ "$1" = "-c" ] && exit 0\n'
+                  f'echo "INFO:     Uvicorn running on http://127.0.0.1:{other.server_port} (Press CTRL+C to quit)"; sleep 60')
+    srv = LocalServer(tmp_path/'m.gguf', python=lies, startup_timeout=30)
+    try:
+        with pytest.raises(RuntimeError, match="is not ragnb's server: it answered a request without ragnb's key"): srv.start()
+    finally: other.shutdown()
+    assert not srv.running

@@ -4,7 +4,8 @@
 
 # %% ../../nbs/81_local.ipynb #bdf9d315
 from __future__ import annotations
-import hashlib, importlib.util, json, os, re, shutil, socket, subprocess, sys, tempfile, time, urllib.request
+import hashlib, importlib.util, json, os, re, secrets, shutil, socket, subprocess, sys, tempfile, time
+import urllib.error, urllib.request
 from fastcore.basics import patch
 from pathlib import Path
 from ..core.options import in_range
@@ -257,6 +258,7 @@ class LocalServer:
                 ):
         self.gguf, self.port, self.python, self.n_ctx, self.threads = gguf, port, python, n_ctx, threads
         self.startup_timeout, self.proc, self.log_path = startup_timeout, None, None
+        self.api_key = None   # made at `start`: only this process and its server know it
 
     @property
     def base_url(self): return f'http://127.0.0.1:{self.port}/v1'
@@ -285,6 +287,23 @@ _direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # 127.0
                                                                        # an HTTP proxy named in the environment
 _RUNNING = re.compile(r'Uvicorn running on http://127\.0\.0\.1:(\d+)')   # the server's own word: it bound this port
 
+def _models(url:str, key:str|None) -> tuple[int, set]:
+    "HTTP status and model ids of `GET url/models`, asked with `key` as bearer (or with no key); (0, set()): no answer."
+    req = urllib.request.Request(url + '/models', headers={'Authorization': f'Bearer {key}'} if key else {})
+    try:
+        with _direct.open(req, timeout=2) as r: return r.status, _served(r.read())
+    except urllib.error.HTTPError as e: return e.code, set()
+    except OSError: return 0, set()
+
+def _own(self:LocalServer) -> str|None:
+    "None when what answers at `base_url` is this server: it serves the model to its key and refuses a request without it."
+    ok, ids = _models(self.base_url, self.api_key)
+    if ok != 200 or self.model not in ids: return 'wait'
+    anon, _ = _models(self.base_url, None)
+    if anon == 401: return None
+    return (f"what answers at {self.base_url} is not ragnb's server: it answered a request without ragnb's key "
+            f"(HTTP {anon or 'no answer'}) where ragnb's own server refuses it with 401")
+
 def port_taken(port:int # A TCP port on 127.0.0.1
               ) -> str|None:
     "None when `port` is free on 127.0.0.1, else one line saying what holds it."
@@ -307,9 +326,12 @@ def _start(self:LocalServer) -> LocalServer:
     self.log_path = Path(tempfile.mkstemp(prefix='ragnb-local-', suffix='.log')[1])
     # port 0: the server binds a free port itself and says which, so no other program can take it in between
     cmd = server_command(self.gguf, self.port or 0, self.python, self.n_ctx, self.threads)
+    # a fresh key, handed over in the environment (not on the command line, which other users can read): the server
+    # refuses every request without it, so a program that took the port cannot pass for it
+    self.api_key = 'ragnb-' + secrets.token_urlsafe(24)
     with open(self.log_path, 'wb') as log:
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=_die_with_parent, env={**os.environ, 'API_KEY': self.api_key})
     t0, tail = time.monotonic(), lambda n: self.log_path.read_text(errors='replace').strip().splitlines()[-n:]
     try:   # Ctrl-C while the model loads stops the server and removes its log too
         while time.monotonic() - t0 < self.startup_timeout:
@@ -321,10 +343,9 @@ def _start(self:LocalServer) -> LocalServer:
             m = _RUNNING.search(self.log_path.read_text(errors='replace'))
             if m:   # our server bound the port (another program there would have made it fail): only it answers
                 self.port = int(m[1])
-                try:
-                    with _direct.open(self.base_url + '/models', timeout=2) as r:
-                        if r.status == 200 and self.model in _served(r.read()): return self
-                except OSError: pass
+                why = _own(self)
+                if why is None: return self
+                if why != 'wait': raise RuntimeError(why)
             time.sleep(0.5)
         last = tail(5)
         raise TimeoutError(f"the local model server did not answer within {self.startup_timeout:.0f} s; its log "
@@ -352,7 +373,7 @@ def local_llm(server:LocalServer, # A started server
               **kw) -> LLM:
     "An `LLM` for a local server: cached under `LOCAL_ENDPOINT`, one call at a time, patient timeouts."
     kw = {'pacing':Pacing(concurrency=1), **kw}   # the deadlines of an endpoint on this machine (`DEADLINES['local']`)
-    return LLM(base_url=server.base_url, api_key='local', model=server.model, cache_path=cache_path,
+    return LLM(base_url=server.base_url, api_key=server.api_key, model=server.model, cache_path=cache_path,
                endpoint=Endpoint(cache_endpoint=LOCAL_ENDPOINT), **kw)
 
 # %% ../../nbs/81_local.ipynb #f2531d05
@@ -364,7 +385,8 @@ def _chat(srv:LocalServer, text:str, max_tokens:int, timeout:float=600) -> dict:
     "One chat completion from `srv`, over plain HTTP (the parsed JSON reply)."
     body = json.dumps({'model': srv.model, 'messages': [{'role': 'user', 'content': text}],
                        'max_tokens': max_tokens, 'temperature': 0}).encode()
-    req = urllib.request.Request(srv.base_url + '/chat/completions', body, {'Content-Type': 'application/json'})
+    req = urllib.request.Request(srv.base_url + '/chat/completions', body,
+                                 {'Content-Type': 'application/json', 'Authorization': f'Bearer {srv.api_key}'})
     with _direct.open(req, timeout=timeout) as r: return json.loads(r.read())
 
 def _died(code:int) -> str:
@@ -472,7 +494,7 @@ def _cli_local(args) -> int:
     if why: print(why, file=sys.stderr); return 1
     try: srv = LocalServer(args.gguf, args.port, args.python).start()
     except (RuntimeError, TimeoutError) as e: print(f"ragnb local serve: error: {e}", file=sys.stderr); return 1
-    print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY=local "
+    print(f"serving {srv.model} at {srv.base_url}\n  OPENAI_BASE_URL={srv.base_url} OPENAI_API_KEY={srv.api_key} "
           f"RAGNB_MODEL={srv.model}\n"
           "press Ctrl-C to stop", flush=True)
     try: srv.proc.wait()
