@@ -184,8 +184,9 @@ def _state(folder:Path) -> dict:
 
 def test_10_show_reads_a_cache_without_writing_and_names_a_damaged_one(tmp_path, server, monkeypatch, capsys):
     out, cache = _checked_run(tmp_path, server, monkeypatch)
-    import sqlite3
-    sqlite3.connect(cache).execute('PRAGMA wal_checkpoint(TRUNCATE)')   # as a finished run leaves it
+    import gc, sqlite3
+    gc.collect()   # the run's own connection closes now if nothing holds it, not in the middle of `show`
+    con = sqlite3.connect(cache); con.execute('PRAGMA wal_checkpoint(TRUNCATE)'); con.close()   # as a run leaves it
     before = _state(cache.parent)
     capsys.readouterr()
     assert main(['show', str(out), 'q1', '--cache', str(cache)]) == 0
@@ -468,10 +469,11 @@ def test_9_a_local_server_that_dies_mid_run_is_named(tmp_path):
     srv.write_text('''import json, os, signal, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 port = int(sys.argv[sys.argv.index("--port") + 1]); alias = sys.argv[sys.argv.index("--model_alias") + 1]
-n = [0]
+n, key = [0], os.environ.get("API_KEY")   # as llama-cpp-python's server: without ragnb's key, 401
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_GET(self):
+        if self.headers.get("Authorization") != f"Bearer {key}": self.send_response(401); self.end_headers(); return
         b = json.dumps({"data": [{"id": alias}]}).encode()
         self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
     def do_POST(self):

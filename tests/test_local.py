@@ -317,3 +317,24 @@ def test_a_program_answering_in_place_of_the_server_is_refused(tmp_path):
         with pytest.raises(RuntimeError, match="is not ragnb's server: it answered a request without ragnb's key"): srv.start()
     finally: other.shutdown()
     assert not srv.running
+
+
+def test_demo_in_local_mode_names_an_impostor_in_one_line(tmp_path):
+    "The demo's local mode says why its server was refused, as one line, not a traceback."
+    import http.server, threading
+    class Impostor(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a): pass
+        def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": [{"id": "m"}]}')
+    other = http.server.HTTPServer(('127.0.0.1', 0), Impostor)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    lies = script(tmp_path/'lies', '[ "$1" = "-c" ] && exit 0\n'
+                  f'echo "INFO:     Uvicorn running on http://127.0.0.1:{other.server_port} (Press CTRL+C to quit)"; sleep 60')
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith('OPENAI')}, 'RAGNB_GGUF': str(tmp_path/'m.gguf'),
+           'RAGNB_LOCAL_PYTHON': lies, 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}
+    try:
+        r = subprocess.run([str(Path(sys.executable).with_name('ragnb')), 'demo', '--mode', 'local', '--out',
+                            str(tmp_path/'out')], capture_output=True, text=True, env=env, timeout=120)
+    finally: other.shutdown()
+    assert r.returncode == 1 and 'Traceback' not in r.stderr, r.stderr
+    assert "ragnb demo: error: local mode: what answers at http://127.0.0.1:" in r.stderr, r.stderr

@@ -390,3 +390,25 @@ def test_line_end_hyphens_are_joined_only_into_words_the_document_has(tmp_path):
     md = parse_pdf(tmp_path/'h.pdf', tmp_path/'out', offline=True).pages[0].markdown
     assert 'consectetur adipiscing elit' in md and 'adip- iscing' not in md, md
     assert 'state- of-the-art' in md and 'co- author' in md, md   # "stateof" and "coauthor" are not in the document
+
+
+def _three_columns(path):
+    "A notice set in three columns under a title across the page, paragraphs level with each other across the columns."
+    doc = pymupdf.open(); page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(50, 40, 562, 80), 'Notice of proposed rulemaking: the three columns', fontsize=14)
+    words = {1: 'alpha', 2: 'bravo', 3: 'charlie'}
+    for col in (1, 2, 3):
+        x0 = 50 + (col - 1) * 176
+        for par in (1, 2, 3):
+            text = f"Column {col} paragraph {par} begins. " + ' '.join([words[col]] * 24) + f" Column {col} paragraph {par} ends."
+            page.insert_textbox(pymupdf.Rect(x0, 90 + (par - 1) * 130, x0 + 160, 90 + par * 130 - 10), text, fontsize=9)
+    doc.save(path)
+    return path
+
+def test_three_columns_read_column_by_column(tmp_path):
+    "Issue 50: a page of three columns reads down each column in turn, not across the page paragraph by paragraph."
+    md = parse_pdf(_three_columns(tmp_path/'notice.pdf'), tmp_path/'out', offline=True).pages[0].markdown
+    marks = [f"Column {c} paragraph {p} begins" for c in (1, 2, 3) for p in (1, 2, 3)]
+    at = [md.find(m) for m in marks]
+    assert all(a >= 0 for a in at) and at == sorted(at), list(zip(marks, at))
+    assert md.find('Notice of proposed rulemaking') < at[0]

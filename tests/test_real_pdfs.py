@@ -117,3 +117,62 @@ def test_a_table_drawn_with_lines_is_read_along_them(tmp_path):
     assert head == [(0, 1, 'River'), (1, 2, 'Flow')], got.cells
     body = [[c['text'] for c in got.cells if c['row'] == r] for r in (2, 3)]
     assert body == [['Nile', '10', '30'], ['Rhine', '5', '9']] and got.body[1] >= 55   # the title is not in the body
+
+
+# --- charts beside tables ---------------------------------------------------------------------------------------------
+def _chart(kind:str) -> bytes:
+    "A chart as matplotlib writes it to PDF: vector bars or lines, grid lines, tick labels as text."
+    import io, matplotlib
+    matplotlib.use('agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(3.2, 2.2))
+    if kind == 'bar': ax.bar(['2019', '2020', '2021'], [1.35, 1.42, 1.51]); ax.set_title('Iowa, per year')
+    else: ax.plot(['2019', '2020', '2021'], [2.10, 2.04, 1.98], marker='o'); ax.set_title('Kansas, per year')
+    ax.grid(True, axis='y'); fig.tight_layout()
+    out = io.BytesIO(); fig.savefig(out, format='pdf'); plt.close(fig)
+    return out.getvalue()
+
+FARMS = [['State', '2019', '2020', '2021'], ['Iowa', '1.35', '1.42', '1.51'], ['Kansas', '2.10', '2.04', '1.98'],
+         ['Ohio', '4.40', '4.38', '4.52']]
+
+def _table_beside_charts(path, gap:float):
+    "A ruled table with two charts `gap` points to its right, closer than the drawings detector's merge distance."
+    doc = pymupdf.open(); page = doc.new_page(width=612, height=792)
+    for r, row in enumerate(FARMS):
+        for c, v in enumerate(row): page.insert_text((54 + c*60, 115 + r*22), v, fontsize=10)
+    for r in range(len(FARMS) + 1): page.draw_line((50, 100 + r*22), (290, 100 + r*22), width=0.6)
+    for c in range(5): page.draw_line((50 + c*60, 100), (50 + c*60, 100 + len(FARMS)*22), width=0.6)
+    for k, kind in enumerate(('bar', 'line')):
+        page.show_pdf_page(pymupdf.Rect(290 + gap, 90 + k*135, 480 + gap, 220 + k*135), pymupdf.open('pdf', _chart(kind)), 0)
+    page.insert_text((50, 420), 'Output in million tonnes, by state and year.', fontsize=10)
+    doc.save(path)
+    return path
+
+TICK_LINE = re.compile(r'^[\d.,\s]+$')
+
+@pytest.mark.parametrize('detectors', [('drawings', 'tables'), None])   # without the layout model, and ragnb's default
+def test_charts_beside_a_table_are_pictures_not_cells(detectors, tmp_path):
+    "Issue 50: charts 4 pt from a ruled table are not swallowed by it; their ticks are neither cells nor page text."
+    pdf = _table_beside_charts(tmp_path/'charts.pdf', gap=4)
+    kw = {'detectors': detectors} if detectors else {}
+    page = parse_pdf(pdf, tmp_path/'out', offline=True, **kw).pages[0]
+    (table,) = page.tables.values()
+    assert rows(table) == FARMS   # exactly the table: no tick value became a column or a row
+    assert page.images, page.markdown   # the charts are pictures (before: lost inside the table's region)
+    lines = [l for l in page.markdown.splitlines() if l.strip() and not l.startswith('<!--')]
+    assert not [l for l in lines if TICK_LINE.match(l)], lines   # no '1.5', '0.5', '2019 2020 2021 0.0' lines
+    alts = re.findall(r'!\[([^\]]*)\]\(', page.markdown)
+    assert any(a.startswith('Chart: ') and 'Iowa, per year' in a for a in alts), alts   # the title goes with it
+    assert 'Output in million tonnes, by state and year.' in page.markdown
+
+
+def test_a_real_chart_below_a_table_keeps_its_title_and_loses_its_ticks(tmp_path):
+    "us-023 page 2 (ICDAR-2013): a table above a two-axis chart; the chart's tick values were lines of the page text."
+    page = parse_pdf(sample_path('documents', 'icdar2013', 'us', 'us-023.pdf'), tmp_path, offline=True, pages=[2]).pages[0]
+    (alt,) = [a for a in re.findall(r'!\[([^\]]*)\]\(', page.markdown)]
+    assert alt.startswith('Chart: ') and 'Gini index' in alt and 'Household income' in alt, alt
+    for tick in ('54,000', '0.50', '49,000', '0.40'):
+        assert tick not in page.markdown, tick
+    assert 'FIGURE 1. Median household income' in page.markdown   # the caption outside the chart stays text
+    (table,) = page.tables.values()
+    assert '$49,497' in table and '0.4590' in table

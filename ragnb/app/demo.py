@@ -174,7 +174,9 @@ def demo_model(out:str|Path, # The run's folder; its calls go to `<out>/calls.sq
         return DemoModel(llm, 'live', llm.base_url)
     if mode == 'local':
         from ragnb.app.local import LocalServer, local_llm, LOCAL_ENDPOINT
-        srv = LocalServer().start()
+        try: srv = LocalServer().start()
+        except (RuntimeError, TimeoutError) as e:   # one line saying why, as every other failure of the command
+            raise ValueError(f"local mode: {e}") from None
         return DemoModel(local_llm(srv, cache_path=calls), 'local', LOCAL_ENDPOINT, server=srv)
     if mode == 'replayed':
         path = Path(recording or recording_path())

@@ -296,7 +296,7 @@ def _models(url:str, key:str|None) -> tuple[int, set]:
     except OSError: return 0, set()
 
 def _own(self:LocalServer) -> str|None:
-    "None when what answers at `base_url` is this server: it serves the model to its key and refuses a request without it."
+    "None when what answers at `base_url` is this server: it lists the model to its key, refuses a request without."
     ok, ids = _models(self.base_url, self.api_key)
     if ok != 200 or self.model not in ids: return 'wait'
     anon, _ = _models(self.base_url, None)

@@ -59,8 +59,11 @@ def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
 
 # %% ../../nbs/14_llm.ipynb #ca8278cd
 def show_progress() -> bool:
-    "Progress bars belong on a terminal or in a Jupyter kernel, never in a log file or a pipe."
-    return sys.stderr.isatty() or 'ipykernel' in sys.modules
+    "Progress bars belong on a terminal or in a running Jupyter kernel, never in a log file or a pipe."
+    if sys.stderr.isatty(): return True
+    ip = sys.modules.get('IPython')   # a kernel that is running, not ipykernel merely imported by some library
+    shell = ip.get_ipython() if ip is not None and hasattr(ip, 'get_ipython') else None
+    return type(shell).__name__ == 'ZMQInteractiveShell'
 
 class Progress:
     ("Calls done and failed of one batch; with `lines`, one line on stderr every `every` seconds (done, failed, time "

@@ -20,12 +20,13 @@ from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanit
                               cells_html, grid_html, page_list)
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'NO_TEXT', 'open_pdf', 'big_images', 'cap_images',
-           'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou', 'has_layout',
-           'table_boxes', 'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions', 'fit_zoom',
-           'render_page', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'table_rules', 'TableCells',
-           'table_cells', 'doc_words', 'join_lines', 'offline_page', 'page_messages', 'regions_many', 'find_regions',
-           'text_turn', 'upright_copy', 'turn_note', 'parse_pdf', 'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'LABEL_CHARS', 'NO_TEXT', 'open_pdf', 'big_images',
+           'cap_images', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou',
+           'has_layout', 'table_boxes', 'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions',
+           'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'table_rules',
+           'TableCells', 'table_cells', 'doc_words', 'join_lines', 'figure_labels', 'figure_alt', 'offline_page',
+           'page_messages', 'regions_many', 'find_regions', 'text_turn', 'upright_copy', 'turn_note', 'parse_pdf',
+           'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -177,6 +178,10 @@ def absorb(
     return regions
 
 # %% ../../nbs/23_pdf.ipynb #852be655
+def _within(a, b, tol:float=2.)->bool:
+    "Whether box `a` (a line or rule too: no area needed) lies in box `b`, give or take `tol` points."
+    return a[0] >= b[0]-tol and a[1] >= b[1]-tol and a[2] <= b[2]+tol and a[3] <= b[3]+tol
+
 def page_regions(
     page:pymupdf.Page,  # page to analyse
     distance:float=10.,  # merge boxes closer than this (pt)
@@ -188,11 +193,14 @@ def page_regions(
     chars_per_line:float=10,  # above this average, text is "large"
     by_line:bool=True,  # absorb text line by line (False: by PyMuPDF block, as the seed)
     drop_underlines:bool=True,  # drop thin lines that underline text
+    exclude:list|tuple=(),  # boxes whose drawings and text are left out (regions found already, e.g. tables)
 )->list[tuple[float, float, float, float]]:
     "The figure and table regions of `page` as (x0, y0, x1, y1) in points, top-left origin, in reading order."
     tp = page.get_textpage()
     lines = _line_boxes(page, tp)
+    if exclude: lines = [l for l in lines if not any(_within(l, x) for x in exclude)]
     rs = np.r_[drawing_rects(page, rule_height, rule_width, drop_underlines, lines), image_rects(page)]
+    if exclude and len(rs): rs = rs[[not any(_within(r, x) for x in exclude) for r in rs]]
     rs = merge_rects(rs, distance)
     rs = rs[shapely.is_valid(shapely.box(*rs.T))] if len(rs) else rs
     large, small = text_rects(lines if by_line else _block_boxes(page, tp), chars_per_line)
@@ -293,6 +301,12 @@ def _detectors(detectors:tuple|list|None)->tuple:
 # %% ../../nbs/23_pdf.ipynb #be425ce2
 def _area(b)->float: return max(0., b[2]-b[0]) * max(0., b[3]-b[1])
 
+def _inside(a, b, share=0.5)->bool:
+    "Whether more than `share` of box `a`'s area lies in box `b`."
+    ix, iy = max(0, min(a[2], b[2])-max(a[0], b[0])), max(0, min(a[3], b[3])-max(a[1], b[1]))
+    area = (a[2]-a[0])*(a[3]-a[1])
+    return area > 0 and ix*iy/area > share
+
 # %% ../../nbs/23_pdf.ipynb #7d0d0975
 def _inter(a, b)->float: return _area((max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])))
 
@@ -374,10 +388,25 @@ def _add_drawings(page:pymupdf.Page, out:list, overlap:float, decorations:bool, 
     ("Add the drawings detector's regions to `out`: its name to the regions it agrees with, a region of its own "
      "otherwise, unless it is a decoration (a page band or frame, a rule or bar the layout model saw as nothing).")
     imgs, pr, words = image_rects(page), page.rect, bool(page.get_text('text').strip())
-    for s in page_regions(page, **seed_kw):
+    found, swallowed = page_regions(page, **seed_kw), []
+    tables = [r['bbox'] for r in out if r['kind'] == 'table']
+    for s in found:
+        if (t := [b for b in tables if _same(s, b, overlap)]) and _area(s) > 1.3 * sum(map(_area, t)):
+            swallowed.append(s)   # drawings beside a table merged with it (a chart next to it): read again without it
+    for s in page_regions(page, exclude=tables, **seed_kw) if swallowed else []:
+        if not any(_inside(s, w, 0.9) for w in swallowed) or any(_same(s, b, 0.2) for b in tables): continue
+        figs = [r for r in out if r['kind'] != 'table' and _same(s, r['bbox'], overlap)]
+        if len(figs) == 1 and _area(s) > 1.5 * _area(figs[0]['bbox']):   # charts that touch: one picture of them all
+            figs[0]['bbox'] = s; figs[0]['source'].add('drawings')
+        elif not figs: found.append(s)
+    for s in found:
         agree = [r for r in out if _same(s, r['bbox'], overlap)]
-        for r in agree: r['source'].add('drawings')
-        if agree: continue
+        for r in agree:
+            r['source'].add('drawings')
+            if len(agree) == 1 and r['kind'] == 'figure' and _area(s) <= 2 * _area(r['bbox']):   # drawings are
+                b = r['bbox']                                              # exact where a model's box may cut a chart
+                r['bbox'] = (min(b[0], s[0]), min(b[1], s[1]), max(b[2], s[2]), max(b[3], s[3]))
+        if agree or s in swallowed: continue
         w, h, pic = s[2]-s[0], s[3]-s[1], _covered(s, imgs) >= 0.5
         if not decorations and (
             (w >= 0.9*pr.width and h < 0.1*pr.height) or (h >= 0.8*pr.height and w < 0.1*pr.width)  # page bands
@@ -412,6 +441,13 @@ def detect_regions(
         said = [c[1] for c in members if c[2] == 'layout']
         if ran_layout and not said and _covered(bbox, text) >= text_share: continue  # a framed paragraph, not a table
         kind = ('table' if 'table' in said else 'figure') if said else 'table'
+        ruled = [c[0] for c in members if c[2] == 'tables']
+        if kind == 'table' and ruled and 'drawings' in dets:   # a model's table box that also holds a chart beside
+            rb = (*np.min(ruled, 0)[:2], *np.max(ruled, 0)[2:])   # the ruled table is cut back to the ruled table
+            extra = _area(bbox) - _inter(bbox, rb)   # drawings cover a quarter of the rest of the box: a chart
+            if extra > 0.3 * _area(rb) and sum(_inter(s, bbox) - _inter(s, rb) for s in
+                                               page_regions(page, exclude=ruled, **seed_kw)) > 0.25 * extra:
+                bbox = rb
         out.append(dict(bbox=bbox, kind=kind, source={c[2] for c in members}))
     if 'drawings' in dets: _add_drawings(page, out, overlap, decorations, thin, ran_layout, **seed_kw)
     pr = page.rect
@@ -430,7 +466,7 @@ def detect_regions(
 import sqlite3
 from importlib import metadata
 
-REGIONS_VERSION = 3  # bump when detection changes: cached regions of older versions are then ignored
+REGIONS_VERSION = 4  # bump when detection changes: cached regions of older versions are then ignored
 
 def regions_cache_path()->Path:
     "The region cache: `regions.sqlite` in ragnb's cache folder (`RAGNB_CACHE_DIR`, else the user's cache folder)."
@@ -838,26 +874,38 @@ def table_cells(page:pymupdf.Page, # the page
     return TableCells(cells, header, (edges[0], top, edges[-1], bottom))
 
 
-# %% ../../nbs/23_pdf.ipynb #d6f5e615
-def _inside(a, b, share=0.5)->bool:
-    "Whether more than `share` of box `a`'s area lies in box `b`."
-    ix, iy = max(0, min(a[2], b[2])-max(a[0], b[0])), max(0, min(a[3], b[3])-max(a[1], b[1]))
-    area = (a[2]-a[0])*(a[3]-a[1])
-    return area > 0 and ix*iy/area > share
-
 # %% ../../nbs/23_pdf.ipynb #f82fd5b7
+def text_columns(
+    items:list[tuple],  # (x0, y0, x1, y1, text) of the page's text blocks (tables and pictures are left out)
+    width:float,  # the page's width (pt)
+    min_chars:int=80,  # a block of prose holds at least this many characters ...
+    max_share:float=0.45,  # ... and is at most this share of the page wide (a column's, not the page's) ...
+    min_height:float=15,  # ... and this high, two lines or more (a one-line note is not a column)
+)->list[float]:
+    "The x of each gutter between the page's columns of prose: gaps that no prose block crosses (none: one column)."
+    prose = sorted((i[0], i[2]) for i in items if isinstance(i[4], str) and not i[4].startswith(('[', '!['))
+                   and len(i[4]) >= min_chars and i[2] - i[0] <= max_share * width and i[3] - i[1] >= min_height)
+    groups = []
+    for a, b in prose:
+        if groups and a < groups[-1][1]: groups[-1][1] = max(groups[-1][1], b)
+        else: groups.append([a, b])
+    return [(g[1] + h[0]) / 2 for g, h in zip(groups, groups[1:])]
+
 def reading_order(
     items:list[tuple],  # (x0, y0, x1, y1, payload)
-    middle:float,  # x of the page's middle
+    middle:float,  # x of the page's middle: the gutter of two columns when `gutters` is not given
     gutter:float=30,  # how far past the middle a column's item may reach (pt)
+    gutters:list[float]|None=None,  # the columns' gutters (`text_columns`); items may cross each by 5 pt
 )->list[tuple]:
-    "Items top to bottom; where the page has two columns, the left column before the right one."
+    "Items top to bottom; where the page has columns, each column top to bottom before the next one to its right."
+    cuts, slack = (gutters, 5.) if gutters else ([middle], gutter)
     out, band = [], []
+    def column(i): return sum((i[0] + i[2]) / 2 >= g for g in cuts)
     def flush():
-        out.extend(sorted(band, key=lambda i: (i[0] + i[2] >= 2*middle, i[1], i[0]))); band.clear()
+        out.extend(sorted(band, key=lambda i: (column(i), i[1], i[0]))); band.clear()
     for it in sorted(items, key=lambda i: (i[1], i[0])):
-        if it[2] <= middle + gutter or it[0] >= middle - gutter: band.append(it)  # inside one column
-        else: flush(); out.append(it)  # across the middle: ends the two-column stretch
+        if not any(it[0] < g - slack and it[2] > g + slack for g in cuts): band.append(it)  # inside one column
+        else: flush(); out.append(it)  # across a gutter: ends the stretch of columns
     flush()
     return out
 
@@ -884,15 +932,50 @@ def join_lines(lines:list[str], # a block's lines, in order
         else: out = f"{out} {t}" if out else t
     return out
 
-def _text_outside(page:pymupdf.Page, boxes:list, vocab:set|frozenset=frozenset())->list[tuple]:
-    "The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes`."
+LABEL_CHARS = 40   # a line this short inside a figure is one of its labels (a title, a tick, a legend), not prose
+_TICK = re.compile(r'^(?:[\d.,:%/$€£¥+\-−–—()×x]+|[A-Z][a-z]{2}[-\' ]?\d{2,4}|Q[1-4])$')   # 0.5, 1,000, 10%, $20,
+                                                                                    # -50, 1997, Jan-08, Q3
+
+def figure_labels(page:pymupdf.Page, # the page
+                  bbox:tuple, # a figure's box
+                  max_chars:int=600 # more text than this (short lines, ticks aside) is prose in a frame, not labels
+                 ) -> list[str]|None:
+    ("The text pieces (spans) of the short lines inside a figure: its title, axis and legend labels, ticks, in order; "
+     "None if it holds prose.")
+    got = []
+    for b in page.get_text('dict', flags=_TEXT_ONLY)['blocks']:
+        for l in b.get('lines', []):
+            spans = [s for s in l['spans'] if s['text'].strip()]
+            if not spans or len(''.join(s['text'] for s in spans).strip()) > LABEL_CHARS: continue
+            a = np.array([s['bbox'] for s in spans])
+            if _inside((*a[:, :2].min(0), *a[:, 2:].max(0)), bbox): got += [s['text'].strip() for s in spans]
+    return got if sum(len(t) for t in got if not all(_TICK.match(w) for w in t.split())) <= max_chars else None
+
+def figure_alt(labels:list[str]) -> str:
+    ("A figure's alt text from its labels: 'Chart: ' when 4 or more of them are tick values (numbers), then the "
+     "others, once each; safe inside `![...]`.")
+    words, ticks = [], 0
+    for t in labels:
+        if all(_TICK.match(w) for w in t.split()): ticks += 1
+        elif t not in words: words.append(t)
+    alt = ('Chart: ' if ticks >= 4 else 'Figure: ' if words else '') + ' · '.join(words)
+    alt = re.sub(r'[\[\]<>\\\n]', ' ', alt)
+    return alt if len(alt) <= 300 else alt[:299] + '…'
+
+def _text_outside(page:pymupdf.Page, boxes:list, vocab:set|frozenset=frozenset(),
+                  figures:list=())->list[tuple]:
+    ("The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes` "
+     "or the short lines (labels) inside one of `figures`.")
     out = []
     for b in page.get_text('dict', flags=_TEXT_ONLY)['blocks']:
         lines = []
         for l in b.get('lines', []):
             if not (seen := [s['bbox'] for s in l['spans'] if s['text'].strip()]): continue
             a = np.array(seen); bb = (a[:,0].min(), a[:,1].min(), a[:,2].max(), a[:,3].max())
-            if not any(_inside(bb, x) for x in boxes): lines.append((bb, ''.join(s['text'] for s in l['spans'])))
+            text = ''.join(s['text'] for s in l['spans'])
+            if any(_inside(bb, x) for x in boxes): continue
+            if len(text.strip()) <= LABEL_CHARS and any(_inside(bb, x) for x in figures): continue
+            lines.append((bb, text))
         if lines:
             a = np.array([bb for bb, _ in lines])
             text = join_lines([t for _, t in lines], vocab)
@@ -909,7 +992,7 @@ def offline_page(
     vocab:set|frozenset=frozenset(),  # the document's words (`doc_words`): a line-end hyphen joins a word they hold
 )->ParsedPage:
     "Parse `page` without a model: text in reading order, table regions as HTML (`table_grid`), others as images."
-    items, tables, images, boxes = [], {}, {}, []
+    items, tables, images, boxes, figures = [], {}, {}, [], []
     for r in regions:
         ruled = table_cells(page, r.bbox) if r.kind == 'table' else None
         grid = [] if ruled or r.kind != 'table' else table_grid(page, r.bbox)
@@ -921,9 +1004,12 @@ def offline_page(
             boxes.append(box); items.append((*box, f"[{name}]({name}.html)"))
         else:
             images[r.name] = r.image or r.name
-            items.append((*r.bbox, f"![]({r.name})"))
-    items += _text_outside(page, boxes, vocab)
-    body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2))
+            labels = figure_labels(page, r.bbox)   # a chart's title and ticks go with its picture, not into the text
+            if labels is not None: figures.append(r.bbox)
+            items.append((*r.bbox, f"![{figure_alt(labels or [])}]({r.name})"))
+    items += _text_outside(page, boxes, vocab, figures)
+    columns = text_columns(items, page.rect.width)
+    body = '\n\n'.join(s for *_, s in reading_order(items, page.rect.x0 + page.rect.width/2, gutters=columns))
     warnings = [] if page.get_text().strip() else [NO_TEXT]
     return ParsedPage(page.number+1, f"{OFFLINE_MARK}\n\n{body}".strip(), tables, images, 'offline', warnings=warnings)
 
