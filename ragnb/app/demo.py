@@ -539,7 +539,7 @@ def save_figures(out:Path, # The run's folder
             figs['corrected_metrics'] = (plot_corrected(c), f"The 11 metrics corrected by {c.labels} labelled "
                                          f"decisions ({lp.name}): open circles the judge's figures, dots the corrected "
                                          "ones with 95% intervals (PPI++ where a metric is a mean over claims, "
-                                         "calibrated imputation elsewhere; lesson 43_corrected).")
+                                         "calibrated imputation elsewhere; lesson 43_corrected). " + c.note + ".")
     return ({name: {'file': str(plots.save_figure(f, Path(out)/f'{name}.png')), 'caption': cap} for name,
              (f, cap) in figs.items()}, missing)
 

@@ -18,10 +18,10 @@ from ..core.safe import iter_jsonl, write_text, UnsafeInput, MB, file_lock
 from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, LabelBatch, claim_metrics, load_results)
 
 # %% auto #0
-__all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'CLAIM_METRICS', 'PPI_METRICS', 'LabelsError', 'dataset_fingerprint',
-           'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan', 'next_claims', 'ppi_mean',
-           'usable_results', 'Corrected', 'corrected_metrics', 'reference_labels', 'simulated_judge', 'plan_labels',
-           'compare_corrected', 'add_cli']
+__all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'CLAIM_METRICS', 'PPI_METRICS', 'MIN_CLAIMS', 'LabelsError',
+           'dataset_fingerprint', 'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan',
+           'next_claims', 'ppi_mean', 'usable_results', 'Corrected', 'corrected_metrics', 'reference_labels',
+           'simulated_judge', 'plan_labels', 'compare_corrected', 'add_cli']
 
 # %% ../../nbs/43_corrected.ipynb #2853ff78
 SIDES = {'response': 'response_claims', 'gt': 'gt_answer_claims'}
@@ -307,7 +307,7 @@ class _Imputer:
     @staticmethod
     def rates(d:pd.DataFrame, prior:float=0.5) -> np.ndarray:
         ("P(person says Entailment | side, part, judge, condition): a 2x2x2x2 array with Jeffreys' prior; an empty "
-         "cell takes the rate pooled over the condition, then over sides.")
+         "cell takes the rate pooled over the condition, then over sides, then the judge's own answer (never 1/2).")
         yes, tot = np.zeros((2, 2, 2, 2)), np.zeros((2, 2, 2, 2))
         d = d[d.cond >= 0]
         idx = tuple(d[c].to_numpy(int) for c in ('side', 'part', 'judge', 'cond'))
@@ -315,7 +315,9 @@ class _Imputer:
         y1, t1 = yes.sum(3, keepdims=True), tot.sum(3, keepdims=True)        # pooled over the condition
         y2, t2 = y1.sum(0, keepdims=True), t1.sum(0, keepdims=True)          # ... and over sides
         r = (yes + prior) / (tot + 2 * prior)
-        r = np.where(tot > 0, r, np.where(t1 > 0, (y1 + prior) / (t1 + 2 * prior), (y2 + prior) / (t2 + 2 * prior)))
+        judge = np.broadcast_to(np.arange(2.).reshape(1, 1, 2, 1), r.shape)   # no label speaks: the judge's stands
+        r = np.where(tot > 0, r, np.where(t1 > 0, (y1 + prior) / (t1 + 2 * prior),
+                                          np.where(t2 > 0, (y2 + prior) / (t2 + 2 * prior), judge)))
         return r
 
     def resample(self, rng) -> pd.DataFrame:
@@ -347,11 +349,13 @@ def _means(b:LabelBatch) -> dict:
 
 # %% ../../nbs/43_corrected.ipynb #5dbdfc87
 PPI_METRICS = tuple(CLAIM_METRICS)
+MIN_CLAIMS = 20   # fewer labelled claims behind a figure than this: it stays the judge's, with no interval (bench:
+                  # below it the corrected figures were further from the truth than the judge's, on average)
 
 @dataclass
 class Corrected:
     "The 11 metrics: the judge's figure, the corrected one and its interval, how each was estimated."
-    table: pd.DataFrame   # index metric: judge, corrected, low, high, se, method, labelled_claims, claims
+    table: pd.DataFrame   # index metric: judge, corrected, low, high, se, method, labelled_claims, claims, needs
     labels: int           # decisions labelled (of the scored results)
     claims_labelled: int  # claims with every decision labelled
     claims_seen: int      # claims with some decision labelled
@@ -366,6 +370,7 @@ def corrected_metrics(results,                # RAGChecker results with the judg
                       boot:int=300,           # Bootstrap resamples of the labelled claims (calibrated intervals)
                       seed:int=0,             # Random seed of draws and resamples
                       method:str='auto',      # 'auto' (PPI++ where exact, calibrated elsewhere) or 'calibrated'
+                      min_claims:int=MIN_CLAIMS, # Fewer labelled claims behind a figure: it stays the judge's
                      ) -> Corrected:
     "Each metric (x 100): the judge-only figure, the corrected figure and its `1 - alpha` interval."
     everything = load_results(results)   # the labels name the whole file, malformed results included
@@ -390,7 +395,7 @@ def corrected_metrics(results,                # RAGChecker results with the judg
         cal = pt, bt.quantile(alpha / 2), bt.quantile(1 - alpha / 2), bt.std(ddof=1)
     for m in METRICS:
         row = dict(judge=judge[m], corrected=judge[m], low=float('nan'), high=float('nan'), se=float('nan'),
-                   method='judge only', labelled_claims=0, claims=0)
+                   method='judge only', labelled_claims=0, claims=0, needs=0)
         if m in CLAIM_METRICS and method == 'auto' and n_lab:
             side, needs, f = CLAIM_METRICS[m]
             t = ct[ct.side == side]
@@ -412,6 +417,10 @@ def corrected_metrics(results,                # RAGChecker results with the judg
         elif cal is not None:
             row.update(corrected=float(cal[0][m]), low=float(cal[1][m]), high=float(cal[2][m]), se=float(cal[3][m]),
                        method='calibrated', labelled_claims=seen, claims=len(ct))
+        least = min(min_claims, row['claims'] or min_claims)   # every claim labelled is exact, however few
+        if row['labelled_claims'] < least:   # too few to move the judge's figure: it stays, and says how many more
+            row.update(corrected=judge[m], low=float('nan'), high=float('nan'), se=float('nan'),
+                       method='judge only', needs=least - row['labelled_claims'])
         rows[m] = row
     t = pd.DataFrame.from_dict(rows, orient='index')
     t['corrected'] = t.corrected.clip(0, 100)   # a share is never below 0 or above 100: the estimate neither
@@ -422,6 +431,9 @@ def corrected_metrics(results,                # RAGChecker results with the judg
 
     note = ('uncorrected: no human labels; these are the judge\'s figures' if not n_lab else
             f"{n_lab} decisions labelled ({full} whole claims of {len(ct)})")
+    if n_lab and (short := t.needs[t.needs > 0]).size:
+        note += (f"; {short.size} of {len(t)} figures stay the judge's until at least {min_claims} claims behind each "
+                 f"are labelled (up to {int(short.max())} more)")
     return Corrected(t, n_lab, full, seen, alpha, note)
 
 # %% ../../nbs/43_corrected.ipynb #19907ad9
@@ -470,6 +482,7 @@ def plan_labels(c:Corrected,          # Corrected metrics with some labels
                 math.ceil(1 / ((half_width / z) ** 2 / s2 + 1 / N)) if s2 > 0 else n)
         elif r.method == 'calibrated' and n and now == now:
             need = math.ceil(n * (now / half_width) ** 2) if now > half_width else n
+        elif r.method == 'judge only' and r.get('needs', 0) > 0: need = n + int(r.needs)   # the least to correct it
         else: need = float('nan')
         need = min(need, N) if need == need else need
         rows[m] = dict(half_width=now, claims_labelled=n, claims_needed=need,
@@ -489,7 +502,9 @@ def compare_corrected(a:Corrected, b:Corrected, # Two systems' corrected metrics
         d = y.corrected - x.corrected
         se = math.sqrt(x.se ** 2 + y.se ** 2) if x.se == x.se and y.se == y.se else float('nan')
         lo, hi = (max(-100., min(d, d - z * se)), min(100., max(d, d + z * se))) if se == se else (float('nan'),) * 2
-        verdict = ('not corrected: label both' if se != se else f"{names[1]} higher" if lo > 0 else
+        more = max(int(x.get('needs', 0) or 0), int(y.get('needs', 0) or 0))
+        verdict = (f"too few labels: {more} more claims" if se != se and more else
+                   'not corrected: label both' if se != se else f"{names[1]} higher" if lo > 0 else
                    f"{names[0]} higher" if hi < 0 else 'no difference shown')
         rows[m] = {names[0]: x.corrected, names[1]: y.corrected, 'difference': d, 'low': lo, 'high': hi,
                    'verdict': verdict}
