@@ -24,9 +24,10 @@ __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TA
            'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress',
            'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix', 'text_part',
            'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
-           'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format',
-           'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'content_text', 'scrub_reply',
-           'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
+           'run_sync', 'estimate_tokens', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM',
+           'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'content_text',
+           'scrub_reply', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id',
+           'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -328,6 +329,11 @@ def _est_tokens(messages) -> int:
                 else: n += 765 * 4
         n += 16
     return math.ceil(n / 4)
+
+def estimate_tokens(messages # A request's messages (or one message, or a text)
+                   ) -> int:
+    "Rough prompt-token count of `messages`, as the estimates before a run count them (4 characters a token)."
+    return _est_tokens(messages)
 
 # %% ../../nbs/14_llm.ipynb #6ef3501a
 @dataclass(frozen=True)

@@ -798,18 +798,47 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
                    help="the critics' prompts: default (the seed's 1-5 ratings with a rationale), small (one Yes/No "
                    "question per criterion, for models of 3B parameters or fewer), auto (small when the model's name "
                    "says 3B or fewer; default: %(default)s)")
+    p.add_argument('--dry-run', action='store_true',
+                   help='say the calls, tokens, price and time the run would take, then stop: no call, nothing written')
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_generate)
 
 # %% ../../nbs/31_diversity.ipynb #8e2b7ba6
+def _say_estimate(args, docs) -> bool:
+    "Print what the run will send, cost and take, reading the call cache only; False when it cannot be said."
+    from ragnb.synth.generate import estimate_generation, estimate_lines, critic_profile, critic_profile_reason
+    from ragnb.core.cache import CallCache
+    from ragnb.core.llm import default_cache_dir
+    from ragnb.docs.documents import split_many
+    say = lambda line: print(f"ragnb generate: {line}", file=sys.stderr)
+    if args.question_types is not None:
+        say("no estimate for --question-types yet (only for the factoid flow): the progress bars show each stage")
+        return args.dry_run
+    llm = LLM(model=args.model, cache=False, progress=False, **call_options(args))
+    path = default_cache_dir()/'calls.sqlite'   # read only: a dry run writes nothing, the cache folder included
+    llm.cache = CallCache(path, readonly=True) if path.is_file() else None
+    if args.dry_run:
+        say(f"model {llm.model} at {llm.base_url}; replies would be cached in {path}")
+        say(f"critique profile {critic_profile_reason(args.critique_profile, llm.model)}")
+    chunks = sample_chunks(split_many(docs, args.chunk_size, args.chunk_overlap, args.engine, args.workers),
+                           args.max_chunks, args.seed)
+    profile = critic_profile(args.critique_profile, llm.model)
+    e = estimate_generation(chunks, llm, args.audience, args.questions_per_chunk, args.language, args.structured,
+                            profile, args.critic_samples, args.second_critic_model is not None)
+    secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
+    for line in estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
+    return True
+
 def _cli_generate(args)->int:
     check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
-    if msg := no_endpoint('generate'): print(msg, file=sys.stderr); return 2   # say how to get a model, call nothing
+    if not args.dry_run and (msg := no_endpoint('generate')):   # say how to get a model, call nothing
+        print(msg, file=sys.stderr); return 2
     docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding,
                           **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
+    if args.dry_run: return 0 if _say_estimate(args, docs) else 1   # what a run would send; no call, nothing written
     llm = LLM(model=args.model, pacing=Pacing(concurrency=args.concurrency), batch=BatchAPI() if args.batch else None,
               **call_options(args))
     cached = llm.cache.path if llm.cache else 'no cache'
@@ -829,6 +858,7 @@ def _cli_generate(args)->int:
                   check_language=not args.no_language_check, critique_profile=args.critique_profile)
     print(f"ragnb generate: critique profile {critic_profile_reason(args.critique_profile, llm.model)}",
           file=sys.stderr)
+    _say_estimate(args, docs)   # before the first call
     if args.question_types is None:  # the seed's factoids: `30_generate`'s flow
         ds = generate_dataset(docs, llm, **common, structured=args.structured, critic_samples=args.critic_samples,
                               second_critic=critic2, require_consistent=args.require_consistent, engine=args.engine,

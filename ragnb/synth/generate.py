@@ -24,10 +24,11 @@ from ragnb.core.safe import atomic_path, atomic_write, printable
 
 # %% auto #0
 __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE',
-           'LANGUAGE_CODES', 'CANDIDATES', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
-           'failure_record', 'generate_questions', 'critic_profile', 'critic_profile_reason', 'yes_no_critique',
-           'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'language_code', 'LanguageCheck',
-           'text_language', 'check_languages', 'sample_chunks', 'generate_dataset', 'all_calls_failed']
+           'LANGUAGE_CODES', 'CANDIDATES', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA',
+           'clean_field', 'failure_record', 'generate_questions', 'critic_profile', 'critic_profile_reason',
+           'yes_no_critique', 'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset',
+           'language_code', 'LanguageCheck', 'text_language', 'check_languages', 'sample_chunks', 'generate_dataset',
+           'estimate_generation', 'estimate_lines', 'all_calls_failed']
 
 # %% ../../nbs/30_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -826,6 +827,69 @@ def generate_dataset(
                  completion_tokens=u.completion_tokens - u0.completion_tokens, cost=round(u.cost - u0.cost, 6),
                  seconds=round(time.perf_counter() - t0, 3))
     return Dataset.from_records(qas, stats)
+
+# %% ../../nbs/30_generate.ipynb #f4ea3171
+from ..core.llm import cost_of, estimate_tokens
+REPLY_TOKENS = {'factoid': 120, 'default': 90, 'small': 2}   # completion tokens of a question and of a critique
+
+def estimate_generation(chunks:list[Chunk], # The passages a run will write questions about (`sample_chunks`)
+                        llm:LLM,            # Its model (its cache, if any, is only read)
+                        audience:str=DEFAULT_AUDIENCE, n_per_chunk:int=1, language:str='English',
+                        structured:bool=False, profile:str='default', # The critique profile, resolved
+                        critic_samples:int=1, second_critic:bool=False,
+                       ) -> dict:
+    "Calls, cached calls, tokens and price of the factoid flow on `chunks`, before any call."
+    first = [_qa_request(c, language, [], 0, structured) for c in chunks]
+    e = llm.estimate(first)   # exact for the first round: its messages and which of them are cached
+    per_q = estimate_tokens(first[0].messages) if first else 0
+    later = (n_per_chunk - 1) * len(chunks)   # follow-up turns carry the earlier replies
+    later_tokens = sum(per_q + (k + 1) * 2 * REPLY_TOKENS['factoid'] for k in range(n_per_chunk - 1)) * len(chunks)
+    q = QA('x/q0', 'x', 'x', 'x', 0, '', question='q' * 80, answer='a' * 60)
+    crit_tokens = 0
+    for c in chunks:   # the critiques of each passage's questions, sized with a question and answer of typical length
+        q.context = c.text
+        one = sum(estimate_tokens(_critique_request(q, k, audience, structured, profile=profile).messages)
+                  for k in CRITERIA)
+        crit_tokens += one * n_per_chunk * (critic_samples + bool(second_critic))
+    n_q = len(chunks) * n_per_chunk
+    crit = n_q * len(CRITERIA) * (critic_samples + bool(second_critic))
+    prompt = e['prompt_tokens'] + later_tokens + crit_tokens
+    completion = (e['to_call'] + later) * REPLY_TOKENS['factoid'] + crit * REPLY_TOKENS[profile]
+    cost = cost_of(llm.model, prompt, completion)
+    return dict(calls=e['requests'] + later + crit, question_calls=e['requests'] + later, cached=e['cached'],
+                critique_calls=crit, prompt_tokens=prompt, completion_tokens=completion, cost=cost,
+                prompts={get_prompt('factoid_qa').id: e['to_call'] + later,
+                         **{(get_prompt(SMALL_CRITIQUE_PROMPTS[k]) if profile == 'small' else
+                             get_prompt(f'critique_{k}')).id: crit // len(CRITERIA) for k in CRITERIA}})
+
+def estimate_lines(e:dict, # From `estimate_generation`
+                   model:str, # The model's name
+                   seconds:dict|None=None, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
+                   batch:bool=False, # Through the Batch API (half price)
+                   dry_run:bool=False) -> list[str]:
+    "The lines a person reads before a run: calls and tokens, price, time."
+    verb = 'would send' if dry_run else 'will send'
+    out = [f"{verb} about {e['calls']:,} model calls ({e['question_calls']:,} writing questions, {e['cached']:,} of "
+           f"them in the call cache; {e['critique_calls']:,} critiques), ~{e['prompt_tokens']:,} prompt tokens, "
+           f"~{e['completion_tokens']:,} completion tokens"]
+    if e['cost'] is None: out.append(f"price: unknown ({model} has no price in ragnb's table)")
+    elif e['cost'] == 0: out.append(f"price: none ({model} is free in ragnb's table)")
+    else:
+        usd = lambda v: f"${v:,.2f}" if v >= 0.1 else f"${v:.4f}"
+        c = e['cost'] / 2 if batch else e['cost']
+        out.append(f"price: about {usd(c)} at {model}'s prices" + (' (Batch API: half)' if batch else
+                   f" (--batch: about {usd(e['cost'] / 2)})"))
+    seconds = seconds or {}
+    todo = {p: calls for p, calls in e['prompts'].items() if calls}
+    if missing := [p for p in todo if not seconds.get(p)]:
+        out.append(f"time: no estimate yet (no earlier call of {missing[0]} with {model} in the call cache): the "
+                   "progress bar shows the time left once calls start")
+    else:
+        secs = sum(calls * sum(seconds[p]) / len(seconds[p]) for p, calls in todo.items())
+        n = sum(len(seconds[p]) for p in todo)
+        d = f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} min" if secs < 5400 else f"{secs / 3600:.1f} h"
+        out.append(f"time: about {d}, at the pace of {n:,} earlier calls of these prompts with {model}")
+    return out
 
 # %% ../../nbs/30_generate.ipynb #5059a02f
 def all_calls_failed(

@@ -1,0 +1,52 @@
+"""Issue 51: an estimate before every command that calls a model (calls, tokens, price, time), and `--dry-run`
+stopping there with nothing written, the call cache's folder byte for byte as it was."""
+import re
+from pathlib import Path
+
+from ragnb.app.cli import main
+from ragnb.app.demo import sample_docs
+
+GUIDE = sample_docs()/'what_makes_documentation_good.md'
+
+
+def _state(folder:Path) -> dict:
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.iterdir()} if folder.exists() else None
+
+
+def test_generate_says_what_it_will_send_and_a_dry_run_writes_nothing(tmp_path, monkeypatch, capsys):
+    from ragnb.testing.scripted import ScriptedServer
+    cache = tmp_path/'cache'
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(cache))
+    for v in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'RAGNB_MODEL'): monkeypatch.delenv(v, raising=False)
+    out = tmp_path/'qa.jsonl'
+    # no endpoint and no cache yet: the dry run still says what a run would send, at gpt-4o-mini's prices
+    assert main(['generate', str(GUIDE), '--out', str(out), '--max-chunks', '3', '--dry-run']) == 0
+    err = capsys.readouterr().err
+    assert 'would send about 12 model calls (3 writing questions, 0 of them in the call cache; 9 critiques)' in err, err
+    assert re.search(r"price: about \$\d+\.\d+ at gpt-4o-mini's prices \(--batch: about \$", err), err
+    assert 'time: no estimate yet (no earlier call of factoid_qa@' in err, err
+    assert not out.exists() and not cache.exists()   # nothing written, not even the cache folder
+    with ScriptedServer() as srv:   # a real run, then the same dry run: its questions are cached, its pace known
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+        args = ['generate', str(GUIDE), '--out', str(out), '--max-chunks', '3', '--model', 'scripted-test-model',
+                '--critique-profile', 'default']
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert 'will send about 12 model calls (3 writing questions, 0 of them in the call cache' in err, err
+        assert "price: none (scripted-test-model is free in ragnb's table)" in err, err
+        out.unlink()
+        import gc; gc.collect()   # the run's own connection closes now, as it does when a command ends
+        before = _state(cache)
+        assert main(args + ['--dry-run']) == 0
+        err = capsys.readouterr().err
+    assert 'would send about 12 model calls (3 writing questions, 3 of them in the call cache' in err, err
+    assert re.search(r'time: about \d+ s, at the pace of \d+ earlier calls of these prompts', err), err
+    assert not out.exists() and _state(cache) == before   # the cache folder byte for byte as it was
+
+
+def test_generate_with_question_types_says_it_has_no_estimate_yet(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--question-types', 'factoid,multi_hop',
+                 '--dry-run']) == 0
+    assert 'no estimate for --question-types yet' in capsys.readouterr().err
+    assert not (tmp_path/'cache').exists()
