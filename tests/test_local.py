@@ -301,8 +301,8 @@ def test_serve_prints_a_fresh_key_its_server_requires(tmp_path):
     assert not any(k in p.read_text(errors='replace') for p in tmp_path.rglob('*') if p.is_file() for k in keys)
 
 
-def test_a_program_answering_in_place_of_the_server_is_refused(tmp_path):
-    "Hostile round 4, item 2: what answers on the port must refuse a request without ragnb's key, as its server does."
+def _impostor(tmp_path):
+    "A program that answers every request on a port, and an 'interpreter' whose server says it bound that port."
     import http.server, threading
     class Impostor(http.server.BaseHTTPRequestHandler):
         def log_message(self, *a): pass
@@ -312,6 +312,12 @@ def test_a_program_answering_in_place_of_the_server_is_refused(tmp_path):
     (tmp_path/'m.gguf').write_bytes(b'GGUF')
     lies = script(tmp_path/'lies', '[ "$1" = "-c" ] && exit 0\n'
                   f'echo "INFO:     Uvicorn running on http://127.0.0.1:{other.server_port} (Press CTRL+C to quit)"; sleep 60')
+    return other, lies
+
+
+def test_a_program_answering_in_place_of_the_server_is_refused(tmp_path):
+    "Hostile round 4, item 2: what answers on the port must refuse a request without ragnb's key, as its server does."
+    other, lies = _impostor(tmp_path)
     srv = LocalServer(tmp_path/'m.gguf', python=lies, startup_timeout=30)
     try:
         with pytest.raises(RuntimeError, match="is not ragnb's server: it answered a request without ragnb's key"): srv.start()
@@ -321,15 +327,7 @@ def test_a_program_answering_in_place_of_the_server_is_refused(tmp_path):
 
 def test_demo_in_local_mode_names_an_impostor_in_one_line(tmp_path):
     "The demo's local mode says why its server was refused, as one line, not a traceback."
-    import http.server, threading
-    class Impostor(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *a): pass
-        def do_GET(self): self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": [{"id": "m"}]}')
-    other = http.server.HTTPServer(('127.0.0.1', 0), Impostor)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
-    (tmp_path/'m.gguf').write_bytes(b'GGUF')
-    lies = script(tmp_path/'lies', '[ "$1" = "-c" ] && exit 0\n'
-                  f'echo "INFO:     Uvicorn running on http://127.0.0.1:{other.server_port} (Press CTRL+C to quit)"; sleep 60')
+    other, lies = _impostor(tmp_path)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith('OPENAI')}, 'RAGNB_GGUF': str(tmp_path/'m.gguf'),
            'RAGNB_LOCAL_PYTHON': lies, 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}
     try:
