@@ -180,3 +180,40 @@ def test_duplicate_pairs_counts_as_comparing_every_pair():
         p = duplicate_pairs(qs, block=rng.choice([1, 3, 500]), max_pairs=20)
         assert p.total == len(every) and p.members == {x for pr in every for x in pr}, t
         assert len(p.shown) == min(20, len(every)) and all((i, j) in every for i, j, _ in p.shown), t
+
+
+ANSWERS = {'Which river crosses Cairo?': 'the Nile', 'Who painted the Mona Lisa?': 'Leonardo da Vinci',
+           'How many moons does Mars have?': 'two moons', 'Which language is spoken in Quebec?': 'French',
+           'How tall is Mount Kenya?': '5,199 metres'}
+
+def test_closed_book_counts_questions_a_model_answers_without_the_passage(tmp_path, monkeypatch, capsys):
+    "Issue 51: `ragnb inspect --model` asks each kept question alone; the estimate comes first; failures apart."
+    from ragnb.testing.scripted import ScriptedServer
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    ds = write(tmp_path/'qa.jsonl', rows(answer=lambda i, r: ANSWERS.get(r['question'], f'fact {i}')))
+    def knows(call, rng):   # a model that knows four of the twelve answers, says "I don't know" to the rest, and
+        q = call.inputs['question']   # gets Mount Kenya wrong
+        if q == 'How tall is Mount Kenya?': return 'About 3,000 metres'
+        if q == 'What causes ocean tides?': raise RuntimeError('scripted failure')
+        return {'the Nile': 'The Nile.', 'Leonardo da Vinci': 'Leonardo da Vinci', 'two moons': 'Mars has two moons',
+                'French': 'French'}.get(ANSWERS.get(q), "I don't know.")
+    with ScriptedServer(rules={'closed_book_answer': knows}) as srv:
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+        assert main(['inspect', str(ds), '--model', 'scripted-test-model', '--dry-run']) == 0
+        err = capsys.readouterr().err
+        assert 'would send: closed-book check: 12 calls to scripted-test-model (0 in the call cache)' in err, err
+        assert not srv.calls('closed_book_answer') and not (tmp_path/'cache').exists()   # a dry run calls nothing
+        assert main(['inspect', str(ds), '--model', 'scripted-test-model', '--out', str(tmp_path/'r.json'),
+                     '--max-retries', '0']) == 0
+        out, err = capsys.readouterr()
+    assert 'will send: closed-book check: 12 calls' in err
+    m = {r['measure']: r for r in json.loads((tmp_path/'r.json').read_text())['measures']}
+    cb = m['answerable without the passage']
+    assert cb['value'] == round(4 / 11, 3) and cb['verdict'] == 'check', cb   # 4 of the 11 that got a reply
+    assert '4 of 11 answered by scripted-test-model' in cb['finding'] and '1 call(s) failed' in cb['finding'], cb
+
+
+def test_answer_f1_normalises_as_squad_does():
+    from ragnb.rag.inspect import answer_f1
+    assert answer_f1('The Nile.', 'the Nile') == 1.0 and abs(answer_f1('Mars has two moons', 'two moons') - 2 / 3) < 1e-9
+    assert answer_f1("I don't know", 'French') == 0.0 and answer_f1('', 'x') == 0.0

@@ -246,6 +246,12 @@ shots=tuple(({'question': q}, a) for q, a in [
 SMALL_CRITIQUE_PROMPTS = {'groundedness': 'critique_grounded_yes_no', 'relevance': 'critique_relevant_yes_no',
                           'standalone': 'critique_standalone_yes_no'}   # criterion -> the small profile's prompt
 
+# %% ../../nbs/17_prompts.ipynb #af5adbb3
+register(Prompt('closed_book_answer', '1', system="You answer questions from what you know, in a few words.",
+                description='ragnb inspect --model: the question alone, no passage: can the model answer it anyway?',
+template=("Answer this question from your own knowledge, in a few words. If you do not know the answer, reply "
+          "exactly: I don't know.\n\nQuestion: {question}")))
+
 # %% ../../nbs/17_prompts.ipynb #e025f2cb
 _SIZE = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])', re.I)   # 1.5b, 3B, 270m; not 70b's "0b", not "b16"
 SMALL_MODEL_B = 3.0   # a model of this many billion parameters or fewer gets the small profiles

@@ -16,9 +16,10 @@ from .retrieval import read_dataset, check_rows, query_ids
 pd = lazy('pandas')
 
 # %% auto #0
-__all__ = ['pd', 'THRESHOLDS', 'SIMILAR', 'COPY_OVERLAP', 'MAX_COMPARE', 'MAX_PAIRS', 'read_testset', 'Measure', 'sections',
-           'coverage', 'near_duplicates', 'same_evidence', 'Pairs', 'duplicate_pairs', 'evidence_pairs', 'word_overlap',
-           'keyword_ranks', 'TestSetReport', 'inspect_testset', 'compare_testsets', 'add_cli']
+__all__ = ['pd', 'THRESHOLDS', 'SIMILAR', 'COPY_OVERLAP', 'MAX_COMPARE', 'MAX_PAIRS', 'CLOSED_BOOK_F1', 'CLOSED_BOOK_TOKENS',
+           'read_testset', 'Measure', 'sections', 'coverage', 'near_duplicates', 'same_evidence', 'Pairs',
+           'duplicate_pairs', 'evidence_pairs', 'word_overlap', 'keyword_ranks', 'TestSetReport', 'answer_f1',
+           'closed_book_estimate', 'closed_book', 'inspect_testset', 'compare_testsets', 'add_cli']
 
 # %% ../../nbs/63_inspect.ipynb #dea5ed60
 def read_testset(src # A `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
@@ -51,6 +52,7 @@ THRESHOLDS = dict(
     keyword_rank1=0.8,    # share whose own passage BM25 ranks first: at most (above: keyword match answers them)
     evidence_found=0.9,   # share of generated questions whose evidence was found in the source: at least
     balance=0.5,          # each kind asked for (persona, style, ...): at least this share of an even split
+    closed_book=0.2,      # share of kept questions a model answers without the passage (`--model`): at most
 )
 SIMILAR, COPY_OVERLAP = 90, 0.7
 
@@ -321,6 +323,56 @@ def _quality(df:pd.DataFrame) -> dict:
     if 'drop_reason' in df: out['drop_reason'] = df.drop_reason.dropna().astype(str).value_counts()
     return out
 
+# %% ../../nbs/63_inspect.ipynb #c9ebceee
+from ..core.llm import Request, cost_of, estimate_tokens
+from ..core.prompts import get_prompt
+CLOSED_BOOK_F1, CLOSED_BOOK_TOKENS = 0.5, 48
+_ARTICLES = re.compile(r'\b(a|an|the)\b')
+_UNKNOWN = re.compile(r"\b(i don'?t know|i do not know|not sure|cannot answer|can'?t answer|unknown)\b", re.I)
+
+def _tokens(text) -> list[str]: return _ARTICLES.sub(' ', re.sub(r'[^\w\s]', ' ', str(text).lower())).split()
+
+def answer_f1(reply:str, # A model's answer
+              reference:str # The reference answer
+             ) -> float:
+    "Token F1 of `reply` against `reference` after SQuAD's normalisation (0 when either is empty)."
+    from collections import Counter
+    a, b = _tokens(reply), _tokens(reference)
+    same = sum((Counter(a) & Counter(b)).values())
+    return 0.0 if not same else 2 * same / (len(a) + len(b))
+
+def _closed_book_requests(k:pd.DataFrame) -> list:
+    p = get_prompt('closed_book_answer')
+    return [Request(p.messages(question=str(q)), p, id=str(i), params={'max_tokens': CLOSED_BOOK_TOKENS})
+            for i, q in zip(k.qid, k.question)]
+
+def closed_book_estimate(k:pd.DataFrame, # The kept questions (with `qid`, `question`)
+                         llm # The model to ask (its cache is only read)
+                        ) -> str:
+    "One line before the first call: calls, how many are cached, tokens, price."
+    e = llm.estimate(_closed_book_requests(k))
+    cost = cost_of(llm.model, e['prompt_tokens'], e['to_call'] * CLOSED_BOOK_TOKENS // 2)
+    price = ('price unknown' if cost is None else 'free' if cost == 0 else
+             f"about ${cost:.2f}" if cost >= 0.1 else f"about ${cost:.4f}")
+    return (f"closed-book check: {e['requests']:,} calls to {llm.model} ({e['cached']:,} in the call cache), "
+            f"~{e['prompt_tokens']:,} prompt tokens, ~{e['to_call'] * CLOSED_BOOK_TOKENS // 2:,} completion tokens, "
+            f"{price}")
+
+def closed_book(k:pd.DataFrame, # The kept questions, with `qid`, `question` and the reference `answer`
+                llm # The model
+               ) -> pd.DataFrame:
+    "Each question asked without its passage: the reply, its F1 against the reference, answered or not, or the failure."
+    rs = llm.batch(_closed_book_requests(k), desc='closed-book answers')
+    rows = []
+    for (i, ref), r in zip(zip(k.qid, k.answer if 'answer' in k else [None] * len(k)), rs):
+        if not r.ok:
+            rows.append(dict(id=i, reply=None, f1=None, answered=None,
+                             failure=f"{r.failure.kind}: {r.failure.message[:200]}")); continue
+        text = (r.text or '').strip()
+        f1 = 0.0 if _UNKNOWN.search(text) or ref is None else answer_f1(text, ref)
+        rows.append(dict(id=i, reply=text[:300], f1=round(f1, 3), answered=f1 >= CLOSED_BOOK_F1, failure=None))
+    return pd.DataFrame(rows, columns=['id', 'reply', 'f1', 'answered', 'failure'])
+
 # %% ../../nbs/63_inspect.ipynb #3b194fc9
 def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
                     docs:list|None=None, # The corpus's `Document`s, for coverage by section and BM25 over all of it
@@ -328,7 +380,8 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
                     question_types:list|None=None, # Question types that were asked for; each must be there
                     asked:dict|None=None, # Other kinds asked for: {'persona'|'style'|'length'|'modality': [values]}
                     thresholds:dict|None=None, # Overrides of `THRESHOLDS`
-                    name:str|None=None # The set's name in tables
+                    name:str|None=None, # The set's name in tables
+                    llm=None, # A model: each kept question is also asked without its passage (`closed_book`)
                    ) -> TestSetReport:
     "Measure a test set: coverage, redundancy, difficulty, mix against what was asked, quality as generated."
     th = {**THRESHOLDS, **(thresholds or {})}
@@ -390,6 +443,18 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
         ms.append(Measure('found first by keywords (BM25)', r1, th['keyword_rank1'], True,
                           f"median rank of the question's own passage: {pq.keyword_rank.median():g}"))
     else: ms.append(Measure('found first by keywords (BM25)', None, th['keyword_rank1'], True, 'no context column'))
+    if llm is not None and len(k):   # closed book: answerable from the model's own knowledge?
+        cb = closed_book(k, llm)
+        pq = pq.merge(cb.rename(columns={'f1': 'closed_book_f1', 'answered': 'closed_book',
+                                         'reply': 'closed_book_reply', 'failure': 'closed_book_failure'}),
+                      on='id', how='left')
+        ok = cb[cb.failure.isna()]
+        bad = len(cb) - len(ok)
+        ms.append(Measure('answerable without the passage', float(ok.answered.mean()) if len(ok) else None,
+                          th['closed_book'], True,
+                          (f"{int(ok.answered.sum())} of {len(ok)} answered by {llm.model} from its own knowledge "
+                           f"(token F1 >= {CLOSED_BOOK_F1:g} with the reference)" if len(ok) else 'no call succeeded')
+                          + (f"; {bad} call(s) failed: {cb.failure.dropna().iloc[0]}" if bad else '')))
     # mix against what was asked
     mix = _mix(k)
     lang = 'question_language' if 'question_language' in k else 'language'
@@ -466,7 +531,25 @@ def _cli_inspect(args) -> int:
         docs = load_documents(*args.docs)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     asked = {c: split(getattr(args, c)) for c in ('persona', 'style', 'length', 'modality')}
-    rep = inspect_testset(args.dataset, docs, split(args.languages), split(args.question_types), asked=asked)
+    llm = None
+    if args.model:   # the closed-book check: the estimate first, then the calls (none with --dry-run)
+        from ragnb.core.llm import LLM
+        from ragnb.core.options import call_options, no_endpoint
+        from ragnb.core.cache import CallCache
+        from ragnb.core.llm import default_cache_dir
+        if not args.dry_run and (msg := no_endpoint('inspect --model')): print(msg, file=sys.stderr); return 2
+        df = read_testset(args.dataset)
+        k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()
+        k['qid'] = query_ids(k)
+        probe = LLM(model=args.model, cache=False, progress=False, **call_options(args))
+        path = default_cache_dir()/'calls.sqlite'   # read only for the estimate: a dry run writes nothing
+        probe.cache = CallCache(path, readonly=True) if path.is_file() else None
+        print(f"ragnb inspect: {'would send' if args.dry_run else 'will send'}: {closed_book_estimate(k, probe)}",
+              file=sys.stderr)
+        if args.dry_run: return 0
+        llm = LLM(model=args.model, **call_options(args))
+    rep = inspect_testset(args.dataset, docs, split(args.languages), split(args.question_types), asked=asked,
+                          llm=llm)
     print(rep)
     if args.against:
         other = inspect_testset(args.against, docs, split(args.languages), split(args.question_types), asked=asked)
@@ -499,4 +582,9 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--figure', help='write the questions-per-document figure (.png, .svg or .pdf)')
     p.add_argument('--out', help='write the report as JSON')
     p.add_argument('--strict', action='store_true', help='exit 1 when a measure says check')
+    p.add_argument('--model', default=None, help='ask each kept question without its passage (closed book) with this '
+                   'model, at OPENAI_BASE_URL: the share it answers from its own knowledge')
+    p.add_argument('--dry-run', action='store_true', help='with --model: say the calls, tokens and price, then stop')
+    from ragnb.core.options import add_call_options
+    add_call_options(p)
     p.set_defaults(func=_cli_inspect)
