@@ -5,7 +5,9 @@
 # and `ragnb inspect --model` asks each kept question alone (the closed-book check), through a fresh call cache.
 set -euo pipefail
 OUT=${1:-$(mktemp -d)}
-export RAGNB_CACHE_DIR=$OUT/cache
+mkdir -p "$OUT"
+export RAGNB_GGUF=${RAGNB_GGUF:-$(python -c "from ragnb.app.local import find_gguf; print(find_gguf() or '')")}
+export RAGNB_CACHE_DIR=$OUT/cache   # a fresh call cache (the model file is found above, in the user's cache)
 env -u OPENAI_BASE_URL -u OPENAI_API_KEY ragnb demo --mode replayed --out "$OUT/demo" > "$OUT/demo.log" 2>&1
 ragnb local serve > "$OUT/serve.out" 2> "$OUT/serve.err" &
 SERVE=$!

@@ -211,6 +211,10 @@ def test_closed_book_counts_questions_a_model_answers_without_the_passage(tmp_pa
     cb = m['answerable without the passage']
     assert cb['value'] == round(4 / 11, 3) and cb['verdict'] == 'check', cb   # 4 of the 11 that got a reply
     assert '4 of 11 answered by scripted-test-model' in cb['finding'] and '1 call(s) failed' in cb['finding'], cb
+    per = {r['id']: r for r in json.loads((tmp_path/'r.json').read_text())['closed_book']}
+    assert len(per) == 12 and sum(r['closed_book'] is True for r in per.values()) == 4
+    assert 'scripted failure' in [r['closed_book_failure'] for r in per.values() if r['closed_book_failure']][0]
+    assert 'answered without the passage (first 10):' in out and 'Leonardo da Vinci' in out
 
 
 def test_answer_f1_normalises_as_squad_does():

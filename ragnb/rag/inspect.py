@@ -290,7 +290,12 @@ class TestSetReport:
                     duplicates=self.duplicates.head(50).to_dict('records'),
                     same_evidence=self.same_evidence.head(50).to_dict('records'),
                     mix={k: {str(a): int(b) for a, b in v.items()} for k, v in self.mix.items()},
-                    quality={k: {str(a): int(b) for a, b in v.items()} for k, v in self.quality.items()})
+                    quality={k: {str(a): int(b) for a, b in v.items()} for k, v in self.quality.items()},
+                    **({'closed_book': self.per_question.dropna(subset=['closed_book_reply', 'closed_book_failure'],
+                                                                how='all')[
+                        ['id', 'closed_book_reply', 'closed_book_f1', 'closed_book', 'closed_book_failure']]
+                        .head(500).astype(object).where(lambda d: d.notna(), None).to_dict('records')}
+                       if 'closed_book' in self.per_question else {}))
     def counts(self) -> dict:
         ("The mix (kept questions by type, persona, style, length, language, modality) and the quality as generated "
          "(critique scores 1-5 of every generated question, drop reasons), each as a one-row table of counts.")
@@ -558,6 +563,9 @@ def _cli_inspect(args) -> int:
             print(f"\nagainst {args.against}: difference {other.name} - {rep.name}, 95% bootstrap interval over "
                   "questions where the measure is a share of them\n" + compare_testsets(rep, other).to_string())
     if len(rep.duplicates): print(f"\nnear-duplicates (first 10):\n{rep.duplicates.head(10).to_string(index=False)}")
+    if 'closed_book' in rep.per_question and (hit := rep.per_question[rep.per_question.closed_book == True]).size:
+        print("\nanswered without the passage (first 10):\n" + hit[['id', 'closed_book_reply', 'closed_book_f1']]
+              .head(10).to_string(index=False))
     if rep.uncovered:
         print("\nnot covered (first 10): " + '; '.join(f"{d}: {s or '(start)'}" for d, s in rep.uncovered[:10]))
     if args.out: write_text(args.out, json.dumps(rep.to_dict(), indent=1, default=str)); print(f"wrote {args.out}")
