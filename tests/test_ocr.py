@@ -226,3 +226,63 @@ def test_a_long_scan_reads_its_first_pages_and_says_how_to_read_the_rest(tmp_pat
     from ragnb.app.cli import main
     with pytest.raises(SystemExit): main(['parse', str(tmp_path/'three.pdf'), '--offline', '--ocr-max-pages', '0'])
     assert "--ocr-max-pages: '0' is not a whole number at least 1" in capsys.readouterr().err
+
+
+def _ruled_table(path, rows, grey=0.45, width=0.4, gap=2):
+    "A one-page PDF: a table of `rows` in thin grey rules, each value 2 pt from the rule on its right, and a dark band."
+    doc = pymupdf.open(); page = doc.new_page(width=400, height=400)
+    xs, top, h = [40, 200, 290, 380], 60, 18
+    for i, row in enumerate(rows):
+        y = top + i * h
+        for j, v in enumerate(row):
+            w = pymupdf.get_text_length(v, fontname='helv', fontsize=10)
+            page.insert_text((xs[j + 1] - gap - w, y + 13), v, fontsize=10, fontname='helv')
+    c = (grey, grey, grey)
+    for i in range(len(rows) + 1): page.draw_line((xs[0], top + i * h), (xs[-1], top + i * h), color=c, width=width)
+    page.draw_line((xs[0], top + 3), (xs[-1], top + 3), color=c, width=width)    # a double rule under the top one
+    for x in xs: page.draw_line((x, top), (x, top + len(rows) * h), color=c, width=width)
+    page.draw_rect(pymupdf.Rect(40, 300, 380, 340), color=None, fill=(0.2, 0.2, 0.2))   # white words on a dark band
+    page.insert_text((50, 325), 'Applications and mashups developed', fontsize=12, fontname='hebo', color=(1, 1, 1))
+    doc.save(path)
+    return path
+
+
+ROWS = [['Loan type', '$000', '%'], ['Residential', '4,151,000', '25.0'], ['Commercial', '361,000', '2.2'],
+        ['Lease financing', '3,508,000', '21.1'], ['Total Gross Loans', '16,604,000', '100.0']]
+
+
+def test_thin_grey_rules_of_a_scan_are_found_where_they_are(tmp_path):
+    from ragnb.docs.ocr import ruling_lines
+    scan = scanned_copy(_ruled_table(tmp_path/'t.pdf', ROWS), tmp_path/'s.pdf', 200)
+    lines = ruling_lines(pymupdf.open(scan)[0])
+    across = sorted(round(l[1]) for l in lines if l[1] == l[3] and l[2] - l[0] > 300)
+    # every rule, the double one as two, and no line between rules (two rules 13 rows apart were once joined into one
+    # line half way between them)
+    assert across == [60, 63, 78, 96, 114, 132, 150], across
+    down = sorted(round(l[0]) for l in lines if l[0] == l[2])
+    assert down == [40, 200, 290, 380], down
+
+
+def test_a_scan_without_its_rules_keeps_the_words_of_a_dark_band(tmp_path):
+    import numpy as np
+    from ragnb.docs.ocr import unruled
+    scan = scanned_copy(_ruled_table(tmp_path/'t.pdf', ROWS), tmp_path/'s.pdf', 200)
+    pix = pymupdf.open(scan)[0].get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    a = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.stride)[:, :pix.w]
+    b = np.frombuffer(unruled(pix, 200).samples, np.uint8).reshape(pix.h, -1)[:, :pix.w]
+    k = 200 / 72
+    cell = (slice(int(84 * k), int(93 * k)), slice(int(45 * k), int(195 * k)))   # 'Residential', between rules
+    assert (a[cell] < 128).any() and (b[cell] == a[cell]).all()
+    for y in (60, 78, 150): assert b[int(y * k) - 1:int(y * k) + 2, int(100 * k)].min() > 200   # the rules are paper
+    band = (slice(int(302 * k), int(338 * k)), slice(int(45 * k), int(375 * k)))
+    assert (a[band] != b[band]).mean() < 0.01   # the dark band and its white words stay as they were
+
+
+@needs_engine
+def test_values_beside_a_scanned_rule_are_read_without_it(tmp_path):
+    scan = scanned_copy(_ruled_table(tmp_path/'t.pdf', ROWS, grey=0.2, width=0.8, gap=1), tmp_path/'s.pdf', 200)
+    path, info, missed = ocr_copy(pymupdf.open(scan), tmp_path/'c.pdf', mode='always', dpi=200)
+    words = [w[4] for w in pymupdf.open(path)[0].get_text('words')]
+    for v in ('4,151,000', '25.0', '361,000', '2.2', '3,508,000', '21.1', '16,604,000', '100.0'):
+        assert v in words, (v, words)   # once read as '4,151,000]' or '25.0|': the rule beside it as a letter
+    assert {'Applications', 'mashups'} <= set(words)

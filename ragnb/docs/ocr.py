@@ -11,10 +11,11 @@ from pathlib import Path
 import pymupdf
 
 # %% auto #0
-__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'OCR_MAX_PIXELS', 'OCR_MAX_PAGES',
-           'scanned_copy', 'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt',
-           'OcrUnavailable', 'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'words_pdf',
-           'RapidOcr', 'choose_engine', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy', 'word_recall']
+__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'RULE_DARK', 'OCR_MAX_PIXELS',
+           'OCR_MAX_PAGES', 'scanned_copy', 'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr',
+           'ocr_doubt', 'OcrUnavailable', 'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract',
+           'words_pdf', 'RapidOcr', 'choose_engine', 'unruled', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy',
+           'word_recall']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
@@ -146,7 +147,7 @@ class Tesseract(OcrEngine):
         pix = page.get_pixmap(dpi=dpi)
         env = {**os.environ, 'OMP_THREAD_LIMIT': '1'}
         r = subprocess.run(['tesseract', 'stdin', 'stdout', '--dpi', str(dpi), '-l', language, 'tsv'],
-                           input=pix.tobytes('png'), capture_output=True, env=env, timeout=600)
+                           input=unruled(pix, dpi).tobytes('png'), capture_output=True, env=env, timeout=600)
         if r.returncode:
             raise OcrUnavailable(f"tesseract failed (exit {r.returncode}): {r.stderr.decode(errors='replace')[-300:]}")
         return words_pdf(page, pix, tsv_words(r.stdout.decode('utf-8', errors='replace')), dpi)
@@ -238,8 +239,9 @@ class RapidOcr(OcrEngine):
             from rapidocr_onnxruntime import RapidOCR
             RapidOcr._model = RapidOCR()
         pix = page.get_pixmap(dpi=dpi)
-        img = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, pix.n)[:, :, :3]
-        res, _ = RapidOcr._model(np.ascontiguousarray(img[:, :, ::-1]), return_word_box=True)   # BGR, as OpenCV
+        g = unruled(pix, dpi)   # rules painted out; grey as three channels, as OpenCV reads a picture
+        img = np.repeat(np.frombuffer(g.samples, np.uint8).reshape(g.h, g.stride)[:, :g.w, None], 3, axis=2)
+        res, _ = RapidOcr._model(np.ascontiguousarray(img), return_word_box=True)
         words = []
         for r in res or []:
             if len(r) >= 5 and r[3] and len(r[3]) == len(r[4]):   # box, text, score, char boxes, chars, scores
@@ -278,30 +280,61 @@ def _runs(a, min_len:int) -> list[tuple]:
 def _merge_runs(runs:list, tol:int=3, max_thick:int=6) -> list[tuple]:
     "Runs on neighbouring rows with about the same ends joined into lines (row0, row1, start, end); thick ones dropped."
     lines = []
-    for r, a, b in sorted(runs, key=lambda x: (x[1], x[0])):
-        for l in lines:
-            if r - l[1] <= 1 and abs(a - l[2]) <= tol and abs(b - l[3]) <= tol:
+    for r, a, b in sorted(runs):   # row by row: a line grows by the next row only (runs out of row order once joined
+        for l in reversed(lines):  # two rules 13 rows apart into one line between them)
+            if 0 <= r - l[1] <= 1 and abs(a - l[2]) <= tol and abs(b - l[3]) <= tol:
                 l[1], l[2], l[3] = r, min(a, l[2]), max(b, l[3]); break
         else: lines.append([r, r, a, b])
     return [tuple(l) for l in lines if l[1] - l[0] + 1 <= max_thick]   # thicker: a filled area, not a rule
 
 RULES_MAX_PIXELS = 16_000_000   # pixels `ruling_lines` looks at (a 10,000 pt page at 150 dpi would be 434 million)
+RULE_DARK = 192   # grey levels below this are a rule's ink: a thin rule scanned at 200 dpi is mid-grey (at 128, 1 of
+                  # the 3 rules of an ICDAR table was found)
+
+def _flanked(black, lines:list, gap:int=2) -> list:
+    ("The lines with paper or shading on at least one side (under a quarter black `gap` rows beyond them): a rule, "
+     "not the dark between two white letters, or two lines of them, in a dark band.")
+    h = black.shape[0]
+    light = lambda r, s, e: 0 <= r < h and black[r, s:e].mean() < 0.25
+    return [l for l in lines if light(l[0] - gap, l[2], l[3]) or light(l[1] + gap, l[2], l[3])]
+
+def _rule_lines(grey, n:int, max_thick:int, dark:int=RULE_DARK) -> tuple[list, list]:
+    "Horizontal and vertical rules (row0, row1, start, end) in a 2-D grey array: runs of ink at least `n` long."
+    ink, black = grey < dark, grey < 128   # a shaded header beside a rule is ink, but not black
+    return (_flanked(black, _merge_runs(_runs(ink, n), max_thick=max_thick)),
+            _flanked(black.T, _merge_runs(_runs(ink.T, n), max_thick=max_thick)))
+
+def unruled(pix:pymupdf.Pixmap, # A page's picture
+            dpi:int,            # Its resolution
+            min_length:float=36, # Shortest rule (pt)
+            dark:int=RULE_DARK, # Grey levels below this are ink
+           ) -> pymupdf.Pixmap:
+    ("`pix` in grey with its long straight rules painted white, for an OCR engine: a table's rule beside a number "
+     "was read as part of it (`4,151,000]`, `25.0|`).")
+    import numpy as np
+    g = pix if pix.n == 1 and not pix.alpha else pymupdf.Pixmap(pymupdf.csGRAY, pix)
+    a = np.frombuffer(g.samples, np.uint8).reshape(g.h, g.stride)[:, :g.w].copy()
+    across, down = _rule_lines(a, max(2, int(min_length / 72 * dpi)), max(6, round(6 * dpi / 150)), dark)
+    for r0, r1, s, e in across: a[max(0, r0 - 1):r1 + 2, max(0, s - 1):e + 1] = 255   # and its grey edges
+    for r0, r1, s, e in down: a[max(0, s - 1):e + 1, max(0, r0 - 1):r1 + 2] = 255
+    return pymupdf.Pixmap(pymupdf.csGRAY, g.w, g.h, a.tobytes(), False)
 
 def ruling_lines(page:pymupdf.Page, # A scanned page
                  dpi:int=150,       # Resolution to look at
                  min_length:float=36, # Shortest rule (pt): half an inch
-                 dark:int=128,      # Grey levels below this are ink
+                 dark:int=RULE_DARK, # Grey levels below this are ink
                 ) -> list[tuple]:
     "Long straight rules in the page's picture as (x0, y0, x1, y1) in points: horizontal and vertical ones."
     import numpy as np
     area = max(page.rect.width * page.rect.height, 1) / 72**2   # square inches
     dpi = max(1, min(dpi, int((RULES_MAX_PIXELS / area) ** 0.5)))   # a giant page is looked at coarser, not whole
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
-    ink = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.stride)[:, :pix.w] < dark
+    grey = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.stride)[:, :pix.w]
     k, n = 72 / dpi, max(2, int(min_length / 72 * dpi))
     mid = lambda r0, r1: (r0 + r1 + 1) / 2 * k
-    out = [(a * k, mid(r0, r1), b * k, mid(r0, r1)) for r0, r1, a, b in _merge_runs(_runs(ink, n))]
-    out += [(mid(r0, r1), a * k, mid(r0, r1), b * k) for r0, r1, a, b in _merge_runs(_runs(ink.T, n))]
+    across, down = _rule_lines(grey, n, 6, dark)
+    out = [(a * k, mid(r0, r1), b * k, mid(r0, r1)) for r0, r1, a, b in across]
+    out += [(mid(r0, r1), a * k, mid(r0, r1), b * k) for r0, r1, a, b in down]
     return [tuple(round(v, 2) for v in l) for l in out]
 
 # %% ../../nbs/22a_ocr.ipynb #01238565
