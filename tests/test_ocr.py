@@ -286,3 +286,14 @@ def test_values_beside_a_scanned_rule_are_read_without_it(tmp_path):
     for v in ('4,151,000', '25.0', '361,000', '2.2', '3,508,000', '21.1', '16,604,000', '100.0'):
         assert v in words, (v, words)   # once read as '4,151,000]' or '25.0|': the rule beside it as a letter
     assert {'Applications', 'mashups'} <= set(words)
+
+
+def test_a_two_row_tables_short_column_rules_are_rules_and_a_lone_stroke_is_not(tmp_path):
+    from ragnb.docs.ocr import ruling_lines
+    doc = pymupdf.open(); page = doc.new_page(width=400, height=300)
+    for y in (100, 113, 126): page.draw_line((50, y), (350, y), color=(0.3,) * 3, width=0.5)
+    for x in (50, 180, 260, 350): page.draw_line((x, 100), (x, 126), color=(0.3,) * 3, width=0.5)   # 26 pt: short
+    page.draw_line((100, 200), (100, 226), color=(0.3,) * 3, width=0.5)   # as long, touching no rule
+    scan = scanned_copy(doc, tmp_path/'s.pdf', 200)
+    down = sorted(round(l[0]) for l in ruling_lines(pymupdf.open(scan)[0]) if l[0] == l[2])
+    assert down == [50, 180, 260, 350], down   # before: none (half an inch is the least length on its own)

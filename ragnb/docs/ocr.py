@@ -298,11 +298,26 @@ def _flanked(black, lines:list, gap:int=2) -> list:
     light = lambda r, s, e: 0 <= r < h and black[r, s:e].mean() < 0.25
     return [l for l in lines if light(l[0] - gap, l[2], l[3]) or light(l[1] + gap, l[2], l[3])]
 
+def _meets(l, others:list, tol:int) -> bool:
+    "Both ends of line `l` (row0, row1, start, end) lie on lines of `others` (the other direction) that cross it."
+    return all(any(o[0] - tol <= end <= o[1] + tol and o[2] - tol <= l[0] and l[1] <= o[3] + tol for o in others)
+               for end in (l[2], l[3]))
+
+def _along(l, same:list, tol:int) -> bool:
+    "Line `l` lies along a line of `same` (the same direction): a piece of it."
+    return any(o[0] - tol <= l[0] and l[1] <= o[1] + tol and o[2] - tol <= l[2] and l[3] <= o[3] + tol for o in same)
+
 def _rule_lines(grey, n:int, max_thick:int, dark:int=RULE_DARK) -> tuple[list, list]:
-    "Horizontal and vertical rules (row0, row1, start, end) in a 2-D grey array: runs of ink at least `n` long."
+    ("Horizontal and vertical rules (row0, row1, start, end) in a 2-D grey array: runs of ink at least `n` long, and "
+     "shorter ones (down to a third) that run from a rule to a rule, as a two-row table's column rules do.")
     ink, black = grey < dark, grey < 128   # a shaded header beside a rule is ink, but not black
-    return (_flanked(black, _merge_runs(_runs(ink, n), max_thick=max_thick)),
-            _flanked(black.T, _merge_runs(_runs(ink.T, n), max_thick=max_thick)))
+    k = max(2, n // 3)
+    across = _flanked(black, _merge_runs(_runs(ink, k), max_thick=max_thick))
+    down = _flanked(black.T, _merge_runs(_runs(ink.T, k), max_thick=max_thick))
+    la, ld = [l for l in across if l[3] - l[2] >= n], [l for l in down if l[3] - l[2] >= n]
+    short = lambda ls, same, other: [l for l in ls if l[3] - l[2] < n and _meets(l, other, max_thick)
+                                     and not _along(l, same, max_thick)]
+    return la + short(across, la, ld), ld + short(down, ld, la)
 
 def unruled(pix:pymupdf.Pixmap, # A page's picture
             dpi:int,            # Its resolution
