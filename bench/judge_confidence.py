@@ -17,7 +17,8 @@ reference label. `--record` sends each claim once (temperature 0, 1 token, top 5
 model and writes `bench/recordings/judge_confidence.json` (the probabilities and the replies, in task order); a rerun
 only reads it. Printed per set and signal: the judge's error rate by level of the signal, and the interval width of
 an estimate of the entailed share with labels drawn with probability proportional to sqrt(signal) mixed with uniform,
-against uniform labels, with the error rates known (the best the signal allows; below 1 is narrower).
+against uniform labels (below 1 is narrower), and with each level's error rate known in place of the signal (the
+best a plan drawing by this signal's levels can do).
 """
 import argparse, json, math, sys, time
 from pathlib import Path
@@ -122,7 +123,10 @@ def main():
                              f"{((u >= lo) & (u <= hi)).sum()}" for lo, hi in zip(bins, bins[1:]))
             auc = _auc(u, err)
             ratios = ', '.join(f"tau {t}: {width_ratio(err, u, t):.2f}" for t in (0.2, 0.5))
-            print(f"  {s:<9} AUC {auc:.2f}; wrong by level: {part}; width vs uniform: {ratios}")
+            level = np.digitize(u, bins[1:-1], right=True)   # each decision's level, its error rate known
+            known = np.array([err[level == k].mean() for k in level])
+            print(f"  {s:<9} AUC {auc:.2f}; wrong by level: {part}; width vs uniform: {ratios}; "
+                  f"with each level's error rate known: {width_ratio(err, known, 0.0):.2f}")
 
 
 def _auc(score, err) -> float:

@@ -50,3 +50,43 @@ def test_generate_with_question_types_says_it_has_no_estimate_yet(tmp_path, monk
                  '--dry-run']) == 0
     assert 'no estimate for --question-types yet' in capsys.readouterr().err
     assert not (tmp_path/'cache').exists()
+
+
+def _tree(folder:Path) -> dict|None:
+    return ({str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.rglob('*')
+             if p.is_file()} if folder.exists() else None)
+
+
+def test_parse_says_its_vision_calls_first_and_a_dry_run_writes_nothing(tmp_path, monkeypatch, capsys):
+    import pymupdf
+    from ragnb.core.samples import sample_path
+    from ragnb.testing.scripted import ScriptedServer
+    pdf = sample_path('documents', 'icdar2013', 'us', 'us-033.pdf')
+    n = pymupdf.open(pdf).page_count
+    cache, out = tmp_path/'cache', tmp_path/'parsed'
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(cache))
+    for v in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'RAGNB_MODEL', 'RAGNB_VISION_MODEL'): monkeypatch.delenv(v, raising=False)
+    # no endpoint: a dry run still draws the pages and says what a vision parse would send, at gpt-4o-mini's prices
+    assert main(['parse', str(pdf), '--out', str(out), '--dry-run']) == 0
+    err = capsys.readouterr().err
+    assert f'would send {n} vision calls to gpt-4o-mini, one a page (0 of them in the call cache)' in err, err
+    assert re.search(r"price: about \$\d+\.\d+ at gpt-4o-mini's prices \(--batch: about \$", err), err
+    assert 'time: no estimate yet (no earlier call of pdf_page@' in err, err
+    assert not out.exists() and not cache.exists()   # no page image, no region, not even the cache folder
+    with ScriptedServer() as srv:   # a real parse, then the same dry run: every page cached, the pace known
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+        args = ['parse', str(pdf), '--out', str(out), '--model', 'scripted-test-model']
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert f'will send {n} vision calls to scripted-test-model, one a page (0 of them in the call cache)' in err
+        assert "price: none (scripted-test-model is free in ragnb's table)" in err, err
+        assert err.index('will send') < err.index('price: none')
+        import gc; gc.collect()   # the run's own connection closes now, as it does when a command ends
+        before, parsed = _tree(cache), _tree(out)
+        calls = len(srv.requests)
+        assert main(args + ['--dry-run']) == 0
+        assert len(srv.requests) == calls   # no call
+    err = capsys.readouterr().err
+    assert f'would send {n} vision calls to scripted-test-model, one a page ({n} of them in the call cache)' in err
+    assert 'time: none: every call is in the call cache' in err, err
+    assert _tree(cache) == before and _tree(out) == parsed   # both folders byte for byte as they were

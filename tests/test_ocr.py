@@ -297,3 +297,11 @@ def test_a_two_row_tables_short_column_rules_are_rules_and_a_lone_stroke_is_not(
     scan = scanned_copy(doc, tmp_path/'s.pdf', 200)
     down = sorted(round(l[0]) for l in ruling_lines(pymupdf.open(scan)[0]) if l[0] == l[2])
     assert down == [50, 180, 260, 350], down   # before: none (half an inch is the least length on its own)
+
+
+def test_a_number_loses_the_marks_a_rule_left_at_its_edges_and_nothing_else_does():
+    from ragnb.docs.ocr import clean_word
+    got = {w: clean_word(w) for w in ('"611,000', '27.5"', '=17.5', '4,151,000]', '25.0|', '{3.3}')}
+    assert list(got.values()) == ['611,000', '27.5', '17.5', '4,151,000', '25.0', '3.3']
+    for keep in ('"Hello"', '(3.2%)', '$1,200', '-4.5', '12-19', '|', '=', 'x=', 'a|b', "'90s"):
+        assert clean_word(keep) == keep

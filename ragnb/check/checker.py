@@ -707,8 +707,7 @@ def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
                if e.get('guessed') else ''))
 
 # %% ../../nbs/41_checker.ipynb #4ef70cdc
-def _duration(s:float) -> str:
-    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 90 * 60 else f"{s / 3600:.1f} h"
+from ..core.llm import duration as _duration
 
 def estimate_seconds(e:dict, # From `estimate_run` (`extract_calls`, `check_calls`) or `estimate_checks` (`calls`)
                      seconds:dict, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)

@@ -24,10 +24,10 @@ __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TA
            'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress',
            'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix', 'text_part',
            'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
-           'run_sync', 'estimate_tokens', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM',
-           'response_format', 'refuses_format', 'schema_error', 'follows_schema', 'structured_mode', 'content_text',
-           'scrub_reply', 'joined_content', 'fast_path', 'Stalled', 'asdict_shallow', 'as_requests', 'prompt_id',
-           'check_vectors']
+           'usd', 'duration', 'price_line', 'time_line', 'run_sync', 'estimate_tokens', 'Deadlines', 'Retries',
+           'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'refuses_format', 'schema_error',
+           'follows_schema', 'structured_mode', 'content_text', 'scrub_reply', 'joined_content', 'fast_path', 'Stalled',
+           'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -303,6 +303,40 @@ def cost_of(model:str, # Model name
     if p is None: return None
     c = min(cached_tokens or 0, prompt_tokens)
     return ((prompt_tokens - c)*p[0] + c*(p[2] if len(p) > 2 else p[0]) + completion_tokens*p[1]) / 1e6
+
+def usd(v:float # Dollars
+       ) -> str:
+    "A price as a person reads it: cents under $0.10 to four places, else two, with thousands separated."
+    return f"${v:,.2f}" if v >= 0.1 else f"${v:.4f}"
+
+def duration(s:float # Seconds
+            ) -> str:
+    "A duration as a person reads it: seconds up to 90, then minutes up to 90, then hours."
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 90 * 60 else f"{s / 3600:.1f} h"
+
+def price_line(cost:float|None, # The run's price in USD (`cost_of`), None when the model has none
+               model:str,       # The model's name
+               batch:bool=False, # The run goes through the Batch API (half price)
+              ) -> str:
+    "The price line of an estimate before a run, with the Batch API's price beside it."
+    if cost is None: return f"price: unknown ({model} has no price in ragnb's table)"
+    if cost == 0: return f"price: none ({model} is free in ragnb's table)"
+    return (f"price: about {usd(cost / 2 if batch else cost)} at {model}'s prices"
+            + (' (Batch API: half)' if batch else f" (--batch: about {usd(cost / 2)})"))
+
+def time_line(calls:dict,   # Prompt id -> calls to make
+              seconds:dict, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
+              model:str,    # The model's name
+             ) -> str:
+    "The time line of an estimate before a run: the calls at the pace of earlier calls of the same prompts and model."
+    todo = {p: n for p, n in calls.items() if n}
+    if not todo: return "time: none: every call is in the call cache"
+    if missing := [p for p in todo if not seconds.get(p)]:
+        return (f"time: no estimate yet (no earlier call of {missing[0]} with {model} in the call cache): the "
+                "progress bar shows the time left once calls start")
+    secs = sum(n * sum(seconds[p]) / len(seconds[p]) for p, n in todo.items())
+    return (f"time: about {duration(secs)}, at the pace of {sum(len(seconds[p]) for p in todo):,} earlier calls of "
+            f"these prompts with {model}")
 
 # %% ../../nbs/14_llm.ipynb #ebb6bed4
 def run_sync(coro # A coroutine

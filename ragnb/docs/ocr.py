@@ -14,8 +14,8 @@ import pymupdf
 __all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'RULE_DARK', 'OCR_MAX_PIXELS',
            'OCR_MAX_PAGES', 'scanned_copy', 'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr',
            'ocr_doubt', 'OcrUnavailable', 'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract',
-           'words_pdf', 'RapidOcr', 'choose_engine', 'unruled', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy',
-           'word_recall']
+           'clean_word', 'words_pdf', 'RapidOcr', 'choose_engine', 'unruled', 'ruling_lines', 'OcrPage', 'ocr_dpi',
+           'ocr_copy', 'word_recall']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
@@ -202,14 +202,25 @@ def _word_boxes(chars:list, boxes:list, gap:float=0.6) -> list[tuple]:
     flush()
     return words
 
+_EDGE_MARKS = '|[]{}=~_"\'`'
+_NUMBER = re.compile(r'[-+(]?[$€£]?\d[\d,.]*%?\)?')
+
+def clean_word(text:str # A word as the engine read it
+              ) -> str:
+    ("The word without the marks a rule's end or a speck left at its edges, when what remains is a number "
+     "(`\"611,000` -> `611,000`, `27.5\"` -> `27.5`, `=17.5` -> `17.5`); any other word as read.")
+    core = text.strip(_EDGE_MARKS)
+    return core if core != text and _NUMBER.fullmatch(core) else text
+
 def words_pdf(page:pymupdf.Page, pix:pymupdf.Pixmap, words:list, dpi:int) -> bytes:
-    "A one-page PDF of `page`'s size: the picture `pix`, and each word (pixel box, text) invisible over its place."
+    ("A one-page PDF of `page`'s size: the picture `pix`, and each word (pixel box, text) invisible over its place "
+     "(`clean_word`).")
     out = pymupdf.open()
     q = out.new_page(width=page.rect.width, height=page.rect.height)
     q.insert_image(q.rect, pixmap=pix)
     s = 72 / dpi
     for x0, y0, x1, y1, text in words:
-        r = pymupdf.Rect(x0 * s, y0 * s, x1 * s, y1 * s)
+        r, text = pymupdf.Rect(x0 * s, y0 * s, x1 * s, y1 * s), clean_word(text)
         if r.is_empty or not text: continue
         size = max(1.0, r.height * 0.85)
         w = pymupdf.get_text_length(text, fontname='helv', fontsize=size) or 1.0

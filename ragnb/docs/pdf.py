@@ -20,13 +20,13 @@ from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanit
                               cells_html, grid_html, page_list)
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'LABEL_CHARS', 'NO_TEXT', 'open_pdf', 'big_images',
-           'cap_images', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'icdar_tables', 'iou',
-           'has_layout', 'table_boxes', 'snap_to_words', 'detect_regions', 'RegionCache', 'Region', 'pdf_regions',
-           'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid', 'table_rules',
-           'TableCells', 'table_cells', 'doc_words', 'join_lines', 'figure_labels', 'figure_alt', 'offline_page',
-           'page_messages', 'regions_many', 'find_regions', 'text_turn', 'upright_copy', 'turn_note', 'parse_pdf',
-           'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'LABEL_CHARS', 'NO_TEXT', 'PAGE_REPLY_CHARS', 'open_pdf',
+           'big_images', 'cap_images', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'icdar_tables',
+           'iou', 'has_layout', 'table_boxes', 'snap_to_words', 'detect_regions', 'RegionCache', 'Region',
+           'pdf_regions', 'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid',
+           'table_rules', 'TableCells', 'table_cells', 'doc_words', 'join_lines', 'figure_labels', 'figure_alt',
+           'offline_page', 'page_messages', 'regions_many', 'find_regions', 'text_turn', 'upright_copy', 'turn_note',
+           'estimate_pages', 'page_estimate_lines', 'parse_pdf', 'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -1032,7 +1032,7 @@ def text_quality(
             f"its text is probably garbage")
 
 # %% ../../nbs/23_pdf.ipynb #02a46096
-from ..core.llm import LLM, Request, ParseError, text_part, image_part
+from ..core.llm import LLM, Request, ParseError, text_part, image_part, task_cap, cost_of, price_line, time_line
 from ..core.prompts import get_prompt, Prompt
 
 def _nonempty(text:str)->str:
@@ -1227,15 +1227,46 @@ def _parse_offline(path:Path, doc:pymupdf.Document, did:str, out:Path, pnos:list
         parsed.append(pp); n += len(pp.tables)
     return ParsedDoc(str(path), did, 'offline', parsed, out_dir=str(out))
 
+PAGE_REPLY_CHARS = 3   # characters of a page's text layer per token of its markdown reply (HTML tables add markup)
+
+def estimate_pages(llm:LLM,           # The model access (its call cache is only read)
+                   reqs:list,         # The pages' requests, one per page
+                   texts:list,        # The pages' text layers, in the same order
+                  ) -> dict:
+    ("What parsing pages with a vision model will send: calls, those in the call cache, prompt tokens (a page image "
+     "counted at 765, OpenAI's high-detail figure), completion tokens (the text layer's characters / "
+     "`PAGE_REPLY_CHARS`, 200 to the reply cap; a page with no text layer 200), price, and the prompt and model.")
+    e = llm.estimate(reqs)
+    model = (reqs[0].model if reqs else None) or llm.model
+    prompt = reqs[0].prompt.id if reqs and isinstance(reqs[0].prompt, Prompt) else None
+    cap = task_cap(prompt) or 4096
+    per_page = [min(cap, max(200, len(t) // PAGE_REPLY_CHARS)) for t in texts]
+    comp = round(sum(per_page) * e['to_call'] / max(1, len(reqs)))
+    return dict(calls=e['requests'], cached=e['cached'], to_call=e['to_call'], prompt_tokens=e['prompt_tokens'],
+                completion_tokens=comp, cost=cost_of(model, e['prompt_tokens'], comp), model=model, prompt=prompt)
+
+def page_estimate_lines(e:dict,              # From `estimate_pages`
+                        seconds:dict|None=None, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
+                        batch:bool=False,    # Through the Batch API (half price)
+                        dry_run:bool=False) -> list[str]:
+    "The lines a person reads before pages go to a vision model: calls and tokens, price, time."
+    return [f"{'would send' if dry_run else 'will send'} {e['calls']:,} vision calls to {e['model']}, one a page "
+            f"({e['cached']:,} of them in the call cache), ~{e['prompt_tokens']:,} prompt tokens (765 a page image), "
+            f"~{e['completion_tokens']:,} completion tokens",
+            price_line(e['cost'], e['model'], batch), time_line({e['prompt']: e['to_call']}, seconds or {}, e['model'])]
+
 def _parse_vision(path:Path, did:str, out:Path, pnos:list, by_page:dict, marked:dict, llm:LLM|None,
-                  prompt:Prompt|str, model:str|None) -> ParsedDoc:
-    "The pages parsed by a vision model from their marked images; a failed call leaves its page with the failure."
+                  prompt:Prompt|str, model:str|None, doc:pymupdf.Document, before_calls=None) -> ParsedDoc|None:
+    ("The pages parsed by a vision model from their marked images; a failed call leaves its page with the failure. "
+     "`before_calls(estimate)` first: False stops there (None).")
     parsed, n = [], 1
     llm = llm or LLM()
     p = get_prompt(prompt) if isinstance(prompt, str) else prompt
     model = model or llm.vision_model
     reqs = [Request(page_messages(marked[pno], [r.name for r in by_page[pno]], p), prompt=p,
                     id=f"{path.name} page {pno}", parse=_nonempty, model=model) for pno in pnos]
+    if before_calls is not None and before_calls(estimate_pages(llm, reqs, [doc[q - 1].get_text() for q in pnos])) \
+            is False: return None
     for pno, r in zip(pnos, llm.batch(reqs, desc=f'parsing {path.name}')):
         crops = {x.name: x.image for x in by_page[pno]}
         if not r.ok:
@@ -1268,9 +1299,11 @@ def parse_pdf(
     ocr_language:str='eng',  # Tesseract's language code(s), e.g. 'eng+deu'
     ocr_max_pages:int|None=OCR_MAX_PAGES,  # the most pages OCR reads (the first that need it); None: all
     upright:bool=True,  # turn pages whose text runs sideways or upside down (`upright_copy`) before parsing
-    **region_kw,  # passed to `page_regions`
-)->ParsedDoc:
-    "Parse a PDF into markdown pages, HTML tables and image crops in `out_dir`, page failures recorded."
+    before_calls=None,  # vision: called with `estimate_pages`'s estimate before the first call; False stops there
+    **region_kw,  # passed to `find_regions` (e.g. `cache=False`)
+)->ParsedDoc|None:
+    ("Parse a PDF into markdown pages, HTML tables and image crops in `out_dir`, page failures recorded; None when "
+     "`before_calls` stopped it.")
     path, out = Path(path), Path(out_dir)
     doc, did = open_pdf(path), doc_id(path)
     claim_folder(out, ParsedDoc(str(path), did, '', []))
@@ -1294,7 +1327,8 @@ def parse_pdf(
     by_page = {pno: [r for r in regions if r.page == pno] for pno in pnos}
     marked = {pno: str(mark_page(path, pno, by_page[pno], out, zoom=page_zoom, **budget)) for pno in pnos}
     res = (_parse_offline(path, doc, did, out, pnos, by_page, marked, engine, workers, max_image_pixels) if offline
-           else _parse_vision(path, did, out, pnos, by_page, marked, llm, prompt, model))
+           else _parse_vision(path, did, out, pnos, by_page, marked, llm, prompt, model, doc, before_calls))
+    if res is None: return None   # stopped before the first call (a dry run): nothing more is written
     _add_warnings(res, doc, path, big, region_kw.get('detectors'), page_zoom, max_side, max_pixels)
     res.path = str(orig)
     for pp in res.pages:
@@ -1307,11 +1341,12 @@ def parse_pdf(
 def _parse_as_document(path, out_dir, llm=None, offline=False, pages=None, engine='local', workers=1,
                        max_side=MAX_SIDE, max_pixels=MAX_PIXELS, max_image_pixels=MAX_IMAGE_PIXELS, ocr='auto',
                        ocr_engine='auto', ocr_dpi=300, ocr_language='eng', ocr_max_pages=OCR_MAX_PAGES,
-                       **_) -> ParsedDoc:
+                       before_calls=None, region_cache=True, **_) -> ParsedDoc|None:
     "`parse_pdf` with the options of `parse_document` that a PDF takes."
     return parse_pdf(path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
                      max_side=max_side, max_pixels=max_pixels, max_image_pixels=max_image_pixels, ocr=ocr,
-                     ocr_engine=ocr_engine, ocr_dpi=ocr_dpi, ocr_language=ocr_language, ocr_max_pages=ocr_max_pages)
+                     ocr_engine=ocr_engine, ocr_dpi=ocr_dpi, ocr_language=ocr_language, ocr_max_pages=ocr_max_pages,
+                     before_calls=before_calls, **({} if region_cache else {'cache': False}))
 
 register_format(DocumentFormat('.pdf', 'PDF', _parse_as_document, model=True))  # a row of the format table
 

@@ -329,7 +329,7 @@ def _quality(df:pd.DataFrame) -> dict:
     return out
 
 # %% ../../nbs/63_inspect.ipynb #c9ebceee
-from ..core.llm import Request, cost_of, estimate_tokens
+from ..core.llm import Request, cost_of, estimate_tokens, usd
 from ..core.prompts import get_prompt
 CLOSED_BOOK_F1, CLOSED_BOOK_TOKENS = 0.5, 48
 _ARTICLES = re.compile(r'\b(a|an|the)\b')
@@ -357,8 +357,7 @@ def closed_book_estimate(k:pd.DataFrame, # The kept questions (with `qid`, `ques
     "One line before the first call: calls, how many are cached, tokens, price."
     e = llm.estimate(_closed_book_requests(k))
     cost = cost_of(llm.model, e['prompt_tokens'], e['to_call'] * CLOSED_BOOK_TOKENS // 2)
-    price = ('price unknown' if cost is None else 'free' if cost == 0 else
-             f"about ${cost:.2f}" if cost >= 0.1 else f"about ${cost:.4f}")
+    price = 'price unknown' if cost is None else 'free' if cost == 0 else f"about {usd(cost)}"
     return (f"closed-book check: {e['requests']:,} calls to {llm.model} ({e['cached']:,} in the call cache), "
             f"~{e['prompt_tokens']:,} prompt tokens, ~{e['to_call'] * CLOSED_BOOK_TOKENS // 2:,} completion tokens, "
             f"{price}")

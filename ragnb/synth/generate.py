@@ -829,7 +829,7 @@ def generate_dataset(
     return Dataset.from_records(qas, stats)
 
 # %% ../../nbs/30_generate.ipynb #f4ea3171
-from ..core.llm import cost_of, estimate_tokens
+from ..core.llm import cost_of, estimate_tokens, price_line, time_line
 REPLY_TOKENS = {'factoid': 120, 'default': 90, 'small': 2}   # completion tokens of a question and of a critique
 
 def estimate_generation(chunks:list[Chunk], # The passages a run will write questions about (`sample_chunks`)
@@ -872,24 +872,7 @@ def estimate_lines(e:dict, # From `estimate_generation`
     out = [f"{verb} about {e['calls']:,} model calls ({e['question_calls']:,} writing questions, {e['cached']:,} of "
            f"them in the call cache; {e['critique_calls']:,} critiques), ~{e['prompt_tokens']:,} prompt tokens, "
            f"~{e['completion_tokens']:,} completion tokens"]
-    if e['cost'] is None: out.append(f"price: unknown ({model} has no price in ragnb's table)")
-    elif e['cost'] == 0: out.append(f"price: none ({model} is free in ragnb's table)")
-    else:
-        usd = lambda v: f"${v:,.2f}" if v >= 0.1 else f"${v:.4f}"
-        c = e['cost'] / 2 if batch else e['cost']
-        out.append(f"price: about {usd(c)} at {model}'s prices" + (' (Batch API: half)' if batch else
-                   f" (--batch: about {usd(e['cost'] / 2)})"))
-    seconds = seconds or {}
-    todo = {p: calls for p, calls in e['prompts'].items() if calls}
-    if missing := [p for p in todo if not seconds.get(p)]:
-        out.append(f"time: no estimate yet (no earlier call of {missing[0]} with {model} in the call cache): the "
-                   "progress bar shows the time left once calls start")
-    else:
-        secs = sum(calls * sum(seconds[p]) / len(seconds[p]) for p, calls in todo.items())
-        n = sum(len(seconds[p]) for p in todo)
-        d = f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} min" if secs < 5400 else f"{secs / 3600:.1f} h"
-        out.append(f"time: about {d}, at the pace of {n:,} earlier calls of these prompts with {model}")
-    return out
+    return out + [price_line(e['cost'], model, batch), time_line(e['prompts'], seconds or {}, model)]
 
 # %% ../../nbs/30_generate.ipynb #5059a02f
 def all_calls_failed(

@@ -204,14 +204,17 @@ def parse_document(
     ocr_dpi:int=300,  # PDF: resolution OCR reads at
     ocr_language:str='eng',  # PDF: Tesseract's language code(s)
     ocr_max_pages:int|None=100,  # PDF: the most pages OCR reads (the first that need it); None: all
-)->ParsedDoc:
+    before_calls=None,  # PDF with a model: called with the estimate before the first call; False stops (None)
+    region_cache:bool=True,  # PDF: keep found regions in ragnb's cache folder (False: write nothing there)
+)->ParsedDoc|None:
     ("Parse `path` into a `ParsedDoc` with the parser its suffix has in `DOCUMENT_FORMATS` (docs.documents): PDFs page "
      "by page, Word and PowerPoint files natively; a file of another suffix is read as a PDF.")
     return _format_of(path).parse(
         path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
         max_image_bytes=max_image_bytes, max_part_bytes=max_part_bytes, max_side=max_side, max_pixels=max_pixels,
         max_image_pixels=max_image_pixels, max_xml_elements=max_xml_elements, ocr=ocr, ocr_engine=ocr_engine,
-        ocr_dpi=ocr_dpi, ocr_language=ocr_language, ocr_max_pages=ocr_max_pages)
+        ocr_dpi=ocr_dpi, ocr_language=ocr_language, ocr_max_pages=ocr_max_pages, before_calls=before_calls,
+        region_cache=region_cache)
 
 def _format_of(path) -> DocumentFormat:
     "The parsed format of `path` in the format table (a PDF for a suffix it does not parse)."
@@ -224,27 +227,53 @@ def _format_of(path) -> DocumentFormat:
 from ..core.engine import add_engine_args
 from ..core.batch import BatchAPI
 from ..docs.ocr import OcrUnavailable, OCR_ENGINES
+from ..docs.pdf import page_estimate_lines
+from ..core.cache import CallCache
+from ..core.llm import default_cache_dir
+import contextlib, tempfile
+
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
     try:
         batch = BatchAPI() if args.batch else None
         model = _format_of(args.file).model and not args.offline  # a DOCX or PPTX is read without a model
-        if model and not endpoint_configured():   # no model to ask: parse offline and say so, rather than fail on DNS
+        if model and not args.dry_run and not endpoint_configured():   # no model to ask: parse offline and say so
             print(f"ragnb parse: no model endpoint is configured (OPENAI_BASE_URL, OPENAI_API_KEY): parsing "
                   f"{args.file} offline (PyMuPDF's text and table finder, OCR for scanned pages). For vision parsing "
                   "set OPENAI_BASE_URL and OPENAI_API_KEY to an endpoint with a vision model; --offline silences this.",
                   file=sys.stderr)
             args.offline, model = True, False
-        llm = LLM(vision_model=args.model, batch=batch, **call_options(args)) if model else None
-        res = parse_document(args.file, args.out, llm=llm, offline=args.offline, pages=args.pages,
-                             max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
-                             max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
-                             max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
-                             engine=args.engine, workers=args.workers, ocr=args.ocr, ocr_engine=args.ocr_engine,
-                             ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language,
-                             ocr_max_pages=args.ocr_max_pages)
+        if args.dry_run and not model:
+            print(f"ragnb parse: {args.file} would be parsed offline: no model call", file=sys.stderr); return 0
+        llm = LLM(vision_model=args.model, batch=batch, **call_options(args),
+                  **({'cache': False} if args.dry_run else {})) if model else None
+        if args.dry_run:   # the call cache is only read, and the pages are drawn in a folder that goes away
+            path = default_cache_dir()/'calls.sqlite'
+            llm.cache = CallCache(path, readonly=True) if path.is_file() else None
+        def before(e):
+            secs = llm.cache.call_seconds(e['model'], [e['prompt']]) if llm.cache is not None else {}
+            for line in page_estimate_lines(e, secs, args.batch, args.dry_run):
+                print(f"ragnb parse: {line}", file=sys.stderr)
+            return not args.dry_run
+        with (tempfile.TemporaryDirectory(prefix='ragnb-dry-run-') if args.dry_run else
+              contextlib.nullcontext(args.out)) as out:
+            res = _parse(args, llm, out, before if model else None)
     except (DocumentError, OcrUnavailable) as e:
         print(f"error: {e}", file=sys.stderr); return 2
+    if res is None: return 0   # a dry run: the estimate is all, nothing written
+    return _report_parse(args, res)
+
+def _parse(args, llm, out, before):
+    "`parse_document` with the command's options, into `out`, `before` called before the first model call."
+    return parse_document(args.file, out, llm=llm, offline=args.offline, pages=args.pages,
+                          max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
+                          max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
+                          max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
+                          engine=args.engine, workers=args.workers, ocr=args.ocr, ocr_engine=args.ocr_engine,
+                          ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language, ocr_max_pages=args.ocr_max_pages,
+                          before_calls=before, region_cache=not args.dry_run)
+
+def _report_parse(args, res) -> int:
     ok = len(res.pages) - len(res.failures)
     print(f"{args.file}: {ok}/{len(res.pages)} pages parsed ({res.mode}) into {args.out}")
     # a damaged file, a scanned page: said here, not only in the manifest
@@ -269,6 +298,8 @@ def add_cli(
     p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
     p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
     p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')
+    p.add_argument('--dry-run', action='store_true', help='draw the pages and say the vision calls, tokens, price and '
+                   'time the parse would take, then stop: no call, nothing written')
     p.add_argument('--pages', type=page_list, help='comma-separated page numbers, from 1 (default: all PDF pages)')
     p.add_argument('--max-image-mb', type=float, default=MAX_IMAGE_BYTES / 1e6,
                    help='DOCX/PPTX: pictures larger than this, uncompressed, are not read (default: %(default)g)')
