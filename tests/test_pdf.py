@@ -412,3 +412,21 @@ def test_three_columns_read_column_by_column(tmp_path):
     at = [md.find(m) for m in marks]
     assert all(a >= 0 for a in at) and at == sorted(at), list(zip(marks, at))
     assert md.find('Notice of proposed rulemaking') < at[0]
+
+
+def test_a_cell_of_two_lines_beside_a_cell_of_one_reads_line_by_line(tmp_path):
+    from ragnb.docs.pdf import table_cells
+    doc = pymupdf.open(); page = doc.new_page(width=400, height=300)
+    xs, ys = [50, 150, 300, 350], [90, 125, 145, 165]
+    for x in xs: page.draw_line((x, ys[0]), (x, ys[-1]), width=0.5)
+    for y in ys: page.draw_line((xs[0], y), (xs[-1], y), width=0.5)
+    page.insert_text((55, 111), 'Item', fontsize=10)   # one line, level with the gap between the other cell's two
+    page.insert_text((155, 105), 'Cost on', fontsize=10)
+    page.insert_text((155, 117), 'U.S. operators', fontsize=10)
+    page.insert_text((305, 111), 'Year', fontsize=10)
+    for y, row in ((138, ('Tanker', '1,200', '2019')), (158, ('Barge', '85', '2020'))):
+        for x, v in zip((55, 155, 305), row): page.insert_text((x, y), v, fontsize=10)
+    t = table_cells(page, (45, 85, 355, 170))
+    head = [c['text'] for c in t.cells if c['row'] == 0]
+    assert head == ['Item', 'Cost on U.S. operators', 'Year'], head   # once 'Cost U.S. on operators'
+    assert [c['text'] for c in t.cells if c['row'] == 1] == ['Tanker', '1,200', '2019']

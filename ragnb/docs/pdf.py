@@ -343,14 +343,19 @@ def _rows(words:list)->list[list]:
     return rows
 
 # %% ../../nbs/23_pdf.ipynb #4ae8e032
+def _in_lines(words:list)->str:
+    ("The words of one cell as a person reads them: line by line, each left to right (a row of the table can hold "
+     "two lines of a cell beside one of another: left to right alone once gave 'Cost operators on U.S.').")
+    return ' '.join(w[4] for _, line in _rows(words) for w in sorted(line, key=lambda w: w[0]))
+
 def _row_cells(band:tuple, words:list, gap:float)->list[list]:
     "One row's words joined into cells [x0, x1, text] where they are closer than `gap` times the row's height."
     cells = []
     for w in sorted(words, key=lambda w: w[0]):
         if cells and w[0] - cells[-1][1] < gap*(band[1]-band[0]):
-            cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2] += ' ' + w[4]
-        else: cells.append([w[0], w[2], w[4]])
-    return cells
+            cells[-1][1] = max(cells[-1][1], w[2]); cells[-1][2].append(w)
+        else: cells.append([w[0], w[2], [w]])
+    return [[a, b, _in_lines(ws)] for a, b, ws in cells]
 
 # %% ../../nbs/23_pdf.ipynb #df932f8d
 def _header_above(page:pymupdf.Page, t:tuple, lay:list, gap:float=20.)->tuple:
@@ -843,7 +848,7 @@ def table_cells(page:pymupdf.Page, # the page
             inside = sorted((w for w in ws if a <= (w[0] + w[2]) / 2 < b), key=lambda w: w[0])
             if not inside: continue
             c0, c1 = pos[a], pos[b]
-            row.append(dict(col=c0, colspan=c1 - c0, text=' '.join(w[4] for w in inside)))
+            row.append(dict(col=c0, colspan=c1 - c0, text=_in_lines(inside)))
         crossed = sum(_covers(v[x], mid) for x in inside_rules) / len(inside_rules)   # share of the inner rules
         if row: rows.append(((y0, y1), row, crossed))
     body = [i for i, (_, _, s) in enumerate(rows) if s >= 0.5]   # rows most inner rules cross: the ruled body
