@@ -90,3 +90,32 @@ def test_parse_says_its_vision_calls_first_and_a_dry_run_writes_nothing(tmp_path
     assert f'would send {n} vision calls to scripted-test-model, one a page ({n} of them in the call cache)' in err
     assert 'time: none: every call is in the call cache' in err, err
     assert _tree(cache) == before and _tree(out) == parsed   # both folders byte for byte as they were
+
+
+def test_run_says_its_questions_and_time_first_and_a_dry_run_asks_none(tmp_path, monkeypatch, capsys):
+    import json
+    (tmp_path/'rag.py').write_text('from pathlib import Path\n'
+                                   'def answer(q):\n'
+                                   '    Path("asked.txt").open("a").write(q + "\\n")\n'
+                                   '    return "Hubble launched in 1990.", ["Hubble launched in 1990."]\n')
+    (tmp_path/'qs.jsonl').write_text(''.join(json.dumps(dict(id=f'q{i}', question=f'question {i}?',
+                                                             answer='1990')) + '\n' for i in range(3)))
+    monkeypatch.chdir(tmp_path)
+    args = ['run', 'qs.jsonl', '--system', 'rag:answer', '--out', 'answers.json', '--limit', '2']
+    assert main(args + ['--dry-run']) == 0
+    err = capsys.readouterr().err
+    assert 'would ask 2 questions (the first 2 of 3) of answer, 4 at a time' in err, err
+    assert "model calls and price: the system's own; ragnb sends none in `run`" in err, err
+    assert 'time: no estimate yet (no earlier run to learn its pace from)' in err, err
+    assert not (tmp_path/'asked.txt').exists() and not (tmp_path/'answers.json').exists()   # nothing asked or written
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert 'will ask 2 questions (the first 2 of 3) of answer' in err and err.index('will ask') < err.index('time:')
+    assert (tmp_path/'asked.txt').read_text().count('\n') == 2
+    before = (tmp_path/'answers.json').read_bytes()
+    assert main(args[:-1] + ['3', '--dry-run']) == 0   # all three now: the pace of the run just made
+    err = capsys.readouterr().err
+    assert 'would ask 3 questions of answer, 4 at a time' in err, err
+    assert re.search(r'time: about \d+ s, at the pace of the run in answers.json \(2 questions in \d+ s, 4 at a time\)',
+                     err), err
+    assert (tmp_path/'asked.txt').read_text().count('\n') == 2 and (tmp_path/'answers.json').read_bytes() == before

@@ -430,3 +430,64 @@ def test_a_cell_of_two_lines_beside_a_cell_of_one_reads_line_by_line(tmp_path):
     head = [c['text'] for c in t.cells if c['row'] == 0]
     assert head == ['Item', 'Cost on U.S. operators', 'Year'], head   # once 'Cost U.S. on operators'
     assert [c['text'] for c in t.cells if c['row'] == 1] == ['Tanker', '1,200', '2019']
+
+
+def _ruled(page, xs, ys, x_from=None):
+    for x in xs: page.draw_line((x, (x_from or {}).get(x, ys[0])), (x, ys[-1]), width=0.5)
+    for y in ys: page.draw_line((xs[0], y), (xs[-1], y), width=0.5)
+
+
+def test_a_ruled_tables_rows_follow_its_rules_and_a_spanning_header_stays_above():
+    from ragnb.docs.pdf import table_cells
+    doc = pymupdf.open(); page = doc.new_page(width=400, height=400)
+    xs = [50, 150, 230, 310, 390]
+    # header: 'Literacy status' over the last three columns with no rule under it; its own rules start below it
+    _ruled(page, xs, [60, 100, 130, 160, 190], x_from={230: 80, 310: 80})
+    put = lambda x, y, t: page.insert_text((x, y), t, fontsize=9)
+    put(55, 84, 'State'); put(160, 72, 'Literacy status'); put(160, 94, 'None'); put(235, 94, 'School')
+    put(315, 94, 'College')
+    put(55, 112, 'Knowledge and'); put(55, 123, 'practices of HTN'); put(160, 118, '2400'); put(235, 118, '7.2')
+    put(315, 118, '5.5')
+    for y, row in ((148, ('Kerala', '2399', '21.4', '6.2')), (178, ('Orissa', '2405', '33.2', '8.5'))):
+        for x, t in zip((55, 160, 235, 315), row): put(x, y, t)
+    t = table_cells(page, (45, 55, 395, 195))
+    rows = {}
+    for c in t.cells: rows.setdefault(c['row'], []).append(c['text'])
+    # the two lines of one ruled cell are one row (before: two rows, the values beside the first or the second)
+    assert ['Knowledge and practices of HTN', '2400', '7.2', '5.5'] in rows.values(), rows
+    assert ['Kerala', '2399', '21.4', '6.2'] in rows.values() and len(rows) == 5, rows
+    # the header over three columns, with no rule under it, is a row of its own above them (before: left out)
+    assert rows[0] == ['', 'Literacy status'] and rows[1] == ['State', 'None', 'School', 'College'], rows
+    assert [c['colspan'] for c in t.cells if c['row'] == 0] == [1, 3] and t.header_rows == 2
+
+
+def test_a_table_ruled_only_above_and_below_keeps_a_row_per_line():
+    from ragnb.docs.pdf import table_cells
+    doc = pymupdf.open(); page = doc.new_page(width=400, height=300)
+    xs = [50, 150, 250, 350]
+    for x in xs: page.draw_line((x, 60), (x, 160), width=0.5)
+    for y in (60, 80, 160): page.draw_line((50, y), (350, y), width=0.5)   # a rule under the header only
+    for i, row in enumerate((('Name', 'Year', 'Value'), ('Alpha', '2019', '12'), ('Beta', '2020', '15'),
+                             ('Gamma', '2021', '18'), ('Delta', '2022', '21'))):
+        for x, v in zip((55, 155, 255), row): page.insert_text((x, 74 + 20 * i), v, fontsize=9)
+    t = table_cells(page, (45, 55, 355, 165))
+    assert max(c['row'] for c in t.cells) == 4   # five rows: no rule between lines is no reason to join them here
+
+
+def test_a_ruled_row_of_many_wrapped_lines_is_one_row():
+    from ragnb.docs.pdf import table_cells
+    doc = pymupdf.open(); page = doc.new_page(width=400, height=400)
+    ys = [60, 80, 140, 200, 260]
+    _ruled(page, [50, 150, 380], ys)
+    page.insert_text((55, 74), 'Property', fontsize=9); page.insert_text((155, 74), 'Reason for change', fontsize=9)
+    for top, label in zip(ys[1:], ('Clarity', 'Range', 'Recall')):
+        page.insert_text((55, top + 14), label, fontsize=9)
+        for k, t in enumerate(('- reported as unclear', 'by patients', '- many questions', 'left blank')):
+            page.insert_text((155, top + 14 + 12 * k), f"{t} ({label})", fontsize=9)
+    t = table_cells(page, (45, 55, 385, 265))
+    rows = {}
+    for c in t.cells: rows.setdefault(c['row'], []).append(c['text'])
+    # 4 lines a row and a rule every 4 lines: fewer than 40% of the gaps ruled, yet each row's wrapped lines are one row
+    assert len(rows) == 4, rows
+    assert rows[1] == ['Clarity', '- reported as unclear (Clarity) by patients (Clarity) - many questions (Clarity) '
+                                  'left blank (Clarity)'], rows

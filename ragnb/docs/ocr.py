@@ -320,7 +320,17 @@ def _along(l, same:list, tol:int) -> bool:
 
 def _rule_lines(grey, n:int, max_thick:int, dark:int=RULE_DARK) -> tuple[list, list]:
     ("Horizontal and vertical rules (row0, row1, start, end) in a 2-D grey array: runs of ink at least `n` long, and "
-     "shorter ones (down to a third) that run from a rule to a rule, as a two-row table's column rules do.")
+     "shorter ones (down to a third) that run from a rule to a rule, as a two-row table's column rules do; found "
+     "at grey level `dark` and, for a black rule beside a shaded cell (one thick block at `dark`), at 128 too.")
+    across, down = _rules_at(grey, n, max_thick, dark)
+    if dark > 128:
+        a2, d2 = _rules_at(grey, n, max_thick, 128)
+        across += [l for l in a2 if not _along(l, across, max_thick)]
+        down += [l for l in d2 if not _along(l, down, max_thick)]
+    return across, down
+
+def _rules_at(grey, n:int, max_thick:int, dark:int) -> tuple[list, list]:
+    "`_rule_lines` at one grey level."
     ink, black = grey < dark, grey < 128   # a shaded header beside a rule is ink, but not black
     k = max(2, n // 3)
     across = _flanked(black, _merge_runs(_runs(ink, k), max_thick=max_thick))

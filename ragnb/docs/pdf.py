@@ -813,6 +813,33 @@ def _word_cuts(bands:list, a:float, b:float, gap:float) -> list[float]:
     cols = _overlapping(sorted((c[0], c[1]) for cs in per if len(cs) >= need for c in cs))
     return [(p[1] + q[0]) / 2 for p, q in zip(cols, cols[1:])]
 
+def _ruled_rows(bands:list, h:dict, v:dict, xs:list, top:float, bottom:float, width:float, share:float=0.15,
+                most:float=0.4) -> list:
+    ("Lines of text (`_rows`) joined into the table's rows where its horizontal rules say so: in a table whose rules "
+     "part most lines (`most` of the gaps between them), lines with no rule between them (a rule crossing `share` of "
+     "the width, a part for a cell over several rows) and crossed by the same vertical rules `xs` are one row (a "
+     "header over several columns stays above the ones it spans); where rules part fewer lines but two or more, "
+     "only a line with words in at most half the columns (a cell's text wrapping) joins the line above; a table with "
+     "rules at a few places keeps its lines.")
+    rules = [y for y, s in h.items() if sum(b - a for a, b in s) >= share * width]
+    mids = [(y0 + y1) / 2 for (y0, y1), _ in bands]
+    body = [i for i, m in enumerate(mids) if top - RULE_GAP <= m <= bottom + RULE_GAP]
+    if len(body) < 3: return bands
+    parted = [any(mids[i] < y < mids[i + 1] for y in rules) for i in body[:-1]]
+    if sum(parted) < 2 or all(parted): return bands
+    cols = list(zip(xs, xs[1:]))
+    used = lambda i: sum(any(a <= (w[0] + w[2]) / 2 < b for w in bands[i][1]) for a, b in cols)
+    full = max(used(i) for i in body)
+    wraps = (lambda i: True) if sum(parted) >= most * len(parted) else (lambda i: used(i) <= full / 2)
+    same = lambda i, j: all(_covers(v[x], mids[i]) == _covers(v[x], mids[j]) for x in xs) and wraps(j)
+    out, last = [], None
+    for i, band in enumerate(bands):
+        if last is not None and i in body and i - 1 in body and not parted[body.index(i - 1)] and same(i - 1, i):
+            (a, b), ws = out[-1]; out[-1] = ((min(a, band[0][0]), max(b, band[0][1])), ws + band[1])
+        else: out.append((band[0], list(band[1])))
+        last = i
+    return out
+
 def table_cells(page:pymupdf.Page, # the page
                 bbox:tuple,        # the table's box (pt, top-left origin)
                 min_rules:int=3,   # vertical rules needed to read the table along them (else: None)
@@ -831,6 +858,7 @@ def table_cells(page:pymupdf.Page, # the page
     if len(xs) < min_rules: return None
     top = min(a for x in xs for a, _ in v[x]); bottom = max(b for x in xs for _, b in v[x])
     outer = ([r.x0] if r.x0 < xs[0] - RULE_GAP else []) + xs + ([r.x1] if r.x1 > xs[-1] + RULE_GAP else [])
+    bands = _ruled_rows(bands, h, v, xs, top, bottom, outer[-1] - outer[0])
     inner = [(y0 + y1) / 2 for (y0, y1), _ in bands]
     inner = [b for b, m in zip(bands, inner) if top - RULE_GAP <= m <= bottom + RULE_GAP]
     soft = [x for a, b in zip(outer, outer[1:]) for x in _word_cuts(inner, a, b, gap)]   # unruled sub-columns
@@ -854,7 +882,8 @@ def table_cells(page:pymupdf.Page, # the page
     body = [i for i, (_, _, s) in enumerate(rows) if s >= 0.5]   # rows most inner rules cross: the ruled body
     if len(body) < 0.5 * len(rows): return None   # rules over the header only: the words say where the columns are
     first = body[0]
-    while first and rows[first - 1][2] > 0 and len(rows[first - 1][1]) >= 2: first -= 1   # header levels above
+    while first and rows[first - 1][2] > 0 and (len(rows[first - 1][1]) >= 2 or   # header levels above, one cell
+                                                 rows[first - 1][1][0]['colspan'] >= 2): first -= 1   # over several
     rows = rows[first:body[-1] + 1]   # a title above, notes and disclaimers below: page text, even inside the box
     top, bottom, rows = rows[0][0][0], rows[-1][0][1], [row for _, row, _ in rows]
     own = {c['col'] for row in rows for c in row if c['colspan'] == 1}   # columns holding a cell of their own

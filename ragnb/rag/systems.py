@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, and the figures' module where they are drawn: `--help` starts at once
 
-from ragnb.core.llm import Failure
+from ragnb.core.llm import Failure, duration
 from ragnb.core.limits import RETRYABLE, backoff_delay, error_kind
 from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, RAGResult, Scores, load_results, score
 from ragnb.synth.generate import QA, Dataset
@@ -28,7 +28,7 @@ __all__ = ['MAX_REPLY_BYTES', 'QUESTION_TIMEOUT', 'read_questions', 'OutputError
            'System', 'as_system', 'SystemRun', 'arun_system', 'run_system', 'require', 'LangChainSystem',
            'load_checked', 'compare', 'claim_moves', 'moves_html', 'ComparisonViewer', 'LlamaIndexSystem',
            'HaystackSystem', 'json_path', 'HTTPSystem', 'from_ragas', 'to_ragas_dataset', 'load_system',
-           'evaluate_system', 'add_cli']
+           'evaluate_system', 'run_estimate_lines', 'add_cli']
 
 # %% ../../nbs/62_systems.ipynb #f2ca3da7
 from .retrieval import read_dataset
@@ -879,8 +879,38 @@ def _http_kw(args) -> dict:
               max_bytes=args.max_reply_bytes)
     return {k: v for k, v in kw.items() if v} | {'timeout': args.timeout or None}
 
+def run_estimate_lines(asked:int,       # Questions the run asks
+                       total:int,       # Questions of the test set
+                       name:str,        # The system's name
+                       concurrency:int, # Questions in flight at once
+                       last=None,       # An earlier run's file (`SystemRun.save`), for its pace
+                       dry_run:bool=False) -> list[str]:
+    "The lines a person reads before `ragnb run` asks its first question: questions, model calls, time."
+    out = [f"{'would ask' if dry_run else 'will ask'} {asked:,} question{'s' * (asked != 1)}"
+           + (f" (the first {asked:,} of {total:,})" if asked < total else '') + f" of {name}, {concurrency} at a time",
+           "model calls and price: the system's own; ragnb sends none in `run` (`evaluate` then checks the answers "
+           "with a model, and says its calls first)"]
+    prev = None
+    if last is not None and Path(last).is_file():
+        try: prev = SystemRun.load(last)
+        except (ValueError, OSError, KeyError, TypeError): prev = None   # not a run file: no pace from it
+    done = len(prev.seconds) if prev is not None else 0
+    if done and prev.wall > 0:
+        out.append(f"time: about {duration(prev.wall / done * asked)}, at the pace of the run in {last} ({done:,} "
+                   f"question{'s' * (done != 1)} in {duration(prev.wall)}, {prev.concurrency} at a time)")
+    else: out.append("time: no estimate yet (no earlier run to learn its pace from): the progress bar shows the time "
+                     "left once questions are asked")
+    return out
+
 def _cli_run(args) -> int:
-    run = run_system(args.dataset, load_system(args.system, **_http_kw(args)), args.name, args.concurrency,
+    qs = read_questions(args.dataset)
+    system = load_system(args.system, **_http_kw(args))
+    asked = len(qs) if args.limit is None else min(args.limit, len(qs))
+    for line in run_estimate_lines(asked, len(qs), args.name or _name(system), args.concurrency, args.out,
+                                   args.dry_run):
+        print(f"ragnb run: {line}", file=sys.stderr)
+    if args.dry_run: return 0
+    run = run_system(args.dataset, system, args.name, args.concurrency,
                      args.timeout or None, args.retries, args.limit, progress=sys.stderr.isatty(), out=args.out)
     for f in run.failures: print(f"ragnb run: question {f}", file=sys.stderr)
     s = run.timings().seconds
@@ -985,6 +1015,9 @@ def add_cli(sub # argparse's subparsers of the `ragnb` command
     "Register `ragnb run`, `ragnb evaluate` and `ragnb compare`."
     p = sub.add_parser('run')
     _system_args(p); p.add_argument('--out', required=True, help='RAGChecker input JSON to write')
+    p.add_argument('--dry-run', action='store_true',
+                   help='say the questions and the time the run would take, then stop: no question asked, nothing '
+                        'written')
     p.set_defaults(func=_cli_run)
     p = sub.add_parser('evaluate')
     _system_args(p)
