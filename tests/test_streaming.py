@@ -212,3 +212,14 @@ def test_a_stream_stopped_without_a_finish_reason_is_interrupted_not_a_reply(tmp
                 retries=Retries(backoff=0.01, max_retries=1)).call(msg('Where does the Nile flow?'))
         assert r.ok and r.text == 'The Nile flows north.' and r.attempts == 2
     finally: s.srv.shutdown()
+
+
+def test_a_stream_closed_before_its_first_token_is_asked_again_whole_and_its_parts_joined():
+    # llama-cpp-python's server opens the stream, then its chat template fails on a content list: no event, no reason
+    parts = [{'role': 'user', 'content': [{'type': 'text', 'text': 'hello'}, {'type': 'text', 'text': 'there'}]}]
+    with ScriptedServer(string_content='stream') as srv:
+        r = make(srv, retries=Retries(backoff=0.01, max_retries=2)).call(parts)
+        bodies = [q['body'] for q in srv.requests]
+    assert r.ok, r.failure   # before: three streamed attempts, each "ended before the reply was complete"
+    assert bodies[0]['stream'] is True and 'stream' not in bodies[-1]
+    assert isinstance(bodies[-1]['messages'][0]['content'], str)   # the server said why; the parts went joined

@@ -1084,8 +1084,11 @@ async def _read_stream(self:LLM, resp, url:str, body:dict, t0:float):
             if c.get('finish_reason'): finish, progress = c['finish_reason'], True
         if progress: chunks, first, deadline = chunks + 1, False, time.monotonic() + self.idle_timeout
     if finish is None and not done:
+        bare = not chunks and not seen   # closed before any event (llama-cpp-python when its template fails): a whole
+        if bare: self._features['no_stream'] = True   # reply says why, so the next attempt asks for one
         raise openai.APIConnectionError(message=f"the stream from {self.base_url} ended before the reply was complete "
-                                        f"(after {chunks} chunk(s))", request=http_request(url))
+                                        f"(after {chunks} chunk(s))" + ("; asked again without streaming, where the "
+                                        "server says why" if bare else ''), request=http_request(url))
     if finish is None and seen:   # '[DONE]' after text, but no finish reason: the server stopped it, it did not end
         raise Interrupted(f"the server ended this streamed reply after {chunks} chunk(s) without a finish reason: it "
                           "was interrupted, not finished (llama-cpp-python's server stops a stream when another "

@@ -113,7 +113,9 @@ class ScriptedServer:
                  prompt_cache:bool=False, # Report the start shared with the last prompt as cached prompt tokens
                  model:str|None='scripted-test-model', # The model name replies carry (None: the one asked for)
                  structured:str='json_schema', # 'json_schema', 'json_object' (422 on json_schema), 'refuse', 'ignore'
-                 string_content:bool=False, # Refuse content lists with a 500, as llama-cpp-python's chat templates do
+                 string_content:bool|str=False, # Refuse content lists with a 500, as llama-cpp-python's chat
+                                 # templates do; 'stream': a streamed call's stream opens, then closes before any token,
+                                 # as its server does
                  rate_limits:dict|None=None, # {'requests':n, 'tokens':m, 'window':s} in x-ratelimit-*; over: 429
                  batch_latency:float=0.0, # Extra seconds per Batch API line
                  batch_faults:dict|None=None, # Shares of Batch API lines failing: {'500':p, '400':p}
@@ -226,6 +228,10 @@ def _answer(self:_Handler, srv, body, prompt, fault, garble, u, seed, cut):
         return self._send(400, {'error':{'message':"'model' and 'messages' are required",
                                          'type':'invalid_request_error'}})
     if srv.string_content and any(isinstance(m.get('content'), list) for m in msgs):
+        if srv.string_content == 'stream' and body.get('stream') and srv.streaming == 'on':   # no event, no reason
+            self.send_response(200); self.send_header('Content-Type', 'text/event-stream')
+            self.send_header('Connection', 'close'); self.end_headers(); self.close_connection = True
+            return
         return self._send(500, {'error':{'message':'can only concatenate str (not "list") to str',
                                          'type':'internal_server_error'}})
     return self._chat(srv, body, msgs, prompt, fault, garble, seed, cut)
