@@ -832,12 +832,12 @@ def _ruled_rows(bands:list, h:dict, v:dict, xs:list, top:float, bottom:float, wi
     full = max(used(i) for i in body)
     wraps = (lambda i: True) if sum(parted) >= most * len(parted) else (lambda i: used(i) <= full / 2)
     same = lambda i, j: all(_covers(v[x], mids[i]) == _covers(v[x], mids[j]) for x in xs) and wraps(j)
-    out, last = [], None
+    gap_after = dict(zip(body, parted))   # band index -> a rule parts it from the next band
+    out = []
     for i, band in enumerate(bands):
-        if last is not None and i in body and i - 1 in body and not parted[body.index(i - 1)] and same(i - 1, i):
+        if i in body and gap_after.get(i - 1) is False and same(i - 1, i):
             (a, b), ws = out[-1]; out[-1] = ((min(a, band[0][0]), max(b, band[0][1])), ws + band[1])
         else: out.append((band[0], list(band[1])))
-        last = i
     return out
 
 def table_cells(page:pymupdf.Page, # the page
