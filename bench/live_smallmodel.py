@@ -12,7 +12,7 @@ import numpy as np
 from ragnb.core.llm import LLM, Request, Deadlines, Pacing, Replies
 from ragnb.core.prompts import get_prompt
 from ragnb.check.checker import salvage_claims, claims_schema, claim_text, llm_checker, CheckTask, _words
-from ragnb.synth.generate import generate_questions, critique, parse_rating, QA, RATING_SCHEMA, _critique_request
+from ragnb.synth.generate import generate_questions, critique, parse_rating, QA, RATING_SCHEMA, critique_request
 from ragnb.docs.documents import Document, split_document
 
 HERE = Path(__file__).parent
@@ -68,7 +68,7 @@ def run_critiques(llm, cases, contexts, schema):
     reqs = []
     for i, c in enumerate(cases):
         q = QA(f"c{i}", 'd', 'd.md', 'c', 0, contexts.get(c.get('context_of'), ''), question=c['question'])
-        reqs.append(_critique_request(q, c['criterion'], 'developers', schema))
+        reqs.append(critique_request(q, c['criterion'], 'developers', schema))
     rows = []
     for c, r in zip(cases, llm.batch(reqs, desc='critiques', show_estimate=0)):
         rows.append(dict(criterion=c['criterion'], question=c['question'], gold=c['gold'], score=r.value.score if r.ok else None,

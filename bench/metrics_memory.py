@@ -4,7 +4,7 @@ with their own query_ids, written at several sizes; each size scored in a fresh 
     python bench/metrics_memory.py [MB ...]      # default: 10 40 160
 
 Prints, per size: the file's MB, the command's peak RSS (MB), the same for an empty-ish file (the interpreter and
-libraries: the baseline), and (peak - baseline) / file MB, the figure DEVELOPING.md states as the limit.
+libraries: the baseline), and (peak - baseline) / file MB, the figure JOURNAL.md states as the limit.
 """
 import json, resource, subprocess, sys, tempfile
 from pathlib import Path

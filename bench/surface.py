@@ -2,7 +2,7 @@
 outside their own module and notebook, the biggest exported cells (lines) with their notebook, and notebook sizes.
 
 A name counts as used outside when it occurs as a whole word in another module of ragnb/, another notebook of nbs/,
-tests/, bench/, tools/, README.md, DEVELOPING.md or docs/ (text files).
+tests/, bench/, tools/, README.md, DEVELOPING.md, JOURNAL.md or docs/ (text files).
 
     python bench/surface.py [--top 15]
 """
@@ -41,7 +41,7 @@ def texts() -> dict:
         for p in (ROOT/d).rglob('*'):
             if p.is_file() and p.suffix in ('.py', '.md', '.qmd', '.txt', '.sh', '.yml'):
                 if p != Path(__file__).resolve(): out[p] = p.read_text(errors='replace')
-    for f in ('README.md', 'DEVELOPING.md'): out[ROOT/f] = (ROOT/f).read_text()
+    for f in ('README.md', 'DEVELOPING.md', 'JOURNAL.md'): out[ROOT/f] = (ROOT/f).read_text()
     return out
 
 def exported_cells(nb:Path) -> list:

@@ -44,12 +44,39 @@ def test_generate_says_what_it_will_send_and_a_dry_run_writes_nothing(tmp_path, 
     assert not out.exists() and _state(cache) == before   # the cache folder byte for byte as it was
 
 
-def test_generate_with_question_types_says_it_has_no_estimate_yet(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
-    assert main(['generate', str(GUIDE), '--out', str(tmp_path/'qa.jsonl'), '--question-types', 'factoid,multi_hop',
-                 '--dry-run']) == 0
-    assert 'no estimate for --question-types yet' in capsys.readouterr().err
-    assert not (tmp_path/'cache').exists()
+def test_generate_with_question_types_says_each_stage_first_and_a_dry_run_writes_nothing(tmp_path, monkeypatch,
+                                                                                         capsys):
+    from ragnb.testing.scripted import ScriptedServer
+    cache, out = tmp_path/'cache', tmp_path/'qa.jsonl'
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(cache))
+    for v in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'RAGNB_MODEL'): monkeypatch.delenv(v, raising=False)
+    mix = ['generate', str(sample_docs()), '--out', str(out), '--question-types', 'factoid,multi_hop,reasoning',
+           '--max-chunks', '3', '--chunk-size', '1000', '--chunk-overlap', '100', '--personas', 'Dev: builds apps']
+    assert main(mix + ['--dry-run']) == 0   # no endpoint and no cache yet: each stage, at gpt-4o-mini's prices
+    err = capsys.readouterr().err
+    m = re.search(r'would send about (\d+) model calls \((\d+) entity calls; 1 factoid question; 2 other questions; '
+                  r'9 critiques; (\d) single-hop checks; 0 of them in the call cache\)', err)
+    assert m and int(m[1]) == int(m[2]) + 1 + 2 + 9 + int(m[3]) and int(m[3]) in (2, 3), err
+    assert re.search(r'and embeddings of \d+ passages to link \(~[\d,]+ tokens, text-embedding-3-small: under \$0\.0001\)', err), err
+    assert re.search(r"price: about \$\d+\.\d+ at gpt-4o-mini's prices \(--batch: about \$", err), err
+    assert 'persona call' not in err   # --personas given: none proposed
+    assert not out.exists() and not cache.exists()   # nothing written, not even the cache folder
+    with ScriptedServer() as srv:   # a real run, then the same dry run: the calls it made are cached, its pace known
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+        args = mix + ['--model', 'scripted-test-model', '--critique-profile', 'default', '--keep-all']
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert 'will send about' in err and "price: none (scripted-test-model is free in ragnb's table)" in err, err
+        assert err.index('will send about') < err.index('price: none') < err.index('entities')   # before any call
+        out.unlink(missing_ok=True)
+        import gc; gc.collect()   # the run's own connection closes now, as it does when a command ends
+        before, calls = _state(cache), len(srv.requests)
+        assert main(args + ['--dry-run']) == 0
+        assert len(srv.requests) == calls   # no call
+        err = capsys.readouterr().err
+    m = re.search(r'would send about \d+ model calls \((\d+) entity calls;.*; (\d+) of them in the call cache\)', err)
+    assert m and int(m[2]) >= int(m[1]) + 1, err   # the entities and the factoid at least, asked the same way again
+    assert not out.exists() and _state(cache) == before   # the cache folder byte for byte as it was
 
 
 def _tree(folder:Path) -> dict|None:

@@ -240,8 +240,8 @@ def test_structured_questions_and_ratings_through_a_schema_and_without(tmp_path)
             ds = generate_dataset([EN], _llm(s, tmp_path/s.structured), structured=True)
             sent = {(q['prompt'].split('@')[0], (q['body'].get('response_format') or {}).get('type')) for q in s.requests}
             got[s.structured] = (ds, sent)
-        from ragnb.synth.generate import _qa_request
-        rq = _qa_request(chunks[0], 'English', [], 0, structured=True)
+        from ragnb.synth.generate import factoid_request
+        rq = factoid_request(chunks[0], 'English', [], 0, structured=True)
         r = _llm(srv, tmp_path/'x').call(rq.messages, rq.prompt, 'x', rq.parse, schema=rq.schema)
         assert r.ok and json.loads(r.text)['question'] == r.value['question']   # the reply was JSON; the parser read it
     ds, sent = got['json_schema']

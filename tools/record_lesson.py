@@ -4,7 +4,8 @@
     python tools/record_lesson.py nbs/41_checker.ipynb --replay    # then: outputs as a reader sees them, offline
 
 Runs the notebook in place with `RAGNB_RECORD=<base_url>` (see `lesson_llm` in nbs/00_scripted.ipynb); cells marked
-`#| live` or `#| slow` are not run and keep their outputs, as under `nbdev_test`. `--fresh` first removes the lesson's cache, so it
+`#| live` or `#| slow` are not run and keep their outputs, as under `nbdev_test` (`--run-slow` runs the slow ones too,
+where their extras are installed). `--fresh` first removes the lesson's cache, so it
 holds only the calls the lesson makes now. Prints the calls recorded and their wall time.
 """
 import argparse, os, re, sqlite3, sys, time
@@ -13,6 +14,7 @@ import nbformat
 from nbclient import NotebookClient
 
 LIVE = re.compile(r'^#\|\s*(live|slow)\s*$', re.M)   # cells nbdev_test skips: they keep their outputs
+LIVE_ONLY = re.compile(r'^#\|\s*live\s*$', re.M)
 
 def calls(db:Path) -> int:
     if not db.exists(): return 0
@@ -25,6 +27,7 @@ def main():
     how.add_argument('--base-url', help='OpenAI-compatible endpoint serving the lesson\'s `model`')
     how.add_argument('--replay', action='store_true', help='no endpoint: refresh the outputs from the cache, as a reader sees them')
     p.add_argument('--fresh', action='store_true', help='remove the lesson\'s cache first')
+    p.add_argument('--run-slow', action='store_true', help='run the `#| slow` cells too (their extras installed)')
     p.add_argument('--allow-errors', action='store_true', help='go on after a failing cell (record every call in one pass, fix the cells after)')
     a = p.parse_args()
     path = Path(a.notebook).resolve()
@@ -32,7 +35,8 @@ def main():
     if a.fresh and db.exists(): db.unlink()
     nb = nbformat.read(path, as_version=4)
     run = nbformat.from_dict(nb)   # a copy whose live cells are emptied; outputs of the others are copied back
-    live = {i for i, c in enumerate(run.cells) if c.cell_type == 'code' and LIVE.search(c.source)}
+    skip = LIVE_ONLY if a.run_slow else LIVE
+    live = {i for i, c in enumerate(run.cells) if c.cell_type == 'code' and skip.search(c.source)}
     for i in live: run.cells[i].source = ''
     if a.replay: os.environ.pop('RAGNB_RECORD', None)
     else: os.environ['RAGNB_RECORD'] = a.base_url

@@ -23,12 +23,12 @@ from ragnb.synth.generate import (QA, Dataset, generate_questions, critique, sel
 from ragnb.core.display import md_escape
 
 # %% auto #0
-__all__ = ['QUESTION_TYPES', 'DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'OUTCOMES', 'parse_question_types', 'allocate',
-           'parse_entities', 'norm_entity', 'offline_terms', 'extract_entities', 'Link', 'noisy_terms', 'link_chunks',
-           'link_candidates', 'link_passages', 'pick_hops', 'Persona', 'as_personas', 'parse_personas', 'corpus_digest',
-           'propose_personas', 'scenarios', 'Spec', 'passages_text', 'typed_request', 'parse_typed', 'MixedQA',
-           'hop_record', 'write_questions', 'as_mixed', 'single_hop_check', 'select_mixed', 'plan_questions',
-           'mixed_dataset', 'outcome', 'mix_table', 'cost_by_type', 'add_cli']
+__all__ = ['QUESTION_TYPES', 'DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'MIXED_REPLY_TOKENS', 'OUTCOMES', 'parse_question_types',
+           'allocate', 'parse_entities', 'norm_entity', 'offline_terms', 'extract_entities', 'Link', 'noisy_terms',
+           'link_chunks', 'link_candidates', 'link_passages', 'pick_hops', 'Persona', 'as_personas', 'parse_personas',
+           'corpus_digest', 'propose_personas', 'scenarios', 'Spec', 'passages_text', 'typed_request', 'parse_typed',
+           'MixedQA', 'hop_record', 'write_questions', 'as_mixed', 'single_hop_check', 'select_mixed', 'plan_questions',
+           'mixed_dataset', 'estimate_mixed', 'mixed_estimate_lines', 'outcome', 'mix_table', 'cost_by_type', 'add_cli']
 
 # %% ../../nbs/31_diversity.ipynb #c57267ea
 QUESTION_TYPES = {  # name: (passages it needs, its prompt, what it asks)
@@ -138,6 +138,10 @@ def offline_terms(
 def _tally(stats:dict|None, key:str, n:int):
     if stats is not None: stats[key] = stats.get(key, 0) + n
 
+def _entity_request(c:Chunk, max_n:int=10)->Request:
+    p = get_prompt('chunk_entities')
+    return Request(p.messages(context=c.text, max_n=max_n), p, id=f'{c.id}/entities', parse=parse_entities)
+
 def extract_entities(
     chunks:list[Chunk],    # The passages
     llm:LLM,               # The model (one call per passage, cached)
@@ -145,9 +149,7 @@ def extract_entities(
     stats:dict|None=None,  # Receives `calls`, `failed_calls` and `entity_fallbacks`
 )->dict:
     "Entities and key phrases of every passage from the model; a failed call's passage gets `offline_terms`."
-    p = get_prompt('chunk_entities')
-    reqs = [Request(p.messages(context=c.text, max_n=max_n), p, id=f'{c.id}/entities', parse=parse_entities)
-            for c in chunks]
+    reqs = [_entity_request(c, max_n) for c in chunks]
     rs = llm.batch(reqs, desc='entities')
     _tally(stats, 'calls', len(rs)); _tally(stats, 'failed_calls', sum(not r.ok for r in rs))
     failed = [c for c, r in zip(chunks, rs) if not r.ok]
@@ -226,6 +228,14 @@ def link_candidates(
     return out
 
 # %% ../../nbs/31_diversity.ipynb #b05858e6
+def _link_pool(chunks, seeds, n, k=2):
+    "Offline terms, noisy terms, the seeds with partners, and the pool of passages whose entities are asked for."
+    terms = offline_terms(chunks)
+    noisy = noisy_terms(terms)
+    cands = link_candidates(seeds, chunks, terms, noisy, k)
+    ranked = sorted(seeds, key=lambda s: -len(cands[s.id]))[:max(2, math.ceil(1.5 * n))]  # the seeds with partners
+    return terms, noisy, ranked, list({c.id: c for s in ranked for c in [s] + cands[s.id]}.values())
+
 def link_passages(
     chunks:list[Chunk],    # Every passage of the corpus
     seeds:list[Chunk],     # The sampled passages multi-passage questions start from
@@ -237,11 +247,7 @@ def link_passages(
     embedder:LLM|None=None, # Where the embeddings come from (default: `llm`)
 )->tuple[dict, list[Link]]:
     "Offline terms pick candidate partners; the model's entities and the embeddings of that pool rank the links."
-    terms = offline_terms(chunks)
-    noisy = noisy_terms(terms)
-    cands = link_candidates(seeds, chunks, terms, noisy, k)
-    ranked = sorted(seeds, key=lambda s: -len(cands[s.id]))[:max(2, math.ceil(1.5 * n))]  # the seeds with partners
-    pool = list({c.id: c for s in ranked for c in [s] + cands[s.id]}.values())
+    terms, noisy, ranked, pool = _link_pool(chunks, seeds, n, k)
     ents = {c.id: terms[c.id] for c in pool}
     if entities == 'llm':
         got = extract_entities(pool, llm, stats=stats)
@@ -705,6 +711,96 @@ def mixed_dataset(
     _usage_stats(stats, llm, u0, t0, personas)
     return Dataset.from_records(qas, stats)
 
+# %% ../../nbs/31_diversity.ipynb #9f24640b
+from ..core.llm import cost_of, estimate_tokens, price_line, time_line, usd
+from .generate import factoid_request, critique_request, REPLY_TOKENS, critic_profile
+
+MIXED_REPLY_TOKENS = {'entities': 60, 'personas': 150, 'typed': 160, 'single_hop': 90}  # completion tokens a call
+
+def estimate_mixed(
+    docs:list[Document],               # The documents
+    llm:LLM,                           # Its model (its cache, if any, is only read)
+    question_types:str|dict='factoid', # As `mixed_dataset` takes them
+    audience:str=DEFAULT_AUDIENCE, n_per_chunk:int=1, language:str='English', chunk_size:int=3000,
+    chunk_overlap:int=300, max_chunks:int|None=None, seed:int=0,
+    personas:list|None=None, styles:list|None=None, lengths:list|None=None, max_hops:int=3,
+    entities:str='llm', critique_profile:str='default', # As `mixed_dataset` takes them
+)->dict:
+    ("Calls per stage, cached calls, tokens and price of `mixed_dataset` with these arguments, before any call: its "
+     "plan, linked by the offline terms alone (the run's links add the model's entities and embeddings).")
+    every = split_documents(docs, chunk_size, chunk_overlap)
+    chunks = sample_chunks(every, max_chunks, seed)
+    counts = allocate(len(chunks) * n_per_chunk, parse_question_types(question_types))
+    n_multi = sum(k for t, k in counts.items() if QUESTION_TYPES[t][0] > 1)
+    stages, prompts, emb = {}, Counter(), (0, 0)
+    def add(stage, reqs, reply):   # the requests a stage sends: their tokens and which of them the call cache holds
+        if not reqs: return
+        es = [llm.estimate([r]) for r in reqs]
+        stages[stage] = dict(calls=len(reqs), cached=sum(e['cached'] for e in es),
+                             prompt_tokens=sum(e['prompt_tokens'] for e in es),
+                             completion_tokens=sum(e['to_call'] for e in es) * reply)
+        for r, e in zip(reqs, es): prompts[r.prompt.id] += e['to_call']
+    links, terms = [], {}
+    if n_multi:
+        terms, noisy, ranked, pool = _link_pool(every, chunks, n_multi)
+        if entities == 'llm': add('entity call', [_entity_request(c) for c in pool], MIXED_REPLY_TOKENS['entities'])
+        emb = (len(pool), sum(estimate_tokens(c.text[:8000]) for c in pool))
+        links = link_chunks(pool, {c.id: terms[c.id] for c in pool}, None, noisy, {s.id for s in ranked})
+    asked = as_personas(personas) if personas else None
+    if asked is None and sum(k for t, k in counts.items() if t != 'factoid'):
+        p = get_prompt('propose_personas')
+        add('persona call', [Request(p.messages(n=3, digest=corpus_digest(docs, terms)), p, id='personas')],
+            MIXED_REPLY_TOKENS['personas'])
+    fact, specs, short = plan_questions(chunks, counts, links, asked or [DEFAULT_PERSONA], styles, lengths,
+                                        max_hops, seed, every)
+    rounds = Counter(c.id for c in fact)
+    once = list({c.id: c for c in fact}.values())
+    add('factoid question', [factoid_request(c, language, [], 0) for c in once], REPLY_TOKENS['factoid'])
+    if once and (later := (max(rounds.values()) - 1) * len(once)):   # follow-up turns carry the earlier replies
+        s, per_q = stages['factoid question'], estimate_tokens(factoid_request(once[0], language, [], 0).messages)
+        s['calls'] += later; s['completion_tokens'] += later * REPLY_TOKENS['factoid']
+        s['prompt_tokens'] += later * (per_q + max(rounds.values()) * REPLY_TOKENS['factoid'])
+        prompts[get_prompt('factoid_qa_next').id] += later
+    seen, typed = Counter(), []
+    for s in specs:
+        key = (s.chunks[0].id, s.qtype); typed.append(typed_request(s, language, seen[key])); seen[key] += 1
+    add('other question', typed, MIXED_REPLY_TOKENS['typed'])
+    profile = critic_profile(critique_profile, llm.model)
+    qs = [QA(f'{c.id}/q', c.doc_id, '', c.id, 0, c.text, question='q' * 80, answer='a' * 60) for c in fact] + \
+         [QA(f'{s.chunks[0].id}/{s.qtype}', '', '', s.chunks[0].id, 0, passages_text(s.chunks), question='q' * 80,
+             answer='a' * 60) for s in specs]
+    add('critique', [critique_request(q, k, audience, profile=profile) for q in qs for k in CRITERIA],
+        REPLY_TOKENS[profile])
+    p = get_prompt('critique_single_hop')
+    add('single-hop check', [Request(p.messages(question='q' * 80, context=c.text), p, id=f'{s.chunks[0].id}/alone{i}')
+                              for s in specs if len(s.chunks) > 1 for i, c in enumerate(s.chunks, 1)],
+        MIXED_REPLY_TOKENS['single_hop'])
+    tot = {k: sum(s[k] for s in stages.values()) for k in ('calls', 'cached', 'prompt_tokens', 'completion_tokens')}
+    return dict(tot, stages={k: v['calls'] for k, v in stages.items()}, planned=dict(counts), shortfall=short,
+                embed_texts=emb[0], embed_tokens=emb[1], embed_model=llm.embed_model,
+                embed_cost=cost_of(llm.embed_model, emb[1]) if emb[0] else 0.0,
+                cost=cost_of(llm.model, tot['prompt_tokens'], tot['completion_tokens']), prompts=dict(prompts))
+
+def mixed_estimate_lines(e:dict, # From `estimate_mixed`
+                         model:str, # The model's name
+                         seconds:dict|None=None, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
+                         batch:bool=False, # Through the Batch API (half price)
+                         dry_run:bool=False) -> list[str]:
+    "The lines a person reads before a mixed run: calls by stage and tokens, embeddings, price, time."
+    by = '; '.join(f"{n:,} {k}{'s' * (n != 1)}" for k, n in e['stages'].items())
+    verb = 'would send' if dry_run else 'will send'
+    out = [f"{verb} about {e['calls']:,} model calls ({by}; {e['cached']:,} of them in the call cache), "
+           f"~{e['prompt_tokens']:,} prompt tokens, ~{e['completion_tokens']:,} completion tokens"]
+    if e['embed_texts']:
+        c = e['embed_cost']
+        price = 'no price in ragnb\'s table' if c is None else usd(c) if c >= 1e-4 else 'under $0.0001'
+        out.append(f"and embeddings of {e['embed_texts']:,} passages to link (~{e['embed_tokens']:,} tokens, "
+                   f"{e['embed_model']}: {price})")
+    if e['shortfall']:
+        out.append('fewer than planned: ' + ', '.join(f"{k} {n} short" for k, n in e['shortfall'].items()) +
+                   ' (too few linked passages, as the offline terms link them)')
+    return out + [price_line(e['cost'], model, batch), time_line(e['prompts'], seconds or {}, model)]
+
 # %% ../../nbs/31_diversity.ipynb #76dd542f
 OUTCOMES = ('kept', 'language', 'single hop', 'critique', 'evidence', 'near-duplicate', 'failed')
 
@@ -805,6 +901,12 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.set_defaults(func=_cli_generate)
 
 # %% ../../nbs/31_diversity.ipynb #8e2b7ba6
+def _personas_arg(s:str|None)->list|None:
+    "`--personas`: 'name: need' separated by ';', or a file with one a line."
+    if not s: return None
+    p = Path(s)
+    return p.read_text(encoding='utf-8').splitlines() if p.is_file() else s.split(';')
+
 def _say_estimate(args, docs) -> bool:
     "Print what the run will send, cost and take, reading the call cache only; False when it cannot be said."
     from ragnb.synth.generate import estimate_generation, estimate_lines, critic_profile, critic_profile_reason
@@ -812,15 +914,21 @@ def _say_estimate(args, docs) -> bool:
     from ragnb.core.llm import default_cache_dir
     from ragnb.docs.documents import split_many
     say = lambda line: print(f"ragnb generate: {line}", file=sys.stderr)
-    if args.question_types is not None:
-        say("no estimate for --question-types yet (only for the factoid flow): the progress bars show each stage")
-        return args.dry_run
     llm = LLM(model=args.model, cache=False, progress=False, **call_options(args))
     path = default_cache_dir()/'calls.sqlite'   # read only: a dry run writes nothing, the cache folder included
     llm.cache = CallCache(path, readonly=True) if path.is_file() else None
     if args.dry_run:
         say(f"model {llm.model} at {llm.base_url}; replies would be cached in {path}")
         say(f"critique profile {critic_profile_reason(args.critique_profile, llm.model)}")
+    if args.question_types is not None:   # the mixed flow: its plan, stage by stage
+        split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
+        e = estimate_mixed(docs, llm, args.question_types, args.audience, args.questions_per_chunk, args.language,
+                           args.chunk_size, args.chunk_overlap, args.max_chunks, args.seed,
+                           _personas_arg(args.personas), split(args.styles), split(args.lengths),
+                           critique_profile=args.critique_profile)
+        secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
+        for line in mixed_estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
+        return True
     chunks = sample_chunks(split_many(docs, args.chunk_size, args.chunk_overlap, args.engine, args.workers),
                            args.max_chunks, args.seed)
     profile = critic_profile(args.critique_profile, llm.model)
@@ -848,10 +956,7 @@ def _cli_generate(args)->int:
                    **call_options(args))
                if args.second_critic_model else None)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
-    personas = args.personas
-    if personas:
-        p = Path(personas)
-        personas = p.read_text(encoding='utf-8').splitlines() if p.is_file() else personas.split(';')
+    personas = _personas_arg(args.personas)
     common = dict(audience=args.audience, n_per_chunk=args.questions_per_chunk, language=args.language,
                   chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, max_chunks=args.max_chunks,
                   seed=args.seed, min_score=args.min_score, require_evidence=not args.keep_unfound_evidence,

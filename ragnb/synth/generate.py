@@ -25,10 +25,11 @@ from ragnb.core.safe import atomic_path, atomic_write, printable
 # %% auto #0
 __all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE',
            'LANGUAGE_CODES', 'CANDIDATES', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA',
-           'clean_field', 'failure_record', 'generate_questions', 'critic_profile', 'critic_profile_reason',
-           'yes_no_critique', 'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset',
-           'language_code', 'LanguageCheck', 'text_language', 'check_languages', 'sample_chunks', 'generate_dataset',
-           'estimate_generation', 'estimate_lines', 'all_calls_failed']
+           'clean_field', 'failure_record', 'factoid_request', 'generate_questions', 'critic_profile',
+           'critic_profile_reason', 'yes_no_critique', 'critique_request', 'critique', 'critic_consistency',
+           'critic_agreement', 'select', 'Dataset', 'language_code', 'LanguageCheck', 'text_language',
+           'check_languages', 'sample_chunks', 'generate_dataset', 'estimate_generation', 'estimate_lines',
+           'all_calls_failed']
 
 # %% ../../nbs/30_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -222,7 +223,12 @@ def failure_record(
     return _failure(stage, r)
 
 # %% ../../nbs/30_generate.ipynb #434aabf6
-def _qa_request(chunk:Chunk, language:str, prev:list[str], k:int, structured:bool=False)->Request:
+def factoid_request(chunk:Chunk,       # The passage
+                    language:str,      # Language of question and answer
+                    prev:list[str],    # Earlier replies about it (follow-up turns), [] for the first
+                    k:int,             # The question's number on this passage
+                    structured:bool=False, # Ask for `QA_SCHEMA` JSON
+                   )->Request:
     "The factoid request for `chunk`, continuing the conversation of earlier replies `prev`."
     p = get_prompt('factoid_qa')
     msgs, prompt = p.messages(context=chunk.text, language=language), p
@@ -249,7 +255,7 @@ def generate_questions(
     for k in range(n_per_chunk):
         if not alive: break
         t0 = time.perf_counter()
-        rs = llm.batch([_qa_request(c, language, prev[c.id], k, structured) for c in alive],
+        rs = llm.batch([factoid_request(c, language, prev[c.id], k, structured) for c in alive],
                        desc=f'questions (round {k+1})')
         _tally(stats, rs, t0)
         still = []
@@ -323,8 +329,15 @@ def _cut_verdict(r:Result, criterion:str) -> Critique|None:
     except ParseError: return None
 
 # %% ../../nbs/30_generate.ipynb #0d5e27f4
-def _critique_request(q:QA, criterion:str, audience:str, structured:bool=False, sample:int=0,
-                      temperature:float=0.7, profile:str='default')->Request:
+def critique_request(q:QA,            # The question, with its passage as `context`
+                     criterion:str,   # One of `CRITERIA`
+                     audience:str,    # Who the questions should be useful to
+                     structured:bool=False, # Ask for `RATING_SCHEMA` JSON
+                     sample:int=0,    # Self-consistency: the extra sample's number (0: the first one)
+                     temperature:float=0.7, # The extra samples' temperature
+                     profile:str='default', # 'default' (the seed's 1-5 rating) or 'small' (one Yes/No question)
+                    )->Request:
+    "The request of one critique agent about `q`."
     if profile == 'small': return _small_critique_request(q, criterion, audience, sample, temperature)
     p = get_prompt(f'critique_{criterion}')
     kw = {'groundedness': dict(question=q.question, context=q.context),
@@ -351,7 +364,7 @@ def critique(
      "extra votes in `<criterion>_votes`.")
     todo = [q for q in qas if q.question]
     profile = critic_profile(profile, llm.model)
-    reqs = [_critique_request(q, c, audience, structured, profile=profile) for q in todo for c in CRITERIA]
+    reqs = [critique_request(q, c, audience, structured, profile=profile) for q in todo for c in CRITERIA]
     if profile == 'small': reqs = by_prefix(reqs)   # calls that start alike in a row: a prompt cache reads it once
     t0 = time.perf_counter()
     got = dict(zip([r.id for r in reqs], llm.batch(reqs, desc='critiques')))
@@ -364,7 +377,7 @@ def critique(
             v = r.value if r.ok else _cut_verdict(r, c) if profile == 'small' else None
             if v is not None: setattr(q, f'{c}_score', v.score); setattr(q, f'{c}_eval', v.evaluation)
             else: q.failures.append(_failure(f'critique_{c}', r))
-    extra = [(llm, [_critique_request(q, c, audience, structured, k, sample_temperature, profile) for q in todo
+    extra = [(llm, [critique_request(q, c, audience, structured, k, sample_temperature, profile) for q in todo
                     for c in CRITERIA])
              for k in range(1, samples)]
     if second_critic is not None: extra.append((second_critic, reqs))
@@ -839,7 +852,7 @@ def estimate_generation(chunks:list[Chunk], # The passages a run will write ques
                         critic_samples:int=1, second_critic:bool=False,
                        ) -> dict:
     "Calls, cached calls, tokens and price of the factoid flow on `chunks`, before any call."
-    first = [_qa_request(c, language, [], 0, structured) for c in chunks]
+    first = [factoid_request(c, language, [], 0, structured) for c in chunks]
     e = llm.estimate(first)   # exact for the first round: its messages and which of them are cached
     per_q = estimate_tokens(first[0].messages) if first else 0
     later = (n_per_chunk - 1) * len(chunks)   # follow-up turns carry the earlier replies
@@ -848,7 +861,7 @@ def estimate_generation(chunks:list[Chunk], # The passages a run will write ques
     crit_tokens = 0
     for c in chunks:   # the critiques of each passage's questions, sized with a question and answer of typical length
         q.context = c.text
-        one = sum(estimate_tokens(_critique_request(q, k, audience, structured, profile=profile).messages)
+        one = sum(estimate_tokens(critique_request(q, k, audience, structured, profile=profile).messages)
                   for k in CRITERIA)
         crit_tokens += one * n_per_chunk * (critic_samples + bool(second_critic))
     n_q = len(chunks) * n_per_chunk
