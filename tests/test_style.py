@@ -7,10 +7,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CELL = re.compile(r'# %% (?:\.\./)+nbs/(\S+\.ipynb) #(\w+)')
 
 def nbdev_lines(src):
-    "Line numbers nbdev writes itself: the module docstring (the notebook's `> subtitle`) and `__all__`."
+    ("Line numbers nbdev writes itself: the module docstring (the notebook's `> subtitle`), after the `__version__` "
+     "nbdev puts first in the package's `__init__.py`, and `__all__`.")
     tree, out = ast.parse(src), set()
+    first = 1 if tree.body and isinstance(tree.body[0], ast.Assign) and \
+        [getattr(t, 'id', None) for t in tree.body[0].targets] == ['__version__'] else 0
     for i, n in enumerate(tree.body):
-        doc = i == 0 and isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+        doc = i == first and isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
         if doc or (isinstance(n, ast.Assign) and any(getattr(t, 'id', None) == '__all__' for t in n.targets)):
             out.update(range(n.lineno, n.end_lineno + 1))
     return out

@@ -3,7 +3,8 @@
 nbdev's own `nbdev_docs` needs Quarto, whose PyPI package (`quarto-cli`) is a source distribution that downloads the
 binary from GitHub when it builds: it cannot be installed where only package registries are reachable. This script
 renders the same notebooks with nbconvert (a dev requirement) and nbdev's `show_doc`, the way nbdev's processors do:
-- cells flagged `#| hide` and the `#| default_exp` cell are left out, and `#|` directive lines are removed;
+- cells flagged `#| hide` and the `#| default_exp` cell are left out, a cell flagged `#| echo: false` shows its
+  outputs alone, and `#|` directive lines are removed;
 - after each exported cell, the API reference of every public function and class it defines (`show_doc`: signature,
   docstring and the table of documented parameters);
 - a widget's live view is dropped for the static HTML snapshot the viewers publish beside it;
@@ -54,6 +55,10 @@ def fold(text:str) -> dict:
     return nbformat.v4.new_output('display_data', data={'text/html':
         f'<details><summary>{summary}</summary><pre>{html.escape(text)}</pre></details>'})
 
+def page_links(md:str) -> str:
+    "Markdown whose links to lessons (`x.ipynb`) point at their pages (`x.html`)."
+    return re.sub(r'\(([\w.-]+)\.ipynb(#[^)]*)?\)', r'(\1.html\2)', md)
+
 def clean_outputs(outputs:list) -> list:
     out = []
     for o in outputs:
@@ -69,6 +74,9 @@ def clean_outputs(outputs:list) -> list:
                                  "ragnb.view.plots._new_figure (or DisplayFigure) and run the notebook again")
             if set(data) == {'text/plain'} and isinstance(txt, str) and txt.count('\n') > FOLD_LINES:
                 out.append(fold(txt)); continue
+            if 'text/markdown' in data:   # a table a cell shows: its links between lessons point at pages too
+                md = data['text/markdown']
+                data['text/markdown'] = page_links(''.join(md) if isinstance(md, list) else md)
         out.append(o)
     return out
 
@@ -79,10 +87,12 @@ def process(nb, module:str|None):
         f = flags(c.source) if c.cell_type == 'code' else []
         if 'hide' in f or 'default_exp' in f: continue
         if c.cell_type == 'code':
+            echo = not re.search(r'^#\|\s*echo:\s*false\s*$', c.source, re.M)   # echo: false shows the result alone
             c.source = '\n'.join(line for line in c.source.splitlines() if not line.startswith('#|')).strip('\n')
+            if not echo: c.source, c.metadata['transient'] = '', {'remove_source': True}   # as the remove_input tag
             c.outputs = clean_outputs(c.get('outputs', []))
             if not c.source and not c.outputs: continue
-        else: c.source = re.sub(r'\(([\w.-]+)\.ipynb(#[^)]*)?\)', r'(\1.html\2)', c.source).replace('](../docs/', '](docs/')
+        else: c.source = page_links(c.source).replace('](../docs/', '](docs/')
         cells.append(c)
         if module and c.cell_type == 'code' and ('export' in f or 'exports' in f):
             api = api_cell(module, public_defs(c.source))
