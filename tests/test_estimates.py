@@ -121,14 +121,14 @@ def test_parse_says_its_vision_calls_first_and_a_dry_run_writes_nothing(tmp_path
 
 def test_run_says_its_questions_and_time_first_and_a_dry_run_asks_none(tmp_path, monkeypatch, capsys):
     import json
-    (tmp_path/'rag.py').write_text('from pathlib import Path\n'
+    (tmp_path/'rag_run_est.py').write_text('from pathlib import Path\n'
                                    'def answer(q):\n'
                                    '    Path("asked.txt").open("a").write(q + "\\n")\n'
                                    '    return "Hubble launched in 1990.", ["Hubble launched in 1990."]\n')
     (tmp_path/'qs.jsonl').write_text(''.join(json.dumps(dict(id=f'q{i}', question=f'question {i}?',
                                                              answer='1990')) + '\n' for i in range(3)))
     monkeypatch.chdir(tmp_path)
-    args = ['run', 'qs.jsonl', '--system', 'rag:answer', '--out', 'answers.json', '--limit', '2']
+    args = ['run', 'qs.jsonl', '--system', 'rag_run_est:answer', '--out', 'answers.json', '--limit', '2']
     assert main(args + ['--dry-run']) == 0
     err = capsys.readouterr().err
     assert 'would ask 2 questions (the first 2 of 3) of answer, 4 at a time' in err, err
@@ -146,3 +146,51 @@ def test_run_says_its_questions_and_time_first_and_a_dry_run_asks_none(tmp_path,
     assert re.search(r'time: about \d+ s, at the pace of the run in answers.json \(2 questions in \d+ s, 4 at a time\)',
                      err), err
     assert (tmp_path/'asked.txt').read_text().count('\n') == 2 and (tmp_path/'answers.json').read_bytes() == before
+
+
+def test_evaluate_says_its_questions_then_the_checking_calls_before_the_first_and_a_dry_run_asks_none(
+        tmp_path, monkeypatch, capsys):
+    import json
+    from ragnb.testing.scripted import ScriptedServer
+    (tmp_path/'rag_eval_est.py').write_text('from pathlib import Path\n'
+                                   'def answer(q):\n'
+                                   '    Path("asked.txt").open("a").write(q + "\\n")\n'
+                                   '    return "Hubble launched in 1990.", ["Hubble launched in 1990 on a shuttle."]\n')
+    (tmp_path/'qs.jsonl').write_text(''.join(json.dumps(dict(id=f'q{i}', question=f'When did Hubble launch {i}?',
+                                                             answer='Hubble was launched in 1990.')) + '\n'
+                                             for i in range(3)))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    for v in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'RAGNB_MODEL'): monkeypatch.delenv(v, raising=False)
+    args = ['evaluate', 'qs.jsonl', '--system', 'rag_eval_est:answer', '--out', 'ev', '--judge-profile', 'default']
+    assert main(args + ['--dry-run']) == 0   # no endpoint needed to say what a run would do
+    err = capsys.readouterr().err
+    assert 'ragnb evaluate: would ask 3 questions of answer' in err, err
+    assert ('ragnb evaluate: checking: judge profile default (asked for); its calls, price and time are said once '
+            'the answers are in, before the first checking call') in err, err
+    assert not (tmp_path/'asked.txt').exists() and not (tmp_path/'ev').exists() and not (tmp_path/'cache').exists()
+    with ScriptedServer() as srv:
+        monkeypatch.setenv('OPENAI_BASE_URL', srv.base_url); monkeypatch.setenv('OPENAI_API_KEY', 'sk-test')
+        assert main(args + ['--model', 'scripted-test-model']) == 0
+        err = capsys.readouterr().err
+        first_check = len(srv.requests)
+    m = re.search(r'ragnb evaluate: checking will send about (\d+) model calls \(6 extracting claims, (\d+) checking '
+                  r'them\)', err)
+    assert m and int(m[1]) == 6 + int(m[2]), err   # a response and a reference answer of each of the 3 answers
+    assert "ragnb evaluate: checking price: none (scripted-test-model is free in ragnb's table)" in err, err
+    assert 'ragnb evaluate: checking time: no estimate yet' in err, err
+    assert err.index('will ask 3 questions') < err.index('checking will send') and first_check > 0
+    assert (tmp_path/'asked.txt').read_text().count('\n') == 3 and (tmp_path/'ev'/'metrics.json').exists()
+
+
+def test_check_says_its_price_before_the_first_call(tmp_path, monkeypatch, capsys):
+    from ragnb.core.samples import sample_path
+    monkeypatch.setenv('RAGNB_CACHE_DIR', str(tmp_path/'cache'))
+    for v in ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'RAGNB_MODEL'): monkeypatch.delenv(v, raising=False)
+    example = sample_path('ragchecker', 'examples', 'checking_inputs.json')
+    assert main(['check', str(example), '--out', str(tmp_path/'out.json'), '--dry-run']) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"ragnb check: would send about [\d,]+ model calls .*\n"
+                     r"ragnb check: price: about \$\d+\.\d+ at gpt-4o-mini's prices \(--batch: about \$\d+\.\d+\)\n"
+                     r"ragnb check: time: no estimate yet", err), err
+    assert not (tmp_path/'out.json').exists() and not (tmp_path/'cache').exists()

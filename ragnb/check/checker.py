@@ -26,8 +26,8 @@ __all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'SMALL_PROMPTS', 'SMALL_
            'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'profile_reason', 'yes_no',
            'yes_no_lines', 'small_checker', 'is_small', 'small_prompt', 'profile_checker', 'extract_claims',
            'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table', 'estimate_checks', 'estimate_run',
-           'estimate_line', 'estimate_seconds', 'time_line', 'CheckRun', 'check_texts', 'run_checks', 'input_mismatch',
-           'add_judge_profile', 'add_cli']
+           'estimate_line', 'estimate_seconds', 'time_line', 'check_estimate_lines', 'CheckRun', 'check_texts',
+           'run_checks', 'input_mismatch', 'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -690,9 +690,10 @@ def estimate_run(results:list, # `RAGResult`s, claims extracted or not
     chk = estimate_checks(tasks, profile, claims_per_call)
     texts = [len(r.response) for r in results if r.response_claims is None]
     texts += [len(r.gt_answer) for r in results if r.gt_answer_claims is None]
+    xp, xc = sum(map(_tokens, ext)), sum(n // CHARS_PER_CLAIM * 12 for n in texts)
     return dict(calls=len(ext) + chk['calls'], extract_calls=len(ext), check_calls=chk['calls'],
-                prompt_tokens=sum(map(_tokens, ext)) + chk['prompt_tokens'],
-                completion_tokens=sum(n // CHARS_PER_CLAIM * 12 for n in texts) + chk['completion_tokens'],
+                prompt_tokens=xp + chk['prompt_tokens'], completion_tokens=xc + chk['completion_tokens'],
+                extract_prompt_tokens=xp, extract_completion_tokens=xc,
                 repeated=_repeated(ext) + chk['repeated'], guessed=bool(ext))
 
 def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
@@ -739,6 +740,30 @@ def time_line(e:dict, # From `estimate_run`
     s, why = estimate_seconds(e, secs, xp, cp)
     return (f"about {_duration(s)}, {why} (calls already in the cache take none)" if s is not None else
             f"no estimate yet ({why}): the progress bar shows the time left once calls start")
+
+# %% ../../nbs/41_checker.ipynb #338794a7
+from ..core.llm import cost_of, price_line
+
+def check_estimate_lines(e:dict, # From `estimate_run`
+                         profile:str, # The judge profile, resolved
+                         claim_format:str='triplet', # 'triplet' or 'sentence'
+                         claims_per_call:int=1, # The small profile's claims per call
+                         extract_model:str|None=None, # The extractor's model (default: `env_model()`)
+                         check_model:str|None=None, # The checker's model (default: `env_model()`)
+                         batch:bool=False, # Through the Batch API (half price)
+                         dry_run:bool=False) -> list[str]:
+    ("The lines a person reads before checking: calls and tokens, price (each stage at its model's prices) and time "
+     "(the call cache only read).")
+    xm, cm = extract_model or env_model(), check_model or env_model()
+    x = cost_of(xm, e.get('extract_prompt_tokens', 0), e.get('extract_completion_tokens', 0))
+    c = cost_of(cm, e['prompt_tokens'] - e.get('extract_prompt_tokens', 0),
+                e['completion_tokens'] - e.get('extract_completion_tokens', 0))
+    path = default_cache_dir()/'calls.sqlite'   # read only: a dry run writes nothing
+    cache = CallCache(path, readonly=True) if path.is_file() else None
+    named = xm if x is None else cm if c is None or xm == cm else f"{xm} and {cm}"
+    return [f"{'would send' if dry_run else 'will send'} about {estimate_line(e)} (judge profile {profile})",
+            price_line(None if x is None or c is None else x + c, named, batch),
+            "time: " + time_line(e, cache, profile, claim_format, xm, cm, claims_per_call)]
 
 # %% ../../nbs/41_checker.ipynb #60684a22
 @dataclass
@@ -865,12 +890,9 @@ def _cli_check(args) -> int:
     e = estimate_run(results, profile, args.claim_format, args.claims_per_call)
     print(f"ragnb check: judge profile {profile_reason(args.judge_profile, args.checker_model or env_model())}",
           file=sys.stderr)
-    print(f"ragnb check: {'would send' if args.dry_run else 'will send'} about {estimate_line(e)} "
-          f"(judge profile {profile})", file=sys.stderr)
-    path = default_cache_dir()/'calls.sqlite'   # the run's cache, read only here: a dry run writes nothing
-    cache = CallCache(path, readonly=True) if path.is_file() else None
-    print("ragnb check: time: " + time_line(e, cache, profile, args.claim_format, args.extractor_model or env_model(),
-                                            args.checker_model or env_model(), args.claims_per_call), file=sys.stderr)
+    for line in check_estimate_lines(e, profile, args.claim_format, args.claims_per_call, args.extractor_model,
+                                     args.checker_model, args.batch, args.dry_run):
+        print(f"ragnb check: {line}", file=sys.stderr)
     if args.dry_run: return 0
     if e['calls'] and (msg := no_endpoint('check')):   # say how to get a model, call nothing; none needed: go on
         print(msg, file=sys.stderr); return 2

@@ -853,6 +853,7 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
                     name:str|None=None, # Name in tables and figures
                     claim_format:str='triplet', # `triplet` or `sentence` claims
                     judge_profile:str='default', # How to ask the judge: 'default', 'small' or 'auto' (see `41_checker`)
+                    before_check:Callable|None=None, # Called with the answers (RAGChecker results) before any check
                     **run_kw # Passed to `run_system` (concurrency, timeout, retries, limit, progress)
                    ) -> tuple[SystemRun, CheckRun]:
     "Run a system, check its answers with RAGChecker, and write the answers, checked results, metrics and figures."
@@ -864,6 +865,7 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
         first = run.failures[0] if run.failures else '-'
         raise ValueError(f"{run.name} answered no question ({len(run.failures)} failed; first: {first})")
     llm = llm or LLM()
+    if before_check is not None: before_check(run.results)
     chk = run_checks(run.to_ragchecker(), llm, claim_format, out=out/'checked.json',
                      judge_profile=judge_profile)
     chk.scores.name = run.name
@@ -920,13 +922,29 @@ def _cli_run(args) -> int:
 
 # %% ../../nbs/62_systems.ipynb #d12bcd47
 def _cli_evaluate(args) -> int:
-    from ragnb.core.llm import LLM
+    from ragnb.core.llm import LLM, env_model
     from ragnb.core.options import no_endpoint
-    if msg := no_endpoint('evaluate'): print(msg, file=sys.stderr); return 2   # answers are checked by a model
+    from ragnb.check.checker import judge_profile, profile_reason, estimate_run, check_estimate_lines
+    from ragnb.check.metrics import load_results
+    if not args.dry_run and (msg := no_endpoint('evaluate')):   # answers are checked by a model: say how to get one
+        print(msg, file=sys.stderr); return 2
+    say = lambda line: print(f"ragnb evaluate: {line}", file=sys.stderr)
+    qs, system = read_questions(args.dataset), load_system(args.system, **_http_kw(args))
+    asked = len(qs) if args.limit is None else min(args.limit, len(qs))
+    for line in run_estimate_lines(asked, len(qs), args.name or _name(system), args.concurrency,
+                                   Path(args.out)/'answers.json', args.dry_run): say(line)
+    model = args.model or env_model()
+    profile = judge_profile(args.judge_profile, model)
+    say(f"checking: judge profile {profile_reason(args.judge_profile, model)}; its calls, price and time are said "
+        "once the answers are in, before the first checking call")
+    if args.dry_run: return 0
     llm = LLM(model=args.model, progress=sys.stderr.isatty())
-    run, chk = evaluate_system(args.dataset, load_system(args.system, **_http_kw(args)), args.out, llm, args.name,
-                               args.claim_format, args.judge_profile, concurrency=args.concurrency,
-                               timeout=args.timeout or None,
+    def before_check(results):   # the answers are in: what checking them will send, cost and take
+        e = estimate_run(load_results(results), profile, args.claim_format)
+        for line in check_estimate_lines(e, profile, args.claim_format, extract_model=llm.model,
+                                         check_model=llm.model): say(f"checking {line}")
+    run, chk = evaluate_system(args.dataset, system, args.out, llm, args.name, args.claim_format, args.judge_profile,
+                               before_check, concurrency=args.concurrency, timeout=args.timeout or None,
                                retries=args.retries, limit=args.limit, progress=sys.stderr.isatty())
     for f in run.failures: print(f"ragnb evaluate: question {f}", file=sys.stderr)
     for e in chk.scores.errors: print(f"ragnb evaluate: not scored: {e}", file=sys.stderr)
@@ -1025,6 +1043,9 @@ def add_cli(sub # argparse's subparsers of the `ragnb` command
     p.add_argument('--model', help='model that extracts and checks claims (default: RAGNB_MODEL or gpt-4o-mini)')
     p.add_argument('--claim-format', choices=['triplet', 'sentence'], default='triplet')
     add_judge_profile(p)
+    p.add_argument('--dry-run', action='store_true',
+                   help='say the questions, the time and the judge profile, then stop: no question asked, no model '
+                        'call, nothing written')
     p.set_defaults(func=_cli_evaluate)
     p = sub.add_parser('compare')
     p.add_argument('files', nargs='+', help='checked RAGChecker JSON files (ragnb check / evaluate output, or '
