@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, importlib, sys
 
 # %% auto #0
-__all__ = ['COMMANDS', 'DefaultsHelp', 'Subcommands', 'build_parser', 'TerminalSafe', 'terminal_safe', 'main']
+__all__ = ['DefaultsHelp', 'Subcommands', 'main']
 
 # %% ../../nbs/80_cli.ipynb #29d6ebc5
 COMMANDS = {  # command: (module that defines it, one-line help)
@@ -93,7 +93,7 @@ def build_parser(command:str|None=None # The command being run, if any (only its
 
 # %% ../../nbs/80_cli.ipynb #010886a2
 import contextlib
-from ..core.safe import printable
+from ragnb.core.safe import printable
 
 class TerminalSafe:
     "A text stream that writes through `ragnb.core.safe.printable`: control characters arrive as visible escapes."

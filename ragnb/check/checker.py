@@ -20,14 +20,12 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
                                  check_unique_ids)
 
 # %% auto #0
-__all__ = ['CLAIM_FORMATS', 'Checker', 'LABELS_SCHEMA', 'SMALL_PROMPTS', 'SMALL_VERSION', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS',
-           'SMALL_BATCH', 'RAGCHECKER_JOINT', 'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'cut_list', 'salvage_claims',
-           'parse_claims', 'claim_text', 'claims_schema', 'numbered', 'parse_labels', 'CheckTask', 'CheckOutcome',
-           'pairwise_checker', 'overlap_judge', 'salvaged', 'llm_checker', 'judge_profile', 'profile_reason', 'yes_no',
-           'yes_no_lines', 'small_checker', 'is_small', 'small_prompt', 'profile_checker', 'extract_claims',
-           'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table', 'estimate_checks', 'estimate_run',
-           'estimate_line', 'estimate_seconds', 'time_line', 'check_estimate_lines', 'CheckRun', 'check_texts',
-           'run_checks', 'input_mismatch', 'add_judge_profile', 'add_cli']
+__all__ = ['CLAIM_FORMATS', 'Checker', 'SMALL_PROMPTS', 'SMALL_VERSION', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS', 'SMALL_BATCH',
+           'RAGCHECKER_JOINT', 'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'claim_text', 'numbered', 'CheckTask',
+           'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'judge_profile', 'profile_reason', 'small_checker',
+           'profile_checker', 'extract_claims', 'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table',
+           'estimate_checks', 'estimate_run', 'estimate_line', 'estimate_seconds', 'time_line', 'check_estimate_lines',
+           'CheckRun', 'check_texts', 'run_checks', 'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply

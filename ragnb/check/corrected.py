@@ -20,8 +20,8 @@ from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, LabelBatch, cla
 # %% auto #0
 __all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'CLAIM_METRICS', 'PPI_METRICS', 'MIN_CLAIMS', 'LabelsError',
            'dataset_fingerprint', 'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan',
-           'next_claims', 'ppi_mean', 'usable_results', 'Corrected', 'corrected_metrics', 'reference_labels',
-           'simulated_judge', 'plan_labels', 'compare_corrected', 'add_cli']
+           'next_claims', 'usable_results', 'Corrected', 'corrected_metrics', 'plan_labels', 'compare_corrected',
+           'add_cli']
 
 # %% ../../nbs/43_corrected.ipynb #2853ff78
 SIDES = {'response': 'response_claims', 'gt': 'gt_answer_claims'}

@@ -13,10 +13,7 @@ from ragnb.core.lazy import lazy
 pd, stats = lazy('pandas'), lazy('scipy.stats')  # imported on first use, so `ragnb meta-eval --help` starts at once
 
 # %% auto #0
-__all__ = ['ASPECTS', 'JUDGE_METRICS', 'CHARS_PER_CLAIM', 'ASPECT_NAMES', 'load_human', 'load_pair_scores', 'pairs_from_scores',
-           'preference', 'correlations', 'bootstrap_ci', 'annotator_agreement', 'meta_evaluate', 'meta_pairs_path',
-           'load_meta_pairs', 'human_labels', 'pair_results', 'run_estimate', 'judge_pair_scores', 'table2',
-           'MetaEvalRun', 'run_meta_eval', 'add_cli']
+__all__ = ['CHARS_PER_CLAIM', 'meta_evaluate', 'run_estimate', 'MetaEvalRun', 'add_cli']
 
 # %% ../../nbs/42_metaeval.ipynb #2094cf79
 def _read(src)->tuple:

@@ -22,7 +22,7 @@ __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'EX
            'METRIC_GROUPS', 'SIDES', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags',
            'MetricSpec', 'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'Scores', 'duplicate_ids',
            'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json', 'load_results',
-           'results_frame', 'attach_metrics', 'save_results', 'metrics_args']
+           'results_frame', 'attach_metrics', 'save_results']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -662,8 +662,8 @@ def save_results(
     return s
 
 # %% ../../nbs/40_metrics.ipynb #e7626c51
-from ..core.engine import add_engine_args
-from ..core.safe import UnsafeInput
+from ragnb.core.engine import add_engine_args
+from ragnb.core.safe import UnsafeInput
 
 def _extras_problem(results:list) -> str|None:
     "The first result whose shape or `ragnb` record cannot be read, named by index and field; None when all can."

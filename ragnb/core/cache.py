@@ -12,8 +12,7 @@ from pathlib import Path
 from ragnb.core.safe import MB, UnsafeInput, inflate_bounded, printable
 
 # %% auto #0
-__all__ = ['REQUEST_LIMIT', 'canonical_json', 'cache_key', 'CacheError', 'unkept_writes', 'CallCache', 'message_refs', 'Exchange',
-           'select_traces']
+__all__ = ['canonical_json', 'cache_key', 'CallCache', 'message_refs', 'Exchange', 'select_traces']
 
 # %% ../../nbs/14a_cache.ipynb #44cef137
 def canonical_json(o # Any JSON data (other objects as their text)

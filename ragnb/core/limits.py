@@ -11,7 +11,7 @@ openai = lazy('openai')  # imported at the first use, as in `ragnb.core.llm`
 
 # %% auto #0
 __all__ = ['RETRYABLE', 'BadReply', 'NotSent', 'Interrupted', 'error_kind', 'http_lib', 'http_request', 'retry_after',
-           'backoff_delay', 'reset_seconds', 'RateLimiter']
+           'backoff_delay', 'RateLimiter']
 
 # %% ../../nbs/14b_limits.ipynb #9790b644
 class BadReply(Exception):

@@ -25,9 +25,8 @@ __all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TA
            'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix', 'text_part',
            'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
            'usd', 'duration', 'price_line', 'time_line', 'run_sync', 'estimate_tokens', 'Deadlines', 'Retries',
-           'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'refuses_format', 'schema_error',
-           'follows_schema', 'structured_mode', 'content_text', 'scrub_reply', 'joined_content', 'fast_path', 'Stalled',
-           'asdict_shallow', 'as_requests', 'prompt_id', 'check_vectors']
+           'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'content_text', 'scrub_reply', 'as_requests',
+           'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #83e691b9
 DEFAULT_MODEL = 'gpt-4o-mini'

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 import functools, re, string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'WRITER_SYSTEM', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CRITIC_SYSTEM', 'SMALL_CRITIQUE_PROMPTS', 'SMALL_MODEL_B',
-           'CLAIM_SYSTEM', 'JUDGE_SYSTEM', 'JUDGE_SYSTEM_LAST', 'JUDGE_SYSTEM_BATCH', 'prompt_text', 'Prompt',
-           'register', 'get_prompt', 'model_size', 'is_small_model', 'labelled_fields']
+__all__ = ['PROMPTS', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CRITIC_SYSTEM', 'SMALL_CRITIQUE_PROMPTS', 'SMALL_MODEL_B', 'prompt_text',
+           'Prompt', 'register', 'get_prompt', 'model_size', 'is_small_model', 'labelled_fields']
 
 # %% ../../nbs/17_prompts.ipynb #00569695
 def prompt_text(content # A message's `content`: a string, or a list of parts (text, images)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['SHARED_ENV', 'sample_path', 'shared_root', 'shared_path']
+__all__ = ['sample_path']
 
 # %% ../../nbs/10_samples.ipynb #9ecc92fe
 def _samples_dir() -> Path:

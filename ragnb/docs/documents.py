@@ -17,8 +17,7 @@ from ragnb.core.display import md_escape, fenced
 # %% auto #0
 __all__ = ['DOCUMENT_FORMATS', 'DEFAULT_GLOB', 'SEPARATORS', 'Document', 'LoadIssue', 'LoadError', 'front_matter_end',
            'read_text', 'Documents', 'DocumentFormat', 'register_format', 'format_names', 'load_folder', 'clone',
-           'load_git', 'load_documents', 'splitter', 'chunk_offsets', 'Chunk', 'split_document', 'split_documents',
-           'split_many']
+           'load_documents', 'splitter', 'Chunk', 'split_document', 'split_documents', 'split_many']
 
 # %% ../../nbs/20_documents.ipynb #39b44a47
 def _preview(text:str, n:int=600)->str:

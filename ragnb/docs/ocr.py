@@ -12,10 +12,9 @@ import pymupdf
 
 # %% auto #0
 __all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'RULE_DARK', 'OCR_MAX_PIXELS',
-           'OCR_MAX_PAGES', 'scanned_copy', 'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr',
-           'ocr_doubt', 'OcrUnavailable', 'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract',
-           'clean_word', 'words_pdf', 'RapidOcr', 'choose_engine', 'unruled', 'ruling_lines', 'OcrPage', 'ocr_dpi',
-           'ocr_copy', 'word_recall']
+           'OCR_MAX_PAGES', 'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt',
+           'OcrUnavailable', 'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'clean_word',
+           'words_pdf', 'RapidOcr', 'choose_engine', 'unruled', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)

@@ -17,8 +17,7 @@ from ..core.safe import write_bytes
 from .documents import DocumentFormat, register_format
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'open_docx', 'open_pptx', 'docx_cells',
-           'docling_grids', 'docx_tables', 'pptx_cells', 'image_pixels', 'docx_segments', 'pptx_segments',
+__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'image_pixels', 'pptx_segments',
            'parse_office']
 
 # %% ../../nbs/24_office.ipynb #ea1a5808

@@ -20,13 +20,11 @@ from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanit
                               cells_html, grid_html, page_list)
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'LABEL_CHARS', 'NO_TEXT', 'PAGE_REPLY_CHARS', 'open_pdf',
-           'big_images', 'cap_images', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'icdar_tables',
-           'iou', 'has_layout', 'table_boxes', 'snap_to_words', 'detect_regions', 'RegionCache', 'Region',
-           'pdf_regions', 'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'read_page_reply', 'table_grid',
-           'table_rules', 'TableCells', 'table_cells', 'doc_words', 'join_lines', 'figure_labels', 'figure_alt',
-           'offline_page', 'page_messages', 'regions_many', 'find_regions', 'text_turn', 'upright_copy', 'turn_note',
-           'estimate_pages', 'page_estimate_lines', 'parse_pdf', 'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'LABEL_CHARS', 'PAGE_REPLY_CHARS', 'big_images',
+           'cap_images', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'has_layout', 'detect_regions',
+           'Region', 'pdf_regions', 'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'table_rules',
+           'TableCells', 'table_cells', 'doc_words', 'join_lines', 'figure_labels', 'figure_alt', 'regions_many',
+           'find_regions', 'estimate_pages', 'page_estimate_lines', 'parse_pdf', 'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -1066,8 +1064,8 @@ def text_quality(
             f"its text is probably garbage")
 
 # %% ../../nbs/23_pdf.ipynb #02a46096
-from ..core.llm import LLM, Request, ParseError, text_part, image_part, task_cap, cost_of, price_line, time_line
-from ..core.prompts import get_prompt, Prompt
+from ragnb.core.llm import LLM, Request, ParseError, text_part, image_part, task_cap, cost_of, price_line, time_line
+from ragnb.core.prompts import get_prompt, Prompt
 
 def _nonempty(text:str)->str:
     "The reply, unless it is empty or ends inside a table it opened (a reply cut short)."

@@ -16,10 +16,8 @@ from .retrieval import read_dataset, check_rows, query_ids
 pd = lazy('pandas')
 
 # %% auto #0
-__all__ = ['pd', 'THRESHOLDS', 'SIMILAR', 'COPY_OVERLAP', 'MAX_COMPARE', 'MAX_PAIRS', 'CLOSED_BOOK_F1', 'CLOSED_BOOK_TOKENS',
-           'read_testset', 'Measure', 'sections', 'coverage', 'near_duplicates', 'same_evidence', 'Pairs',
-           'duplicate_pairs', 'evidence_pairs', 'word_overlap', 'keyword_ranks', 'TestSetReport', 'answer_f1',
-           'closed_book_estimate', 'closed_book', 'inspect_testset', 'compare_testsets', 'add_cli']
+__all__ = ['pd', 'MAX_COMPARE', 'MAX_PAIRS', 'sections', 'coverage', 'Pairs', 'duplicate_pairs', 'evidence_pairs',
+           'TestSetReport', 'inspect_testset', 'compare_testsets', 'add_cli']
 
 # %% ../../nbs/63_inspect.ipynb #dea5ed60
 def read_testset(src # A `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
@@ -329,8 +327,8 @@ def _quality(df:pd.DataFrame) -> dict:
     return out
 
 # %% ../../nbs/63_inspect.ipynb #c9ebceee
-from ..core.llm import Request, cost_of, estimate_tokens, usd
-from ..core.prompts import get_prompt
+from ragnb.core.llm import Request, cost_of, estimate_tokens, usd
+from ragnb.core.prompts import get_prompt
 CLOSED_BOOK_F1, CLOSED_BOOK_TOKENS = 0.5, 48
 _ARTICLES = re.compile(r'\b(a|an|the)\b')
 _UNKNOWN = re.compile(r"\b(i don'?t know|i do not know|not sure|cannot answer|can'?t answer|unknown)\b", re.I)

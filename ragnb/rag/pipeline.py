@@ -17,7 +17,7 @@ from ..check.checker import run_checks
 from ..view.plots import flat_metrics
 
 # %% auto #0
-__all__ = ['rag_pipeline', 'ragchecker_per_setting']
+__all__ = ['rag_pipeline']
 
 # %% ../../nbs/61_pipeline.ipynb #1b190a7d
 def format_passages(

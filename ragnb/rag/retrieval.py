@@ -23,10 +23,9 @@ from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text
 
 # %% auto #0
-__all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'local_embedder',
-           'FunctionRetriever', 'score_ranking', 'read_dataset', 'match_documents', 'query_ids', 'check_columns',
-           'check_rows', 'summarize', 'RetrievalReport', 'by_question_type', 'evaluate', 'compare_retrievers', 'sweep',
-           'add_cli']
+__all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'FunctionRetriever',
+           'read_dataset', 'query_ids', 'check_columns', 'check_rows', 'summarize', 'RetrievalReport',
+           'by_question_type', 'evaluate', 'compare_retrievers', 'sweep', 'add_cli']
 
 # %% ../../nbs/60_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')

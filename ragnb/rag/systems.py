@@ -24,11 +24,8 @@ from ragnb.synth.generate import QA, Dataset
 from ragnb.core.safe import csv_text, write_text
 
 # %% auto #0
-__all__ = ['MAX_REPLY_BYTES', 'QUESTION_TIMEOUT', 'read_questions', 'OutputError', 'as_context', 'as_output', 'run_in_loop',
-           'System', 'as_system', 'SystemRun', 'arun_system', 'run_system', 'require', 'LangChainSystem',
-           'load_checked', 'compare', 'claim_moves', 'moves_html', 'ComparisonViewer', 'LlamaIndexSystem',
-           'HaystackSystem', 'json_path', 'HTTPSystem', 'from_ragas', 'to_ragas_dataset', 'load_system',
-           'evaluate_system', 'run_estimate_lines', 'add_cli']
+__all__ = ['SystemRun', 'run_system', 'require', 'compare', 'ComparisonViewer', 'json_path', 'from_ragas', 'load_system',
+           'evaluate_system', 'add_cli']
 
 # %% ../../nbs/62_systems.ipynb #f2ca3da7
 from .retrieval import read_dataset

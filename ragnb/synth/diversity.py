@@ -23,12 +23,9 @@ from ragnb.synth.generate import (QA, Dataset, generate_questions, critique, sel
 from ragnb.core.display import md_escape
 
 # %% auto #0
-__all__ = ['QUESTION_TYPES', 'DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'MIXED_REPLY_TOKENS', 'OUTCOMES', 'parse_question_types',
-           'allocate', 'parse_entities', 'norm_entity', 'offline_terms', 'extract_entities', 'Link', 'noisy_terms',
-           'link_chunks', 'link_candidates', 'link_passages', 'pick_hops', 'Persona', 'as_personas', 'parse_personas',
-           'corpus_digest', 'propose_personas', 'scenarios', 'Spec', 'passages_text', 'typed_request', 'parse_typed',
-           'MixedQA', 'hop_record', 'write_questions', 'as_mixed', 'single_hop_check', 'select_mixed', 'plan_questions',
-           'mixed_dataset', 'estimate_mixed', 'mixed_estimate_lines', 'outcome', 'mix_table', 'cost_by_type', 'add_cli']
+__all__ = ['DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'MIXED_REPLY_TOKENS', 'OUTCOMES', 'Link', 'Persona', 'as_personas',
+           'parse_personas', 'propose_personas', 'Spec', 'passages_text', 'MixedQA', 'mixed_dataset', 'estimate_mixed',
+           'mixed_estimate_lines', 'outcome', 'mix_table', 'add_cli']
 
 # %% ../../nbs/31_diversity.ipynb #c57267ea
 QUESTION_TYPES = {  # name: (passages it needs, its prompt, what it asks)

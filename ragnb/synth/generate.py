@@ -23,13 +23,12 @@ from ragnb.core.display import md_escape
 from ragnb.core.safe import atomic_path, atomic_write, printable
 
 # %% auto #0
-__all__ = ['QA_SCHEMA', 'RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE',
-           'LANGUAGE_CODES', 'CANDIDATES', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA',
-           'clean_field', 'failure_record', 'factoid_request', 'generate_questions', 'critic_profile',
-           'critic_profile_reason', 'yes_no_critique', 'critique_request', 'critique', 'critic_consistency',
-           'critic_agreement', 'select', 'Dataset', 'language_code', 'LanguageCheck', 'text_language',
-           'check_languages', 'sample_chunks', 'generate_dataset', 'estimate_generation', 'estimate_lines',
-           'all_calls_failed']
+__all__ = ['RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'LANGUAGE_CODES',
+           'CANDIDATES', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
+           'failure_record', 'factoid_request', 'generate_questions', 'critic_profile', 'critic_profile_reason',
+           'yes_no_critique', 'critique_request', 'critique', 'critic_consistency', 'critic_agreement', 'select',
+           'Dataset', 'language_code', 'LanguageCheck', 'text_language', 'check_languages', 'sample_chunks',
+           'generate_dataset', 'estimate_generation', 'estimate_lines', 'all_calls_failed']
 
 # %% ../../nbs/30_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'

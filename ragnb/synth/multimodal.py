@@ -24,8 +24,7 @@ from ragnb.synth.generate import QA, Dataset, parse_factoid, critique, select
 from ragnb.docs.evidence import locate
 
 # %% auto #0
-__all__ = ['build_context', 'context_messages', 'context_text', 'parse_multimodal', 'multimodal_questions', 'multimodal_dataset',
-           'parse_document', 'add_cli']
+__all__ = ['multimodal_dataset', 'parse_document', 'add_cli']
 
 # %% ../../nbs/32_multimodal.ipynb #bb761e1f
 IMAGE_TYPES = {'.png', '.jpg', '.jpeg', '.gif', '.webp'}

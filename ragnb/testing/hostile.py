@@ -8,8 +8,7 @@ import io, struct, zipfile, zlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['W_NS', 'CTYPES', 'RELS', 'pdf_bytes', 'zeros_flate', 'picture_pdf', 'big_page_pdf', 'png_header', 'repack',
-           'docx_with_picture', 'pptx_with_picture', 'paragraphs_docx']
+__all__ = ['png_header', 'repack']
 
 # %% ../../nbs/01_hostile.ipynb #8afe3e1f
 def pdf_bytes(objects:list[bytes] # Object bodies; object 1 is the catalog

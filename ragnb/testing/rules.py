@@ -12,7 +12,7 @@ from typing import Callable
 from ..core.prompts import PROMPTS, prompt_text
 
 # %% auto #0
-__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding', 'scripted_factoid', 'scripted_groundedness', 'scripted_relevance', 'scripted_standalone', 'scripted_grounded_yes_no', 'scripted_relevant_yes_no', 'scripted_standalone_yes_no', 'scripted_entities', 'scripted_personas', 'scripted_typed', 'scripted_single_hop', 'scripted_extract_triplet', 'scripted_extract_sentence', 'scripted_check', 'scripted_repair', 'scripted_judge_binary', 'scripted_judge_example', 'scripted_judge_3way', 'scripted_judge_batch']
+__all__ = ['RULES', 'PromptMismatch', 'Call', 'scripted_reply', 'user_text', 'default_reply', 'read_call', 'hashed_embedding']
 
 # %% ../../nbs/00a_rules.ipynb #34d9d128
 class PromptMismatch(ValueError):

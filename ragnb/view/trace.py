@@ -22,9 +22,8 @@ from ..check.checker import claim_text
 from ..check.metrics import load_results
 
 # %% auto #0
-__all__ = ['Step', 'chain_exchanges', 'shorten', 'step_text', 'chain_text', 'model_name', 'tracer', 'generation_steps',
-           'generation_trace', 'TraceViewer', 'trace_of', 'calls_beside', 'offline_note', 'show', 'add_cli',
-           'checking_trace', 'parsing_trace']
+__all__ = ['Step', 'chain_exchanges', 'shorten', 'step_text', 'chain_text', 'model_name', 'generation_trace', 'TraceViewer',
+           'trace_of', 'calls_beside', 'offline_note', 'show', 'add_cli']
 
 # %% ../../nbs/52_trace.ipynb #36be457f
 @dataclass

@@ -23,9 +23,9 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['ITEM_STYLE', 'safe_table', 'PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'HOP_COLOURS', 'REVIEW_COLUMNS', 'ROLES', 'Stepper',
-           'StepView', 'img_tag', 'PageView', 'page_html', 'ParsingViewer', 'evidence_span', 'highlight',
-           'highlight_spans', 'evidence_window', 'passage_html', 'ReviewState', 'review_html', 'ReviewViewer',
-           'response_claim_roles', 'gt_claim_roles', 'metric_sets', 'result_html', 'MetricsViewer']
+           'StepView', 'img_tag', 'PageView', 'ParsingViewer', 'evidence_span', 'highlight', 'highlight_spans',
+           'ReviewState', 'review_html', 'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets',
+           'result_html', 'MetricsViewer']
 
 # %% ../../nbs/51_widgets.ipynb #1f980712
 class Stepper:
