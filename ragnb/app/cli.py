@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, importlib, sys
 
 # %% auto #0
-__all__ = ['DefaultsHelp', 'Subcommands', 'main']
+__all__ = ['Subcommands', 'main']
 
 # %% ../../nbs/80_cli.ipynb #29d6ebc5
 COMMANDS = {  # command: (module that defines it, one-line help)
@@ -39,7 +39,7 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'scripted-server': ('ragnb.testing.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),
 }
 
-# %% ../../nbs/80_cli.ipynb #9a60a9b8
+# %% ../../nbs/80_cli.ipynb #d380e77e
 class DefaultsHelp(argparse.HelpFormatter):
     "argparse help that ends each option's text with its default, unless the text says it already or there is none."
     def _format_action(self, action):
@@ -54,6 +54,7 @@ class DefaultsHelp(argparse.HelpFormatter):
             or not action.option_strings): return h
         return h + ' (default: %(default)s)'
 
+# %% ../../nbs/80_cli.ipynb #9a60a9b8
 class Subcommands:
     "argparse's subparsers as the modules' `add_cli` sees them: each command's help comes from `COMMANDS` alone."
     def __init__(self, sub): self.sub = sub  # `parser.add_subparsers()` of the `ragnb` parser

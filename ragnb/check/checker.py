@@ -20,12 +20,11 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
                                  check_unique_ids)
 
 # %% auto #0
-__all__ = ['CLAIM_FORMATS', 'Checker', 'SMALL_PROMPTS', 'SMALL_VERSION', 'JUDGE_PROFILES', 'SMALL_MAX_TOKENS', 'SMALL_BATCH',
-           'RAGCHECKER_JOINT', 'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'claim_text', 'numbered', 'CheckTask',
-           'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'judge_profile', 'profile_reason', 'small_checker',
+__all__ = ['CLAIM_FORMATS', 'Checker', 'SMALL_MAX_TOKENS', 'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'claim_text', 'numbered',
+           'CheckTask', 'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'judge_profile', 'profile_reason',
            'profile_checker', 'extract_claims', 'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table',
-           'estimate_checks', 'estimate_run', 'estimate_line', 'estimate_seconds', 'time_line', 'check_estimate_lines',
-           'CheckRun', 'check_texts', 'run_checks', 'add_judge_profile', 'add_cli']
+           'estimate_checks', 'estimate_run', 'estimate_seconds', 'time_line', 'check_estimate_lines', 'CheckRun',
+           'check_texts', 'run_checks', 'add_judge_profile', 'add_cli']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -306,12 +305,13 @@ def llm_checker(llm:LLM, # The model that labels the claims
         return out
     return check
 
-# %% ../../nbs/41_checker.ipynb #f8ec42ee
+# %% ../../nbs/41_checker.ipynb #7b665192
 SMALL_PROMPTS = {'1': 'judge_claim_binary',   # the instruction after the claim (the lessons' first recordings)
                  '2': 'judge_claim_last'}     # the claim last, rules for units, two sentences, hedges (issue 41)
 SMALL_VERSION = '2'   # what `small` (and `auto` for a small model) asks with
 JUDGE_PROFILES = ('small', 'default', 'auto') + tuple(f'small@{v}' for v in SMALL_PROMPTS)
 
+# %% ../../nbs/41_checker.ipynb #f8ec42ee
 def judge_profile(profile:str, # 'small', 'default', 'auto', or a version of small ('small@2')
                   model:str|None # The judge's model name (for 'auto')
                  ) -> str:
@@ -365,6 +365,8 @@ def yes_no_lines(text:str, # A reply to `judge_claims_yes_no`: one numbered Yes/
 
 # %% ../../nbs/41_checker.ipynb #4e906604
 SMALL_MAX_TOKENS = 8   # a Yes/No reply is 1-2 tokens; the cap stops a small model that goes on explaining
+
+# %% ../../nbs/41_checker.ipynb #98c8234e
 SMALL_BATCH = 8        # claims of one reference per call when batching (`--claims-per-call 8`); the default
                        # stays 1, the profile the lessons recorded, until the live measurement (issue 41) moves it
 
@@ -605,9 +607,10 @@ def check_claims(results:list, # `RAGResult`s with their claims extracted
                 setattr(r, f, [[col[i] for col in cols[f]] for i in range(len(cs))])
     return results
 
-# %% ../../nbs/41_checker.ipynb #9884db5c
+# %% ../../nbs/41_checker.ipynb #1644b800
 RAGCHECKER_JOINT = 5   # claims per checking call in RAGChecker's joint checking
 
+# %% ../../nbs/41_checker.ipynb #9884db5c
 def ragchecker_calls(n_resp:int, # Response claims
                      n_gt:int, # Ground-truth answer claims
                      n_chunks:int, # Retrieved chunks
@@ -694,6 +697,7 @@ def estimate_run(results:list, # `RAGResult`s, claims extracted or not
                 extract_prompt_tokens=xp, extract_completion_tokens=xc,
                 repeated=_repeated(ext) + chk['repeated'], guessed=bool(ext))
 
+# %% ../../nbs/41_checker.ipynb #ee157e74
 def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
                  ) -> str:
     "One line for a person: calls, prompt tokens (and how many a prefix cache can reuse), completion tokens."

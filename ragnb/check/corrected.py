@@ -18,10 +18,9 @@ from ..core.safe import iter_jsonl, write_text, UnsafeInput, MB, file_lock
 from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, LabelBatch, claim_metrics, load_results)
 
 # %% auto #0
-__all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'CLAIM_METRICS', 'PPI_METRICS', 'MIN_CLAIMS', 'LabelsError',
-           'dataset_fingerprint', 'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan',
-           'next_claims', 'usable_results', 'Corrected', 'corrected_metrics', 'plan_labels', 'compare_corrected',
-           'add_cli']
+__all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'LabelsError', 'dataset_fingerprint', 'claim_refs', 'labels_path',
+           'Labels', 'read_labels', 'add_labels', 'label_plan', 'usable_results', 'Corrected', 'corrected_metrics',
+           'plan_labels', 'compare_corrected', 'add_cli']
 
 # %% ../../nbs/43_corrected.ipynb #2853ff78
 SIDES = {'response': 'response_claims', 'gt': 'gt_answer_claims'}
@@ -163,6 +162,7 @@ def label_plan(results:list, # The `RAGResult`s
     order = np.random.default_rng(seed).permutation(len(claims))
     return [claims[i] for i in order]
 
+# %% ../../nbs/43_corrected.ipynb #0370da1e
 def next_claims(results:list, labels:Labels|None, seed:int=0) -> list:
     "The claims of the plan not yet fully labelled, in plan order (a partly labelled claim first)."
     done = labels.by_key() if labels else {}
@@ -204,7 +204,7 @@ def ppi_mean(y,               # The person's values on the labelled units
     h = q * se if se > 0 else 0.0
     return dict(estimate=float(est), low=float(est - h), high=float(est + h), se=float(se), lam=lam, n=n, N=N)
 
-# %% ../../nbs/43_corrected.ipynb #07f4b0f1
+# %% ../../nbs/43_corrected.ipynb #fbf4e5bd
 # metric -> (side, what it needs of a claim: 'main' and/or 'chunks',
 #            its yes/no from (main entailed, some chunk entails))
 CLAIM_METRICS = {
@@ -237,6 +237,7 @@ def _claim_table(results:list, labels:Labels|None) -> pd.DataFrame:
                                  n_labelled=(hm is not None) + sum(x is not None for x in hc)))
     return pd.DataFrame(rows)
 
+# %% ../../nbs/43_corrected.ipynb #07f4b0f1
 def usable_results(results:list) -> tuple[list, list]:
     "The results the metrics can score (label fields well formed) and the errors of the others."
     b = LabelBatch.from_results(results)
@@ -347,9 +348,11 @@ def _means(b:LabelBatch) -> dict:
     m = claim_metrics(b)
     return {k: float(np.mean(m[k]) * 100) if len(b) else float('nan') for k in METRICS}
 
-# %% ../../nbs/43_corrected.ipynb #5dbdfc87
+# %% ../../nbs/43_corrected.ipynb #ecd1a7e1
 PPI_METRICS = tuple(CLAIM_METRICS)
 MIN_CLAIMS = 20   # fewer labelled claims behind a figure than this: it stays the judge's, with no interval (bench:
+
+# %% ../../nbs/43_corrected.ipynb #5dbdfc87
                   # below it the corrected figures were further from the truth than the judge's, on average)
 
 @dataclass

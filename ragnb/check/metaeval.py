@@ -13,7 +13,7 @@ from ragnb.core.lazy import lazy
 pd, stats = lazy('pandas'), lazy('scipy.stats')  # imported on first use, so `ragnb meta-eval --help` starts at once
 
 # %% auto #0
-__all__ = ['CHARS_PER_CLAIM', 'meta_evaluate', 'run_estimate', 'MetaEvalRun', 'add_cli']
+__all__ = ['CHARS_PER_CLAIM', 'meta_evaluate', 'MetaEvalRun', 'add_cli']
 
 # %% ../../nbs/42_metaeval.ipynb #2094cf79
 def _read(src)->tuple:
@@ -282,6 +282,7 @@ def _extract_shared(results:list, llm, claim_format:str, prefix_order:bool):
 # %% ../../nbs/42_metaeval.ipynb #3f70add6
 CHARS_PER_CLAIM = 45
 
+# %% ../../nbs/42_metaeval.ipynb #039b9001
 def run_estimate(
     results:list,              # from `pair_results` (partly done ones count only what is missing)
     profile:str='small',       # judge profile, resolved: 'small' or 'default'

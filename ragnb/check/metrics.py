@@ -18,15 +18,17 @@ from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text
 
 # %% auto #0
-__all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'LABEL_CODE', 'EXTRAS', 'LABEL_FIELDS', 'METRIC_SPECS', 'METRICS',
-           'METRIC_GROUPS', 'SIDES', 'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags',
-           'MetricSpec', 'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'Scores', 'duplicate_ids',
-           'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json', 'load_results',
-           'results_frame', 'attach_metrics', 'save_results']
+__all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES',
+           'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags', 'MetricSpec',
+           'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'Scores', 'check_unique_ids', 'score',
+           'score_many', 'compare', 'RAGResult', 'read_json', 'load_results', 'results_frame', 'attach_metrics',
+           'save_results']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
 ENTAILMENT, NEUTRAL, CONTRADICTION = 1, 0, -1
+
+# %% ../../nbs/40_metrics.ipynb #74b292df
 LABEL_CODE = {'Entailment': ENTAILMENT, 'Neutral': NEUTRAL, 'Contradiction': CONTRADICTION}
 
 EXTRAS = ('contradiction_rate', 'zero_from_empty')  # ragnb's additions, not RAGChecker metrics
@@ -394,7 +396,7 @@ def coverage_line(self:Scores) -> str:
         out += "; zeros forced by an empty list: " + ', '.join(f"{m} {n}" for m, n in c['zero_from_empty'].items())
     return out
 
-# %% ../../nbs/40_metrics.ipynb #f1f6f794
+# %% ../../nbs/40_metrics.ipynb #972139fc
 def duplicate_ids(
     results,  # results (dicts or objects); one without a `query_id` counts by its position
 ) -> list[str]:
@@ -406,6 +408,7 @@ def duplicate_ids(
         seen.add(q)
     return list(dup)
 
+# %% ../../nbs/40_metrics.ipynb #f1f6f794
 def check_unique_ids(
     results,        # results (dicts or objects), or their ids
     where:str='',   # prefix for the message, e.g. the file's name
@@ -415,8 +418,6 @@ def check_unique_ids(
         raise ValueError(f"{where}{len(d)} query_id(s) occur more than once: {', '.join(map(repr, d[:10]))}"
                          + (f" and {len(d) - 10} more" if len(d) > 10 else '')
                          + "; every result needs its own query_id")
-
-
 
 # %% ../../nbs/40_metrics.ipynb #b6f93732
 @_gc_paused

@@ -12,14 +12,15 @@ from pathlib import Path
 from ragnb.core.safe import MB, UnsafeInput, inflate_bounded, printable
 
 # %% auto #0
-__all__ = ['canonical_json', 'cache_key', 'CallCache', 'message_refs', 'Exchange', 'select_traces']
+__all__ = ['cache_key', 'CallCache', 'message_refs', 'Exchange', 'select_traces']
 
-# %% ../../nbs/14a_cache.ipynb #44cef137
+# %% ../../nbs/14a_cache.ipynb #c6d57183
 def canonical_json(o # Any JSON data (other objects as their text)
                   ) -> str:
     "`o` as JSON text with sorted keys and no spaces: the same data gives the same text, the input of `cache_key`."
     return json.dumps(o, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
 
+# %% ../../nbs/14a_cache.ipynb #44cef137
 def cache_key(endpoint:str, # Base URL of the OpenAI-compatible API
               model:str, # Model name
               messages:list|str, # Chat messages (or the text to embed)

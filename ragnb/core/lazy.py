@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib
 
 # %% auto #0
-__all__ = ['LazyModule', 'lazy']
+__all__ = ['lazy']
 
-# %% ../../nbs/11_lazy.ipynb #145530a4
+# %% ../../nbs/11_lazy.ipynb #db587f45
 class LazyModule:
     "Module `name`, imported at the first attribute read."
     def __init__(self, name:str): # Name of the module, e.g. 'pandas' or 'scipy.stats'
@@ -26,6 +26,7 @@ class LazyModule:
 
     def __repr__(self): return f"lazy({self.__dict__['_name']!r}{', imported' if '_mod' in self.__dict__ else ''})"
 
+# %% ../../nbs/11_lazy.ipynb #145530a4
 def lazy(name:str # Name of the module, e.g. 'pandas' or 'scipy.stats'
         ) -> LazyModule:
     "Stand-in for module `name` that imports it at the first attribute read."

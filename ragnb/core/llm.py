@@ -20,18 +20,18 @@ from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backof
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'DEFAULT_EMBED_MODEL', 'DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'PRICES',
-           'PLACEHOLDER_KEYS', 'STRUCTURED_MODES', 'default_cache_dir', 'env_model', 'env_number', 'show_progress',
-           'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix', 'text_part',
-           'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of', 'cost_of',
-           'usd', 'duration', 'price_line', 'time_line', 'run_sync', 'estimate_tokens', 'Deadlines', 'Retries',
-           'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'content_text', 'scrub_reply', 'as_requests',
-           'prompt_id', 'check_vectors']
+__all__ = ['DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'PRICES', 'default_cache_dir', 'env_model', 'env_number',
+           'show_progress', 'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix',
+           'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
+           'cost_of', 'usd', 'duration', 'price_line', 'time_line', 'run_sync', 'estimate_tokens', 'Deadlines',
+           'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'content_text', 'scrub_reply',
+           'as_requests', 'prompt_id', 'check_vectors']
 
-# %% ../../nbs/14_llm.ipynb #83e691b9
+# %% ../../nbs/14_llm.ipynb #0d59aefa
 DEFAULT_MODEL = 'gpt-4o-mini'
 DEFAULT_EMBED_MODEL = 'text-embedding-3-small'
 
+# %% ../../nbs/14_llm.ipynb #83e691b9
 def default_cache_dir() -> Path:
     "Where the call cache lives: `RAGNB_CACHE_DIR`, else the user's cache folder."
     if d := os.environ.get('RAGNB_CACHE_DIR'): return Path(d).expanduser()
@@ -519,9 +519,10 @@ def _client(self:LLM) -> openai.AsyncOpenAI:
         self._clients[id(loop)] = c
     return c[1]
 
-# %% ../../nbs/14_llm.ipynb #bca74445
+# %% ../../nbs/14_llm.ipynb #538e1783
 PLACEHOLDER_KEYS = {'no-key', 'none', 'local', 'replay', 'scripted'}  # keys sent where none is needed: not secret
 
+# %% ../../nbs/14_llm.ipynb #bca74445
 @patch
 def _secrets(self:LLM) -> list[str]:
     k = self._api_key
@@ -538,10 +539,11 @@ def cache_errors(self:LLM) -> list[str]:
     "Writes this LLM's call cache could not take (a full disk): the replies were used, but not kept."
     return list(self.cache.errors) if self.cache is not None else []
 
-# %% ../../nbs/14_llm.ipynb #2bfbaf4f
+# %% ../../nbs/14_llm.ipynb #29d62c9c
 STRUCTURED_MODES = ('json_schema', 'json_object')  # ways to send a schema, in the order tried; after them: prompt only
 _FORMAT_WORDS = re.compile(r'response_format|json_schema|json_object|schema|grammar|guided|structured', re.I)
 
+# %% ../../nbs/14_llm.ipynb #2bfbaf4f
 def response_format(mode:str, # 'json_schema' (OpenAI, vLLM, llama.cpp) or 'json_object' (llama-cpp-python)
                     schema:dict # A JSON schema; its `title` becomes the schema's name
                    ) -> dict:

@@ -9,8 +9,8 @@ from pathlib import Path
 from ragnb.core.llm import DEADLINES, TASK_CAPS, Deadlines, Replies, Retries
 
 # %% auto #0
-__all__ = ['TMP_EXTRA', 'ENDPOINT_VARS', 'FIXES', 'add_call_options', 'call_options', 'check_output', 'endpoint_configured',
-           'no_endpoint', 'failure_fix', 'calls_failed_message', 'in_range']
+__all__ = ['ENDPOINT_VARS', 'FIXES', 'add_call_options', 'call_options', 'check_output', 'endpoint_configured', 'no_endpoint',
+           'failure_fix', 'calls_failed_message', 'in_range']
 
 # %% ../../nbs/14c_options.ipynb #ba159a67
 def add_call_options(p # An argparse (sub)parser
@@ -69,6 +69,7 @@ def check_output(path:str|Path, # Where a command will write its result
                          f"{most - TMP_EXTRA} bytes")
     return p
 
+# %% ../../nbs/14c_options.ipynb #43ace56b
 TMP_EXTRA = len('..00000000.tmp')   # what `atomic_path`'s temporary name adds to a file name
 
 # %% ../../nbs/14c_options.ipynb #92e7040e

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import functools, re, string
 
 # %% auto #0
-__all__ = ['PROMPTS', 'DEFAULT_AUDIENCE', 'CRITERIA', 'CRITIC_SYSTEM', 'SMALL_CRITIQUE_PROMPTS', 'SMALL_MODEL_B', 'prompt_text',
-           'Prompt', 'register', 'get_prompt', 'model_size', 'is_small_model', 'labelled_fields']
+__all__ = ['PROMPTS', 'DEFAULT_AUDIENCE', 'CRITERIA', 'SMALL_CRITIQUE_PROMPTS', 'prompt_text', 'Prompt', 'register', 'get_prompt',
+           'model_size', 'is_small_model', 'labelled_fields']
 
 # %% ../../nbs/17_prompts.ipynb #00569695
 def prompt_text(content # A message's `content`: a string, or a list of parts (text, images)
@@ -189,9 +189,10 @@ Answer:::"""))
 DEFAULT_AUDIENCE = "AI application developers working with large language models and OpenAI services"
 CRITERIA = ('groundedness', 'relevance', 'standalone')  # the critique agents, in the seed's order
 
-# %% ../../nbs/17_prompts.ipynb #a4e6d67e
+# %% ../../nbs/17_prompts.ipynb #8826d023
 CRITIC_SYSTEM = "You check questions written for a search test set. You answer with one word: Yes or No."
 
+# %% ../../nbs/17_prompts.ipynb #a4e6d67e
 register(Prompt('critique_grounded_yes_no', '1', system=CRITIC_SYSTEM,
                 description='small profile: does the passage itself state this answer to the question (Yes/No)',
 template=("Answer Yes if the passage states the answer below to the question: the same fact, in the same or other "
@@ -251,10 +252,11 @@ register(Prompt('closed_book_answer', '1', system="You answer questions from wha
 template=("Answer this question from your own knowledge, in a few words. If you do not know the answer, reply "
           "exactly: I don't know.\n\nQuestion: {question}")))
 
-# %% ../../nbs/17_prompts.ipynb #e025f2cb
+# %% ../../nbs/17_prompts.ipynb #53e80920
 _SIZE = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])', re.I)   # 1.5b, 3B, 270m; not 70b's "0b", not "b16"
 SMALL_MODEL_B = 3.0   # a model of this many billion parameters or fewer gets the small profiles
 
+# %% ../../nbs/17_prompts.ipynb #e025f2cb
 def model_size(model:str|None # A model's name
               ) -> float|None:
     "Billions of parameters the name says (the largest if it says several), or None when it gives no size."

@@ -10,7 +10,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'lone_surrogate', 'iter_jsonl', 'read_jsonl',
            'inflate_bounded', 'printable', 'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes',
-           'file_lock', 'neutral', 'csv_text']
+           'file_lock', 'csv_text']
 
 # %% ../../nbs/12_safe.ipynb #7728aaad
 class UnsafeInput(ValueError):
@@ -215,7 +215,7 @@ def file_lock(
     finally:
         f.close()   # closing the file releases the lock
 
-# %% ../../nbs/12_safe.ipynb #144cdf47
+# %% ../../nbs/12_safe.ipynb #ac2b508e
 _FORMULA = ('=', '+', '-', '@', '\t', '\r')
 
 def neutral(
@@ -224,6 +224,7 @@ def neutral(
     "`v` with a `'` in front if it is text a spreadsheet would read as a formula; anything else unchanged."
     return "'" + v if isinstance(v, str) and v.startswith(_FORMULA) else v
 
+# %% ../../nbs/12_safe.ipynb #144cdf47
 def csv_text(
     df,                # A pandas DataFrame
     index:bool=False,  # Write the index too

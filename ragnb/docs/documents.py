@@ -15,9 +15,9 @@ from ragnb.core.llm import default_cache_dir
 from ragnb.core.display import md_escape, fenced
 
 # %% auto #0
-__all__ = ['DOCUMENT_FORMATS', 'DEFAULT_GLOB', 'SEPARATORS', 'Document', 'LoadIssue', 'LoadError', 'front_matter_end',
-           'read_text', 'Documents', 'DocumentFormat', 'register_format', 'format_names', 'load_folder', 'clone',
-           'load_documents', 'splitter', 'Chunk', 'split_document', 'split_documents', 'split_many']
+__all__ = ['DOCUMENT_FORMATS', 'DEFAULT_GLOB', 'Document', 'LoadIssue', 'LoadError', 'read_text', 'Documents', 'DocumentFormat',
+           'register_format', 'format_names', 'load_folder', 'clone', 'load_documents', 'splitter', 'Chunk',
+           'split_document', 'split_documents', 'split_many']
 
 # %% ../../nbs/20_documents.ipynb #39b44a47
 def _preview(text:str, n:int=600)->str:
@@ -58,6 +58,7 @@ class LoadIssue:
 class LoadError(Exception):
     "A file that cannot be loaded as text."
 
+# %% ../../nbs/20_documents.ipynb #d5e83296
 _KINDS = {stat.S_IFIFO: 'a FIFO', stat.S_IFSOCK: 'a socket', stat.S_IFCHR: 'a character device',
           stat.S_IFBLK: 'a block device'}
 _FRONT_MATTER = re.compile(r'\A\ufeff?---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*$', re.S | re.M)
@@ -260,9 +261,10 @@ def load_documents(
         out = out + got
     return out
 
-# %% ../../nbs/20_documents.ipynb #d4968bb3
+# %% ../../nbs/20_documents.ipynb #02bb70fe
 SEPARATORS = ['\n\n', '\n', '.', ' ', '']
 
+# %% ../../nbs/20_documents.ipynb #d4968bb3
 def splitter(
     chunk_size:int=3000,     # Largest chunk, in characters
     chunk_overlap:int=300,   # Characters shared by neighbouring chunks (at most)

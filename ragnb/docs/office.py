@@ -17,8 +17,7 @@ from ..core.safe import write_bytes
 from .documents import DocumentFormat, register_format
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'image_pixels', 'pptx_segments',
-           'parse_office']
+__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'pptx_segments', 'parse_office']
 
 # %% ../../nbs/24_office.ipynb #ea1a5808
 MAX_IMAGE_BYTES = 50_000_000   # a picture or object larger than this, uncompressed, is not read (its segment fails)
@@ -207,6 +206,7 @@ def image_type(
 import warnings
 MAX_IMAGE_PIXELS = 89_478_485  # pixels: a picture declaring more is not read (Pillow's decompression-bomb threshold)
 
+# %% ../../nbs/24_office.ipynb #0ab58159
 def image_pixels(
     data:bytes,  # a picture's content
 )->tuple[int, int]|str|None:

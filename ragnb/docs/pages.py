@@ -15,8 +15,8 @@ from ..core.safe import write_text
 
 # %% auto #0
 __all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'FENCED_TABLE', 'BARE_TABLE', 'IMAGE_REF', 'TABLE_REF', 'OFFLINE_MARK', 'DocumentError',
-           'doc_id', 'png_html', 'sanitize_html', 'grid_html', 'expand', 'row_cells', 'cells_html', 'Segment',
-           'ParsedPage', 'ParsedDoc', 'claim_folder', 'page_list']
+           'doc_id', 'png_html', 'sanitize_html', 'grid_html', 'expand', 'cells_html', 'Segment', 'ParsedPage',
+           'ParsedDoc', 'claim_folder', 'page_list']
 
 # %% ../../nbs/22_pages.ipynb #62e619e6
 class DocumentError(ValueError):
@@ -79,7 +79,7 @@ def expand(
             for k in range(c['col'], c['col']+c['colspan']): g[r][k] = c['text']
     return g
 
-# %% ../../nbs/22_pages.ipynb #98fb9798
+# %% ../../nbs/22_pages.ipynb #f31d2c6e
 def row_cells(
     rows:list[list],  # rows of cell texts (None for a cell covered by a merged one)
 )->list[dict]:
@@ -87,6 +87,7 @@ def row_cells(
     return [dict(row=r, col=k, rowspan=1, colspan=1, text=str(c))
             for r, row in enumerate(rows) for k, c in enumerate(row) if c is not None]
 
+# %% ../../nbs/22_pages.ipynb #98fb9798
 def cells_html(
     rows:list[list],  # rows of cell texts (None for a cell covered by a merged one)
     header:bool=True,  # write the first row as header cells

@@ -20,11 +20,9 @@ from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanit
                               cells_html, grid_html, page_list)
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'RULE_GAP', 'LABEL_CHARS', 'PAGE_REPLY_CHARS', 'big_images',
-           'cap_images', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions', 'has_layout', 'detect_regions',
-           'Region', 'pdf_regions', 'fit_zoom', 'render_page', 'render_regions', 'mark_page', 'table_rules',
-           'TableCells', 'table_cells', 'doc_words', 'join_lines', 'figure_labels', 'figure_alt', 'regions_many',
-           'find_regions', 'estimate_pages', 'page_estimate_lines', 'parse_pdf', 'add_cli']
+__all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions',
+           'has_layout', 'detect_regions', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'table_cells',
+           'figure_alt', 'regions_many', 'find_regions', 'page_estimate_lines', 'parse_pdf', 'add_cli']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -43,6 +41,7 @@ def open_pdf(
 # %% ../../nbs/23_pdf.ipynb #acd3d3ed
 MAX_IMAGE_PIXELS = 89_478_485  # pixels: an embedded picture larger than this is not decoded (Pillow's bomb threshold)
 
+# %% ../../nbs/23_pdf.ipynb #9e13c4eb
 def big_images(
     doc:pymupdf.Document,  # an open PDF
     pno:int,  # page number, from 1
@@ -606,6 +605,7 @@ import math
 MAX_SIDE = 2048  # pixels: the longest side of a rendered page or crop (OpenAI's high-detail square)
 MAX_PIXELS = 2048 * 2048  # pixels of a rendered page or crop
 
+# %% ../../nbs/23_pdf.ipynb #76b4cb48
 def fit_zoom(
     rect:pymupdf.Rect,  # what is rendered: the page's rectangle or a clip (pt)
     zoom:float,  # the zoom asked for (pixels per point)
@@ -749,7 +749,7 @@ def table_grid(
         grid.append(row)
     return grid
 
-# %% ../../nbs/23_pdf.ipynb #3eefd374
+# %% ../../nbs/23_pdf.ipynb #4da06f62
 RULE_GAP = 2.0   # points: rule ends and positions closer than this are one
 
 def _merge_spans(spans:list) -> list:
@@ -838,6 +838,7 @@ def _ruled_rows(bands:list, h:dict, v:dict, xs:list, top:float, bottom:float, wi
         else: out.append((band[0], list(band[1])))
     return out
 
+# %% ../../nbs/23_pdf.ipynb #3eefd374
 def table_cells(page:pymupdf.Page, # the page
                 bbox:tuple,        # the table's box (pt, top-left origin)
                 min_rules:int=3,   # vertical rules needed to read the table along them (else: None)
@@ -905,7 +906,6 @@ def table_cells(page:pymupdf.Page, # the page
     header = min(header, len(rows) - 1) or 1
     return TableCells(cells, header, (edges[0], top, edges[-1], bottom))
 
-
 # %% ../../nbs/23_pdf.ipynb #f82fd5b7
 def text_columns(
     items:list[tuple],  # (x0, y0, x1, y1, text) of the page's text blocks (tables and pictures are left out)
@@ -941,7 +941,7 @@ def reading_order(
     flush()
     return out
 
-# %% ../../nbs/23_pdf.ipynb #6f6ce173
+# %% ../../nbs/23_pdf.ipynb #e4de2ebe
 _TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES  # 'dict' without each picture's bytes
 
 _HYPHEN_END = re.compile(r'([^\W\d_]+)-$')      # a line that ends inside a word: "adip-"
@@ -983,6 +983,7 @@ def figure_labels(page:pymupdf.Page, # the page
             if _inside((*a[:, :2].min(0), *a[:, 2:].max(0)), bbox): got += [s['text'].strip() for s in spans]
     return got if sum(len(t) for t in got if not all(_TICK.match(w) for w in t.split())) <= max_chars else None
 
+# %% ../../nbs/23_pdf.ipynb #6f6ce173
 def figure_alt(labels:list[str]) -> str:
     ("A figure's alt text from its labels: 'Chart: ' when 4 or more of them are tick values (numbers), then the "
      "others, once each; safe inside `![...]`.")
@@ -1246,7 +1247,7 @@ def _add_warnings(res:ParsedDoc, doc:pymupdf.Document, path:Path, big:dict, dete
         layout = 'layout' in _detectors(detectors) and has_layout()
         pp.warnings += big[pp.page] + _size_warnings(doc[pp.page-1], zoom, max_side, max_pixels, layout)
 
-# %% ../../nbs/23_pdf.ipynb #56bbc740
+# %% ../../nbs/23_pdf.ipynb #a476e328
 def _parse_offline(path:Path, doc:pymupdf.Document, did:str, out:Path, pnos:list, by_page:dict, marked:dict,
                    engine:str, workers:int|None, max_image_pixels:int) -> ParsedDoc:
     "The pages parsed with PyMuPDF only (in other processes when `engine` or `workers` ask), tables numbered in order."
@@ -1277,6 +1278,7 @@ def estimate_pages(llm:LLM,           # The model access (its call cache is only
     return dict(calls=e['requests'], cached=e['cached'], to_call=e['to_call'], prompt_tokens=e['prompt_tokens'],
                 completion_tokens=comp, cost=cost_of(model, e['prompt_tokens'], comp), model=model, prompt=prompt)
 
+# %% ../../nbs/23_pdf.ipynb #56bbc740
 def page_estimate_lines(e:dict,              # From `estimate_pages`
                         seconds:dict|None=None, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
                         batch:bool=False,    # Through the Batch API (half price)

@@ -23,9 +23,9 @@ from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text
 
 # %% auto #0
-__all__ = ['RETRIEVAL_METRICS', 'Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'FunctionRetriever',
-           'read_dataset', 'query_ids', 'check_columns', 'check_rows', 'summarize', 'RetrievalReport',
-           'by_question_type', 'evaluate', 'compare_retrievers', 'sweep', 'add_cli']
+__all__ = ['Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'FunctionRetriever', 'read_dataset',
+           'query_ids', 'check_columns', 'check_rows', 'summarize', 'RetrievalReport', 'by_question_type', 'evaluate',
+           'compare_retrievers', 'sweep', 'add_cli']
 
 # %% ../../nbs/60_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')
@@ -370,7 +370,7 @@ def check_rows(
             if why := _type_problem(kind, v):
                 raise ValueError(f"{what} row {i}: field {col!r} {why}, not {str(v)[:60]!r} ({type(v).__name__})")
 
-# %% ../../nbs/60_retrieval.ipynb #f757af72
+# %% ../../nbs/60_retrieval.ipynb #a581be9d
 def _ci(x:np.ndarray, confidence:float, n_resamples:int, seed:int) -> tuple[float, float]:
     "Percentile bootstrap interval of the mean of `x`."
     if len(x) < 2 or np.all(x == x[0]): return (float(np.mean(x)) if len(x) else math.nan,) * 2
@@ -380,6 +380,7 @@ def _ci(x:np.ndarray, confidence:float, n_resamples:int, seed:int) -> tuple[floa
 
 RETRIEVAL_METRICS = ('hit', 'recall', 'mrr', 'ndcg')
 
+# %% ../../nbs/60_retrieval.ipynb #f757af72
 def summarize(
     per_question:pd.DataFrame,  # per-question scores from `score_ranking`
     ks:Iterable[int],           # cut-offs

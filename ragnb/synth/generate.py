@@ -23,12 +23,12 @@ from ragnb.core.display import md_escape
 from ragnb.core.safe import atomic_path, atomic_write, printable
 
 # %% auto #0
-__all__ = ['RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'DEDUPE_BLOCK', 'UNFOUND', 'SEED_EXAMPLE', 'LANGUAGE_CODES',
-           'CANDIDATES', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
-           'failure_record', 'factoid_request', 'generate_questions', 'critic_profile', 'critic_profile_reason',
-           'yes_no_critique', 'critique_request', 'critique', 'critic_consistency', 'critic_agreement', 'select',
-           'Dataset', 'language_code', 'LanguageCheck', 'text_language', 'check_languages', 'sample_chunks',
-           'generate_dataset', 'estimate_generation', 'estimate_lines', 'all_calls_failed']
+__all__ = ['RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'SEED_EXAMPLE', 'REPLY_TOKENS', 'parse_factoid', 'Critique',
+           'parse_rating', 'QA', 'clean_field', 'failure_record', 'factoid_request', 'generate_questions',
+           'critic_profile', 'critic_profile_reason', 'yes_no_critique', 'critique_request', 'critique',
+           'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'language_code', 'LanguageCheck',
+           'text_language', 'check_languages', 'sample_chunks', 'generate_dataset', 'estimate_generation',
+           'estimate_lines', 'all_calls_failed']
 
 # %% ../../nbs/30_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -465,10 +465,11 @@ def critic_agreement(
             for k, v in verdicts.items()}
     return pd.DataFrame.from_dict(rows, orient='index').rename_axis('critic')
 
-# %% ../../nbs/30_generate.ipynb #a3278f55
+# %% ../../nbs/30_generate.ipynb #63712389
 DEDUPE_BLOCK = 1024
 UNFOUND = 'evidence not found in the passage'  # the drop reason of a question whose evidence is not in its source
 
+# %% ../../nbs/30_generate.ipynb #a3278f55
 def select(
     qas:list[QA],                  # Critiqued questions
     min_score:int=3,               # Lowest score kept on every criterion
@@ -663,7 +664,7 @@ def to_ragchecker(self:Dataset)->dict:
     k = self.kept.df
     return {'results': [{'query_id': i, 'query': q, 'gt_answer': a} for i, q, a in zip(k.id, k.question, k.answer)]}
 
-# %% ../../nbs/30_generate.ipynb #4c1da746
+# %% ../../nbs/30_generate.ipynb #d1ae1134
 LANGUAGE_CODES = {  # language names (English and native) -> ISO 639-1, for the languages py3langid knows
     'english': 'en', 'french': 'fr', 'français': 'fr', 'francais': 'fr', 'german': 'de', 'deutsch': 'de',
     'spanish': 'es', 'español': 'es', 'espanol': 'es', 'italian': 'it', 'italiano': 'it', 'portuguese': 'pt',
@@ -676,6 +677,7 @@ LANGUAGE_CODES = {  # language names (English and native) -> ISO 639-1, for the 
 CANDIDATES = ('en', 'fr', 'de', 'es', 'it', 'pt', 'nl', 'ru', 'pl', 'sv', 'da', 'no', 'fi', 'cs', 'tr', 'el', 'uk',
               'ro', 'hu', 'zh', 'ja', 'ko', 'ar', 'he', 'hi', 'id', 'vi', 'th', 'ca')  # what a text is told apart from
 
+# %% ../../nbs/30_generate.ipynb #4c1da746
 def language_code(
     language:str,  # A name ('French', 'Deutsch') or an ISO 639-1 code ('fr')
 )->str|None:

@@ -8,7 +8,7 @@ import io, struct, zipfile, zlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['png_header', 'repack']
+__all__ = ['repack']
 
 # %% ../../nbs/01_hostile.ipynb #8afe3e1f
 def pdf_bytes(objects:list[bytes] # Object bodies; object 1 is the catalog
@@ -65,7 +65,7 @@ def big_page_pdf(path:Path, # File to write
     doc.save(path)
     return Path(path)
 
-# %% ../../nbs/01_hostile.ipynb #0030d66f
+# %% ../../nbs/01_hostile.ipynb #b62544e7
 def png_header(w:int, # Declared width, in pixels
                h:int # Declared height
               ) -> bytes:
@@ -74,6 +74,7 @@ def png_header(w:int, # Declared width, in pixels
     return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 0, 0, 0, 0))
             + chunk(b'IDAT', zlib.compress(bytes(w + 1))) + chunk(b'IEND', b''))
 
+# %% ../../nbs/01_hostile.ipynb #0030d66f
 def repack(src:Path, # An Office package (.docx, .pptx)
            dst:Path, # The copy to write
            media:bytes # Bytes to put in place of every picture

@@ -14,7 +14,7 @@ from .rules import RULES, PromptMismatch, default_reply, hashed_embedding, read_
 from .rules import scripted_reply, user_text  # also importable from here, as before the rules moved
 
 # %% auto #0
-__all__ = ['LESSON_ENDPOINT', 'LESSON_MODEL', 'ScriptedServer', 'add_cli', 'lesson_llm']
+__all__ = ['ScriptedServer', 'add_cli', 'lesson_llm']
 
 # %% ../../nbs/00_scripted.ipynb #9fc301b4
 STRUCTURED = ('json_schema', 'json_object', 'refuse', 'ignore')  # what the scripted server does with response_format
@@ -575,11 +575,12 @@ def _cli_serve(args) -> int:
     except KeyboardInterrupt: srv.stop()
     return 0
 
-# %% ../../nbs/00_scripted.ipynb #f206d5cc
+# %% ../../nbs/00_scripted.ipynb #6019d88d
 LESSON_ENDPOINT = 'http://127.0.0.1:8765/v1'  # the name recorded lesson calls are filed under
 LESSON_MODEL = 'scripted-test-model'
 _lesson_server = None
 
+# %% ../../nbs/00_scripted.ipynb #f206d5cc
 def lesson_llm(name:str, # Notebook name; the cache file is `<cache_dir>/<name>.sqlite`
                cache_dir:str|Path='cache', # Relative to the notebook's folder
                model:str=LESSON_MODEL, # The model whose replies the cache holds (asked for when recording)

@@ -18,7 +18,7 @@ from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, SIDES, FIEL
 from .plots import OKABE_ITO, new_figure
 
 # %% auto #0
-__all__ = ['LabelWidget', 'label_loop', 'add_cli', 'plot_corrected']
+__all__ = ['LabelWidget', 'add_cli', 'plot_corrected']
 
 # %% ../../nbs/54_label.ipynb #6797042c
 class Labeller:
@@ -135,7 +135,7 @@ class LabelWidget:
         data['text/plain'] = f"LabelWidget: {self.lab.progress()}"
         return data
 
-# %% ../../nbs/54_label.ipynb #c88403b1
+# %% ../../nbs/54_label.ipynb #8bc1a44e
 def _ask(d:dict, out) -> None:
     p = lambda s='': print(printable(s), file=out)
     p(); p(f"question ({d['query_id']}): {d['query']}"); p(f"{d['side']} claim: {d['claim']}")
@@ -178,6 +178,7 @@ def _cli_label(args) -> int:
           f"{lab.path}", file=sys.stderr)
     return 0
 
+# %% ../../nbs/54_label.ipynb #c88403b1
 def add_cli(sub # the `argparse` subparsers of the `ragnb` command
            ):
     "Register `ragnb label`."

@@ -18,11 +18,12 @@ from ..core.safe import atomic_path
 from ..core.display import compact_png
 
 # %% auto #0
-__all__ = ['FORMATS', 'MIN_FONT_PX', 'LABEL_COLOURS', 'LABEL_MARKS', 'OKABE_ITO', 'GROUP_COLOURS', 'SHARES', 'SHARE_COLOURS', 'SCORE_COLUMNS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
+__all__ = ['MIN_FONT_PX', 'OKABE_ITO', 'GROUP_COLOURS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
 
-# %% ../../nbs/50_plots.ipynb #038350fb
+# %% ../../nbs/50_plots.ipynb #5685ba4d
 FORMATS = {'.png', '.svg', '.pdf'}
 
+# %% ../../nbs/50_plots.ipynb #038350fb
 def save_figure(
     fig:Figure,  # A figure returned by one of the `plot_*` functions
     path:str|Path,  # Where to write it; `.png`, `.svg` or `.pdf`
@@ -118,9 +119,11 @@ def _titled(title:str, model) -> str:
     m = model_label(model)
     return plain_text(f'{title} \u00b7 model: {m}' if m else title)
 
-# %% ../../nbs/50_plots.ipynb #5850d6dd
+# %% ../../nbs/50_plots.ipynb #d76f6914
 LABEL_COLOURS = {'Entailment':'#0072B2', 'Neutral':'#E8E8E8', 'Contradiction':'#D55E00'}
 LABEL_MARKS = {'Entailment':'\u2713', 'Neutral':'', 'Contradiction':'\u2717'}
+
+# %% ../../nbs/50_plots.ipynb #5850d6dd
 OKABE_ITO = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#56B4E9', '#CC79A7', '#F0E442', '#000000']
 
 # %% ../../nbs/50_plots.ipynb #cb7beb0c
@@ -365,11 +368,12 @@ def plot_systems(
     fig.tight_layout()
     return fig
 
-# %% ../../nbs/50_plots.ipynb #7a92db92
+# %% ../../nbs/50_plots.ipynb #280cd8c2
 SHARES = {'precision':'correct', 'noise_sensitivity_in_relevant':'relevant noise',
           'noise_sensitivity_in_irrelevant':'irrelevant noise', 'hallucination':'hallucination'}
 SHARE_COLOURS = [OKABE_ITO[2], OKABE_ITO[1], OKABE_ITO[6], OKABE_ITO[3]]
 
+# %% ../../nbs/50_plots.ipynb #7a92db92
 def claim_shares(
     rows:dict|pd.DataFrame,  # `{name: metrics}` or a DataFrame with precision, the noise sensitivities, hallucination
 ) -> pd.DataFrame:
@@ -408,9 +412,10 @@ def plot_claim_shares(
     fig.tight_layout()
     return fig
 
-# %% ../../nbs/50_plots.ipynb #ceb41ffc
+# %% ../../nbs/50_plots.ipynb #17fca5f4
 SCORE_COLUMNS = [f'{c}_score' for c in CRITERIA]  # the dataset's columns of the critique agents
 
+# %% ../../nbs/50_plots.ipynb #ceb41ffc
 def plot_critique_scores(
     df:pd.DataFrame,  # A dataset with `groundedness_score`, `relevance_score`, `standalone_score` and `kept`
     title:str='Critique scores',  # The figure's title (the model is added when known)

@@ -22,8 +22,7 @@ from ..check.checker import claim_text
 from ..check.metrics import load_results
 
 # %% auto #0
-__all__ = ['Step', 'chain_exchanges', 'shorten', 'step_text', 'chain_text', 'model_name', 'generation_trace', 'TraceViewer',
-           'trace_of', 'calls_beside', 'offline_note', 'show', 'add_cli']
+__all__ = ['Step', 'chain_exchanges', 'shorten', 'model_name', 'generation_trace', 'TraceViewer', 'show', 'add_cli']
 
 # %% ../../nbs/52_trace.ipynb #36be457f
 @dataclass
@@ -53,6 +52,7 @@ def shorten(text:str, # The text to cut
     head, tail = text[:2*n//3], text[-n//3:]
     return f"{head}\n[… {len(text) - len(head) - len(tail):,} characters left out (--full shows them) …]\n{tail}"
 
+# %% ../../nbs/52_trace.ipynb #845471c4
 def step_text(s:Step, # The step
               full:bool=False, # Bodies in full rather than shortened
               indent:str='' # Prefix of every line
@@ -359,7 +359,7 @@ def load_traced(path:str|Path # A dataset, RAGChecker results, or a parse folder
         return 'results', load_results(d)
     return 'dataset', Dataset.load(p)
 
-# %% ../../nbs/52_trace.ipynb #a12cc5aa
+# %% ../../nbs/52_trace.ipynb #98d9d18d
 def trace_of(path:str|Path, # A dataset, RAGChecker results, or a parse folder / manifest
              source # An `LLM`, a `CallCache` or a cache file
             ) -> TraceState:
@@ -404,6 +404,7 @@ def _show(path, item_id, cache=None, full=False) -> tuple[str, int]:
     n = len(chain_exchanges(st.steps()))
     return f"{st.kind} item {item_id!r} of {path}; {n} model exchange(s) from {cache}\n" + st.text(full=full), n
 
+# %% ../../nbs/52_trace.ipynb #a12cc5aa
 def show(path:str|Path, # A dataset, RAGChecker results, or a parse folder / manifest
          item_id, # Row id, query id, or page number
          cache:str|Path|None=None, # Call cache file (default: the user's cache)

@@ -22,10 +22,9 @@ from ..core.prompts import CRITERIA
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['ITEM_STYLE', 'safe_table', 'PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'HOP_COLOURS', 'REVIEW_COLUMNS', 'ROLES', 'Stepper',
-           'StepView', 'img_tag', 'PageView', 'ParsingViewer', 'evidence_span', 'highlight', 'highlight_spans',
-           'ReviewState', 'review_html', 'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'metric_sets',
-           'result_html', 'MetricsViewer']
+__all__ = ['PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'Stepper', 'StepView', 'img_tag', 'PageView', 'ParsingViewer', 'highlight',
+           'highlight_spans', 'ReviewState', 'review_html', 'ReviewViewer', 'response_claim_roles', 'gt_claim_roles',
+           'metric_sets', 'result_html', 'MetricsViewer']
 
 # %% ../../nbs/51_widgets.ipynb #1f980712
 class Stepper:
@@ -64,9 +63,10 @@ class Stepper:
         return self.i == self.n-1
     def __repr__(self): return f'Stepper({self.i+1}/{self.n})'
 
-# %% ../../nbs/51_widgets.ipynb #6ef53e25
+# %% ../../nbs/51_widgets.ipynb #dd7d30a0
 ITEM_STYLE = 'line-height:1.45;font-size:13px'  # ipywidgets' HTML sets a 28 px line height meant for one-line labels
 
+# %% ../../nbs/51_widgets.ipynb #6ef53e25
 class StepView:
     "Previous/next buttons, a slider and an HTML body that shows `render(i)` for the stepper's position."
     def __init__(self,
@@ -128,9 +128,10 @@ def _repr_mimebundle_(self:StepView, include=None, exclude=None):
     data['text/plain'] = f'{self.title}{sub}: item {s.i+1} of {s.n}'
     return data
 
-# %% ../../nbs/51_widgets.ipynb #9a47a8bf
+# %% ../../nbs/51_widgets.ipynb #2ef095b7
 safe_table = sanitize_html  # the same nh3 allow-list that page parsing applies before storing a table
 
+# %% ../../nbs/51_widgets.ipynb #9a47a8bf
 def img_tag(src,  # A path, PNG bytes or a matplotlib figure
             width:int|None=420,  # Largest width in pixels; None: the image's own size (never wider than its box)
             alt:str='',  # the image's alternative text
@@ -250,7 +251,7 @@ class ParsingViewer:
                              subtitle=' \u00b7 '.join(x for x in (name, who) if x))
     def _repr_mimebundle_(self, include=None, exclude=None): return self.view._repr_mimebundle_(include, exclude)
 
-# %% ../../nbs/51_widgets.ipynb #34e7cd33
+# %% ../../nbs/51_widgets.ipynb #d3a17b86
 def evidence_span(
     evidence:str,         # the quote to find
     context:str,          # the passage to find it in
@@ -268,6 +269,7 @@ def _marked(context:str, span:tuple|None, lo:int=0, hi:int|None=None) -> str:
     if a >= b: return html.escape(context[lo:hi])
     return f'{html.escape(context[lo:a])}<mark>{html.escape(context[a:b])}</mark>{html.escape(context[b:hi])}'
 
+# %% ../../nbs/51_widgets.ipynb #34e7cd33
 def highlight(
     context:str,   # the passage
     evidence:str,  # the quote to highlight in it
@@ -278,9 +280,10 @@ def highlight(
         return f'<div style="color:#a50"><i>evidence not found in the context</i></div>{html.escape(context)}'
     return _marked(context, span)
 
-# %% ../../nbs/51_widgets.ipynb #01035848
+# %% ../../nbs/51_widgets.ipynb #bdc31e7a
 HOP_COLOURS = ('#fff3a3', '#c8e6ff', '#d6f5c8', '#ffd9c2')  # background of hop 1, 2, 3, 4 in `highlight_spans`
 
+# %% ../../nbs/51_widgets.ipynb #01035848
 def highlight_spans(
     context:str,     # The passages shown (for several hops: tagged <1-hop>, <2-hop>, ...)
     evidences:list,  # One evidence text per hop, in hop order
@@ -358,9 +361,10 @@ def passage_html(
                 f'<div style="white-space:pre-wrap">{_marked(context, span)}</div></details>')
     return out
 
-# %% ../../nbs/51_widgets.ipynb #21792488
+# %% ../../nbs/51_widgets.ipynb #0e063d08
 REVIEW_COLUMNS = ('review', 'review_question', 'review_answer')
 
+# %% ../../nbs/51_widgets.ipynb #21792488
 class ReviewState:
     "A dataset being reviewed question by question; decisions live in the DataFrame's review columns."
     def __init__(self,
@@ -532,10 +536,11 @@ def _decide(self:ReviewViewer, d, q=None, a=None):
     if self.advance and not self.state.stepper.at_end: self.state.stepper.next()
     else: self.view.refresh()
 
-# %% ../../nbs/51_widgets.ipynb #bca7f2fd
+# %% ../../nbs/51_widgets.ipynb #bb4e7aeb
 def _ent(x): return x == 'Entailment'
 ROLES = ('correct', 'relevant noise', 'irrelevant noise', 'hallucination')  # a response claim's role
 
+# %% ../../nbs/51_widgets.ipynb #bca7f2fd
 def response_claim_roles(
     result:dict,  # one checked RAGChecker result (claims and the four label sets)
 ) -> pd.DataFrame:
