@@ -153,3 +153,69 @@ def test_a_yes_no_reply_cut_at_the_token_cap_still_gives_its_label(tmp_path):
         o = small_checker(llm)([CheckTask('t', 'q', 'The Nile is long.', ['The Nile is long.'])])[0]
         assert srv.requests[0]['model'] and len(srv.requests) == 1
     assert o.labels == ['Entailment'] and o.replies[0].startswith('Yes.')
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+import csv, os, subprocess, sys
+from pathlib import Path
+from ragnb.app.cli import main
+
+E, N = 'Entailment', 'Neutral'
+
+FORMULA = ('=', '+', '@', '\t', '\r')
+
+def _cells(path:Path) -> list:
+    return [c for row in csv.reader(path.read_text(encoding='utf-8').splitlines()) for c in row]
+
+def _formula_free(path:Path):
+    "No cell a spreadsheet would run: text starting with = + @ tab CR, or '-' that is not a number."
+    for c in _cells(path):
+        assert not c.startswith(FORMULA), f"{path.name}: {c!r}"
+        if c.startswith('-'): float(c)   # a negative number is fine; '-2+3' as text is not
+
+# A result whose ids, query and claims start with '=' and '@' (issue 40, items 8, 11 and 17); FORMULA_TOY beside
+# this file's own TOY
+FORMULA_TOY = {'results': [dict(
+    query_id='=q1', query='=1+1', gt_answer='G.', response='R.', retrieved_context=[{'doc_id': 'd', 'text': 'C.'}],
+    response_claims=['=Nile flows north.', 'Paris is big.'], gt_answer_claims=['Nile is long.', '@Rome is old.'],
+    answer2response=[E, N], response2answer=[E, 'Contradiction'],
+    retrieved2response=[[E], [N]], retrieved2answer=[[N], [N]])]}
+
+def _nile(call, rng): return 'Yes' if 'Nile' in call.inputs['claim'] else 'No.'
+
+# Issue 40, items 8 and 17 (hostile round 3): audit files written whole, none with formula cells -----------------------
+def test_8_audit_writes_each_file_whole_and_names_the_one_that_failed(tmp_path):
+    ref, out = tmp_path/'ref.json', tmp_path/'a'
+    ref.write_text(json.dumps(FORMULA_TOY))
+    with ScriptedServer(rules={SMALL: _nile}) as srv:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith('OPENAI')}, 'OPENAI_BASE_URL': srv.base_url,
+               'OPENAI_API_KEY': 'test', 'RAGNB_MODEL': 'scripted-test-model', 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}
+        cmd = [str(Path(sys.executable).with_name('ragnb')), 'audit', str(ref), '--judge-profile', 'small', '--out', str(out)]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        _formula_free(out/'pairs.csv')
+        # again (every call cached), with the figure's place taken by a folder: its write fails as a full disk would
+        (out/'audit.png').unlink(); (out/'audit.png').mkdir(); (out/'audit.png'/'keep').write_text('x')
+        (out/'pairs.csv').write_text('old,pairs\n'); (out/'summary.json').write_text('{"old": true}')
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert r.returncode == 1 and 'Traceback' not in r.stderr, r.stderr
+    assert f"ragnb audit: error: cannot write {out/'audit.png'}" in r.stderr, r.stderr   # the error names the file
+    assert sorted(p.name for p in out.iterdir()) == ['audit.png', 'pairs.csv', 'summary.json']   # no temporary left
+    assert len(_cells(out/'pairs.csv')) > 20 and json.loads((out/'summary.json').read_text())['summary']  # whole, new
+
+# Issue 40, item 11 (hostile round 3): malformed label, score and review files -----------------------------------------
+@pytest.mark.parametrize('field, value, says', [
+    ('review', 'maybe', "row 1 (id 'r1'): field 'review' is 'maybe', not accept, edit or reject"),
+    ('groundedness_score', 'five', "reviewed.jsonl: line 2: field 'groundedness_score' is 'five', not a whole number"),
+    ('kept', 'False', "row 1 (id 'r1'): field 'kept' is 'False', not true or false"),
+])
+def test_11_audit_review_files_that_are_malformed_are_named(tmp_path, server, monkeypatch, capsys, field, value, says):
+    rows = [dict(id=f'r{i}', question=f'q{i}?', review='accept', groundedness_score=4, kept=True) for i in range(3)]
+    rows[1][field] = value
+    (tmp_path/'reviewed.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    ref = tmp_path/'ref.json'; ref.write_text(json.dumps(FORMULA_TOY))
+    for k, v in {'OPENAI_BASE_URL': server.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model',
+                 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+    assert main(['audit', str(ref), '--judge-profile', 'small', '--review', str(tmp_path/'reviewed.jsonl')]) == 1
+    err = capsys.readouterr().err
+    assert says in err and 'Traceback' not in err, err

@@ -239,3 +239,93 @@ def test_a_call_larger_than_the_token_budget_still_runs(tmp_path):
         t = time.monotonic(); r = l.call(msg('word ' * 20_000))   # ~25,000 tokens: more than a whole window allows
     # it goes out after each refill instead of waiting forever, and the server's 429s end as a recorded failure
     assert r.failure.kind == 'rate_limit' and r.attempts == 7 and time.monotonic() - t < 20
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+
+# Issue 40, item 1 (hostile round 3): a Batch API reply that echoes the key is stored redacted -------------------------
+def test_1_a_batch_reply_that_echoes_the_key_is_stored_without_it(tmp_path, monkeypatch):
+    from ragnb.core.batch import BatchAPI
+    from ragnb.core.llm import LLM, Request, Retries
+    key = 'sk-proj-Zx81secretvalue1234567890'
+    monkeypatch.setenv('RAGNB_BATCH_POLL', '0.02')
+    reqs = [Request([{'role': 'user', 'content': f'Say hello to {i}'}], prompt='greeting@1', id=f'q{i}') for i in range(3)]
+    with ScriptedServer(rules={'greeting': lambda call, rng: f'Hello! You sent Authorization: Bearer {key}.'}) as srv:
+        llm = LLM(base_url=srv.base_url, api_key=key, model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+                  progress=False, retries=Retries(backoff=0.01), batch=BatchAPI(poll=0.02))
+        got = llm.batch(reqs)
+        assert len(srv.batches) == 1                                         # it went through the Batch API
+    assert all(r.ok and '[redacted]' in r.text and key not in r.text for r in got)
+    stored = b''.join(p.read_bytes() for p in tmp_path.rglob('*') if p.is_file())
+    assert key.encode() not in stored and b'[redacted]' in stored           # calls.sqlite, batch job files
+
+# Issue 40, item 12 (hostile round 3): bad Batch API files and lines ---------------------------------------------------
+def test_12_bad_batch_files_and_lines_are_skipped_and_the_run_goes_on(tmp_path, monkeypatch):
+    import time, warnings
+    from ragnb.core.batch import BatchAPI, BatchJobs, submit
+    from ragnb.core.llm import LLM, Request, Retries, run_sync
+    monkeypatch.setenv('RAGNB_BATCH_POLL', '0.02')
+    reqs = [Request([{'role': 'user', 'content': f'Say hello to {i}'}], prompt='greeting@1', id=f'q{i}') for i in range(6)]
+    jobs = BatchJobs(tmp_path/'batches')
+    jobs.folder.mkdir()
+    (jobs.folder/'broken.json').write_text('{"job": "x", ')                  # a half-written or foreign file
+    (jobs.folder/'other.json').write_bytes(b'\xff\xfe not utf-8')
+    (jobs.folder/'list.json').write_text('[1, 2]')
+    with ScriptedServer() as srv:
+        llm = LLM(base_url=srv.base_url, api_key='sk-test', model='scripted-test-model', cache_path=tmp_path/'c.sqlite',
+                  progress=False, retries=Retries(backoff=0.01), batch=BatchAPI(poll=0.02))
+        (job,) = run_sync(submit(llm, {llm.key_of(r): r for r in reqs}, jobs))
+        t0 = time.time()
+        while srv.batches[job['batch_id']]['status'] != 'completed' and time.time() - t0 < 30: time.sleep(0.05)
+        out = srv.files[srv.batches[job['batch_id']]['output_file_id']]
+        lines = out['data'].split(b'\n')
+        good = [json.loads(l) for l in lines[:2]]
+        bad = [b'not json at all', b'\xff\xfe\x00', json.dumps({'response': {'status_code': 200}}).encode(),  # no id
+               json.dumps({'custom_id': json.loads(lines[2])['custom_id'], 'response': 'OK'}).encode(),
+               json.dumps({**json.loads(lines[3]), 'response': {**json.loads(lines[3])['response'], 'body': {
+                   **json.loads(lines[3])['response']['body'], 'usage': {'prompt_tokens': '12', 'completion_tokens': 'x'}}}}).encode(),
+               b'[1, 2, 3]']
+        out['data'] = b'\n'.join([json.dumps(g).encode() for g in good] + bad) + b'\n'
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter('always')
+            got = llm.batch(reqs)                                                # resumes the job, collects it
+        online = [q for q in srv.requests if q['path'].endswith('/chat/completions') and 'X-Ragnb-Batch' not in q['headers']]
+        assert all(r.ok for r in got) and len(online) == 3                      # 2 + 1 from the batch, 3 asked online
+        said = ' '.join(str(w.message) for w in seen)
+        assert 'unreadable line(s) skipped' in said and 'not JSON' in said and 'not UTF-8' in said
+        assert all(f in said for f in ('broken.json', 'other.json', 'list.json'))   # each bad job file named
+        done = [j for j in jobs.all() if j['job'] == job['job']][0]
+        assert done['status'] == 'done' and done['skipped_lines']
+        n = len(srv.requests)
+        llm.batch(reqs)                                                          # nothing resumed, nothing sent
+        assert len(srv.requests) == n and not srv.batches.keys() - {job['batch_id']}
+
+# Issue 40, item 13 (hostile round 3): writers that meet on a new call cache -------------------------------------------
+WRITER = '''
+import sys, time
+from ragnb.core.cache import CallCache, Exchange
+start = float(sys.argv[3])
+while time.time() < start: pass          # every writer opens the new file at the same moment
+c = CallCache(sys.argv[1]); who = sys.argv[2]
+for i in range(int(sys.argv[4])):
+    c.put(f"{who}-{i}", {"text": "x" * 2000, "i": i}, "chat", "m", "p@1")
+    c.put_trace(Exchange(item_id=f"{who}/{i}", key=f"{who}-{i}", prompt="p@1", model="m",
+                         messages=[{"role": "user", "content": "q" * 500}], params={}, source="live", reply="x",
+                         endpoint="e", run=who, time=time.time()))
+print(len(c.errors))
+'''
+
+@pytest.mark.parametrize('trial', range(6))
+def test_13_writers_opening_one_new_cache_at_once_all_get_their_rows_in(tmp_path, trial):
+    "Before: 'cannot be opened (database is locked)' for about one writer in eight (the switch to WAL, the first table)."
+    import time
+    from ragnb.core.cache import CallCache
+    path, n, rows = tmp_path/'calls.sqlite', 4, 40 if trial else 300
+    t = time.time() + 2
+    procs = [subprocess.Popen([sys.executable, '-c', WRITER, str(path), f'w{k}', str(t), str(rows)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(n)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (so, se) in zip(procs, outs):
+        assert p.returncode == 0 and so.strip() == '0', se[-2000:]   # no 'database is locked', no write kept in memory
+    c = CallCache(path)
+    assert len(c) == n * rows and len(c.traces(prefix='w')) == n * rows

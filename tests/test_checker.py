@@ -271,3 +271,58 @@ def test_a_reply_cut_off_at_the_token_limit_keeps_its_complete_claims_and_labels
     assert list(run.scores.per_result.index) == ['0', '1'] and not run.scores.errors
     again = run_checks(inputs(), make_llm(srv, tmp_path, replies=Replies(max_tokens=1000), retries=Retries(backoff=0.01, retry_truncated=0), replay=True))
     assert [r.response_claims for r in again.results] == [r.response_claims for r in run.results]   # cached as cut off
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+from ragnb.app.cli import main
+
+@pytest.fixture
+def scripted_env(server, monkeypatch):
+    for k, v in {'OPENAI_BASE_URL': server.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model'}.items():
+        monkeypatch.setenv(k, v)
+    return server
+
+def _inputs(path:Path, responses:dict):
+    path.write_text(json.dumps({'results': [
+        dict(query_id=q, query=f'What about {q}?', gt_answer='The Nile is in Africa.', response=resp,
+             retrieved_context=[{'doc_id': 'd1', 'text': 'The Nile is a river in Africa.'}]) for q, resp in responses.items()]}))
+    return path
+
+# Issue 40, item 3 (hostile round 3): resume only from an output the input made ----------------------------------------
+def test_3_check_resumes_only_from_an_output_made_from_its_input(tmp_path, scripted_env, capsys):
+    a = _inputs(tmp_path/'a.json', {'q1': 'The Nile is in Africa.', 'q2': 'It is long.'})
+    out = tmp_path/'out.json'
+    assert main(['check', str(a), '--out', str(out)]) == 0
+    made, n = out.read_bytes(), len(scripted_env.requests)
+    assert main(['check', str(a), '--out', str(out)]) == 0               # same input: resumes, nothing to do
+    assert len(scripted_env.requests) == n
+    capsys.readouterr()
+    changed = _inputs(tmp_path/'b.json', {'q1': 'The Nile is in Asia.', 'q2': 'It is long.'})
+    other = _inputs(tmp_path/'c.json', {'x1': 'The Nile is in Africa.'})
+    for bad, why in ((changed, "result 'q1': its response differs"), (other, "1 result(s) not in it (e.g. 'x1')")):
+        assert main(['check', str(bad), '--out', str(out)]) == 1
+        err = capsys.readouterr().err
+        assert f"{out} was not made from {bad} ({why}" in err and '--restart' in err
+        assert out.read_bytes() == made and len(scripted_env.requests) == n   # no call, the old output kept
+    assert main(['check', str(changed), '--out', str(out), '--restart']) == 0
+    got = json.loads(out.read_text())['results']
+    assert got[0]['response'] == 'The Nile is in Asia.' and len(scripted_env.requests) > n
+
+# Issue 40, item 15 (hostile round 3): an input with no results, before any call ---------------------------------------
+def test_15_check_on_zero_results_is_a_clear_error(tmp_path, scripted_env, capsys):
+    empty = tmp_path/'empty.json'; empty.write_text('{"results": []}')
+    assert main(['check', str(empty), '--out', str(tmp_path/'o.json')]) == 1
+    assert f'ragnb check: error: {empty}: no results to check' in capsys.readouterr().err
+    assert not scripted_env.requests and not (tmp_path/'o.json').exists()
+    from ragnb.check.checker import run_checks
+    with pytest.raises(ValueError, match='no results to check'): run_checks([])
+
+# Issue 40, item 16 (hostile round 3): an --out name too long for its temporary file, before any call ------------------
+def test_16_an_out_name_too_long_for_its_temporary_file_fails_before_any_call(tmp_path, scripted_env, capsys):
+    a = _inputs(tmp_path/'a.json', {'q1': 'The Nile is in Africa.'})
+    name = 'r' * 245 + '.json'                                            # 250 bytes: legal, its temporary name is not
+    (tmp_path/name).write_text('{}'); (tmp_path/name).unlink()            # the name itself is fine here
+    assert main(['check', str(a), '--out', str(tmp_path/name)]) == 1
+    err = capsys.readouterr().err
+    assert 'the file name is 250 bytes' in err and 'at most 241 bytes' in err and not scripted_env.requests
+    assert main(['check', str(a), '--out', str(tmp_path/('r' * 236 + '.json'))]) == 0   # 241 bytes: fine

@@ -270,3 +270,68 @@ def test_self_consistency_with_a_second_critic_and_agreement_with_review(tmp_pat
     assert set(ag.index) == {'groundedness', 'relevance', 'standalone', 'kept (all criteria)'} and (ag.reviewed == df.question.notna().sum()).all()
     back = Dataset.load(Dataset.from_records(qs).save(tmp_path/'v.parquet'))
     assert back.df.groundedness_votes.map(list).tolist() == df.groundedness_votes.tolist()
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+from ragnb.app.cli import main
+
+# Issue 40, item 4 (hostile round 3): Unicode forms (a decomposed document, a composed quote) --------------------------
+def test_4_evidence_in_a_decomposed_document_is_found_when_quoted_composed():
+    import unicodedata
+    from ragnb.docs.documents import Document, split_document
+    from ragnb.docs.evidence import ground, locate
+    text = unicodedata.normalize('NFD', 'Intro. Le café de Müller ouvre à 7 h. La crème brûlée coûte 9 €. Fin.')
+    for quote in ('Le café de Müller ouvre à 7 h.', 'la crème brûlée coûte 9 €', 'ＣＡＦÉ DE MÜLLER'):
+        m = locate(quote, text)
+        assert m and m.method == 'normalised', quote
+        got = unicodedata.normalize('NFKC', text[m.start:m.end]).lower()
+        assert got == unicodedata.normalize('NFKC', quote).lower()       # whole letters: no accent left behind
+        assert not unicodedata.combining(text[m.end]) if m.end < len(text) else True
+    doc = Document(text, 'menu', 'menu.md', 'menu.md', '.md')
+    chunk = split_document(doc, chunk_size=40, chunk_overlap=0)[1]
+    m = ground('La crème brûlée coûte 9 €.', chunk, doc)
+    assert m and unicodedata.normalize('NFC', text[m.start:m.end]) == 'La crème brûlée coûte 9 €.'
+
+# Issue 40, item 7 (hostile round 3): non-text content in a reply ------------------------------------------------------
+class _OddContent:
+    "A chat endpoint whose streamed reply has an integer among its text chunks, or whose JSON fields are numbers."
+    def __init__(self, mode:str):
+        import http.server, threading
+        text = ['Factoid question: Where does the Nile flow?\nAnswer: North\nEvidence: ', 42,
+                'The Nile is a river in Africa that flows north.']
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                if body.get('stream'):
+                    self.send_response(200); self.send_header('Content-Type', 'text/event-stream'); self.end_headers()
+                    parts = text if mode == 'stream' else ['{"question": 42, "answer": 7, "evidence": 3}']
+                    for p in parts:
+                        ev = {'choices': [{'index': 0, 'delta': {'content': p}}]}
+                        self.wfile.write(b'data: ' + json.dumps(ev).encode() + b'\n\n')
+                    fin = {'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}]}
+                    self.wfile.write(b'data: ' + json.dumps(fin).encode() + b'\n\ndata: [DONE]\n\n')
+                else:   # not streamed (RAGNB_STREAM=0): the message's content is a number
+                    b = json.dumps({'id': 'x', 'object': 'chat.completion', 'model': 'm', 'choices': [{'index': 0,
+                        'finish_reason': 'stop', 'message': {'role': 'assistant', 'content': 42}}],
+                        'usage': {'prompt_tokens': 1, 'completion_tokens': 1, 'total_tokens': 2}}).encode()
+                    self.send_response(200); self.send_header('Content-Type', 'application/json')
+                    self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)
+        self.srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f'http://127.0.0.1:{self.srv.server_port}/v1'
+
+@pytest.mark.parametrize('mode, says', [('stream', "delta.content is a int (42), not text"),
+                                        ('json', "'question' is a int, 'answer' is a int, 'evidence' is a int, not text"),
+                                        ('plain', "message.content is a int (42), not text")])
+def test_7_a_reply_with_non_text_content_writes_no_row(tmp_path, monkeypatch, capsys, mode, says):
+    (tmp_path/'docs').mkdir()
+    (tmp_path/'docs'/'nile.md').write_text('# Nile\n\n' + 'The Nile is a river in Africa that flows north. ' * 10)
+    svc = _OddContent(mode)
+    for k, v in {'OPENAI_BASE_URL': svc.url, 'OPENAI_API_KEY': 'x', 'RAGNB_MODEL': 'm',
+                 'RAGNB_CACHE_DIR': str(tmp_path/'cache'), 'RAGNB_STREAM': '0' if mode == 'plain' else '1'}.items():
+        monkeypatch.setenv(k, v)
+    try: code = main(['generate', str(tmp_path/'docs'), '--out', str(tmp_path/'qa.jsonl'), '--max-retries', '0'])
+    finally: svc.srv.shutdown()
+    err = capsys.readouterr().err
+    assert code == 1 and says in err and not (tmp_path/'qa.jsonl').exists(), err

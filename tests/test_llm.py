@@ -296,3 +296,30 @@ def test_errors_built_by_hand_take_the_request_type_openai_builds():
     for e, kind in [(openai.APIConnectionError(request=http_request(url)), 'connection'),
                     (openai.APITimeoutError(http_request(url)), 'timeout')]:
         assert error_kind(e) == kind and e.request.url == theirs.url
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+import json
+from ragnb.app.cli import main
+
+@pytest.fixture
+def scripted_env(server, monkeypatch):
+    for k, v in {'OPENAI_BASE_URL': server.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model'}.items():
+        monkeypatch.setenv(k, v)
+    return server
+
+# Issue 40, item 6 (hostile round 3): one request per key in flight ----------------------------------------------------
+@pytest.mark.parametrize('concurrency', [1, 8])
+def test_6_identical_calls_are_one_request_per_run(tmp_path, scripted_env, concurrency):
+    "Two systems checked against the same ground truth: the ground truth's claims are asked for once, not twice."
+    rows = [dict(query_id=f'{sys_}-{q}', query=f'Where is river {q}?', gt_answer=f'River {q} is in Africa. It is long.',
+                 response=f'{sys_} says river {q} is somewhere.', retrieved_context=[{'doc_id': 'd', 'text': f'River {q}.'}])
+            for q in range(4) for sys_ in ('a', 'b')]
+    (tmp_path/'in.json').write_text(json.dumps({'results': rows}))
+    assert main(['check', str(tmp_path/'in.json'), '--out', str(tmp_path/'out.json'),
+                 '--concurrency', str(concurrency)]) == 0
+    chat = [json.dumps(r['body'], sort_keys=True) for r in scripted_env.requests if r['path'].endswith('/chat/completions')]
+    assert chat and len(chat) == len(set(chat)), f"{len(chat) - len(set(chat))} of {len(chat)} requests sent twice"
+    got = {r['query_id']: r for r in json.loads((tmp_path/'out.json').read_text())['results']}
+    for q in range(4):   # both systems got the ground-truth claims (the second from the call the first made)
+        assert got[f'a-{q}']['gt_answer_claims'] and got[f'a-{q}']['gt_answer_claims'] == got[f'b-{q}']['gt_answer_claims']

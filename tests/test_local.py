@@ -336,3 +336,45 @@ def test_demo_in_local_mode_names_an_impostor_in_one_line(tmp_path):
     finally: other.shutdown()
     assert r.returncode == 1 and 'Traceback' not in r.stderr, r.stderr
     assert "ragnb demo: error: local mode: what answers at http://127.0.0.1:" in r.stderr, r.stderr
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+
+# Issue 40, item 9 (hostile round 3): a local server that dies during a run (second half) ------------------------------
+def test_9_a_local_server_that_dies_mid_run_is_named(tmp_path):
+    "The demo against a local server that the OS kills after three replies: one line saying so, not a pandas error."
+    srv = tmp_path/'server.py'
+    srv.write_text('''import json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+port = int(sys.argv[sys.argv.index("--port") + 1]); alias = sys.argv[sys.argv.index("--model_alias") + 1]
+n, key = [0], os.environ.get("API_KEY")   # as llama-cpp-python's server: without ragnb's key, 401
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        if self.headers.get("Authorization") != f"Bearer {key}": self.send_response(401); self.end_headers(); return
+        b = json.dumps({"data": [{"id": alias}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        n[0] += 1
+        if n[0] > 3: print("out of memory: killed", flush=True); os.kill(os.getpid(), signal.SIGKILL)
+        text = "Factoid question: What is it?\\nAnswer: A thing\\nEvidence: it"
+        b = json.dumps({"id": "x", "object": "chat.completion", "model": alias, "choices": [{"index": 0,
+             "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+             "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+httpd = HTTPServer(("127.0.0.1", port), H)   # port 0: a free one, said as uvicorn says it
+print(f"INFO:     Uvicorn running on http://127.0.0.1:{httpd.server_port} (Press CTRL+C to quit)", flush=True)
+httpd.serve_forever()
+''')
+    py = tmp_path/'py'
+    py.write_text(f'#!/bin/sh\n[ "$1" = "-c" ] && exit 0\nexec {sys.executable} {srv} "$@"\n'); py.chmod(0o755)
+    (tmp_path/'m.gguf').write_bytes(b'GGUF')
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith('OPENAI')}, 'RAGNB_GGUF': str(tmp_path/'m.gguf'),
+           'RAGNB_LOCAL_PYTHON': str(py), 'RAGNB_CACHE_DIR': str(tmp_path/'cache'), 'RAGNB_STREAM': '0'}
+    r = subprocess.run([str(Path(sys.executable).with_name('ragnb')), 'demo', '--mode', 'local', '--out',
+                        str(tmp_path/'out'), '--max-retries', '0'], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 1 and 'Traceback' not in r.stderr, r.stderr[-3000:]
+    assert 'the local model server' in r.stderr and 'stopped during the run (killed by SIGKILL)' in r.stderr, r.stderr[-2000:]
+    assert 'out of memory: killed' in r.stderr

@@ -231,3 +231,40 @@ def test_cli_help_shows_run_options_with_defaults(capsys):
     h = ' '.join(capsys.readouterr().out.split())
     assert '--run' in h and '--sample' in h and '--judge-profile {small,default,auto,small@1,small@2}' in h
     assert '(default: 1000)' in h and '(default: triplet)' in h
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+import os
+from ragnb.app.cli import main
+
+# Issue 40, item 11 (hostile round 3): malformed label, score and review files -----------------------------------------
+def _pair(i, **kw):
+    s = {'precision': 50.0, 'recall': 40.0}
+    return {'instance_id': i, 'model1': {'ragchecker': s}, 'model2': {'ragchecker': {**s, 'recall': 60.0}}, **kw}
+
+HUMAN = [{'instance_id': i, 'correctness_label': 1, 'completeness_label': -1, 'overall_label': 2} for i in range(3)]
+
+@pytest.mark.parametrize('human, scores, says', [
+    ([dict(HUMAN[0], overall_label=float('nan'))] + HUMAN[1:], None, "h.json: row 0 (instance 0): field 'overall_label': nan is not a finite number in [-2, 2]"),
+    ([dict(HUMAN[0], correctness_label='good')] + HUMAN[1:], None, "field 'correctness_label': 'good' is not a finite number"),
+    ([dict(HUMAN[0], completeness_label=7)] + HUMAN[1:], None, "field 'completeness_label': 7 is not a finite number in [-2, 2]"),
+    (HUMAN[:1] + [[1, 2]] + HUMAN[2:], None, 'h.json: row 1: a JSON list, not an object'),
+    ({'rows': HUMAN}, None, 'h.json: expected a list of rows, got a JSON dict'),
+    ([dict(HUMAN[0], instance_id=[1])] + HUMAN[1:], None, "field 'instance_id' is a list, not a text or number"),
+    (HUMAN, [_pair(0), _pair(1, model2='x'), _pair(2)], "s.json: pair 1: field 'model2.ragchecker' is missing"),
+    (HUMAN, [_pair(0), _pair(1), {**_pair(2), 'model1': {'ragchecker': {'precision': 'high', 'recall': 1}}}],
+     "s.json: pair 2: field 'model1.ragchecker.precision': 'high' is not a finite number"),
+    (HUMAN, [{'model1': 3}], "s.json: pair 0: field 'model1' is not an object"),
+])
+def test_11_meta_eval_files_that_are_malformed_are_named(tmp_path, capsys, human, scores, says):
+    (tmp_path/'h.json').write_text(json.dumps(human))
+    (tmp_path/'s.json').write_text(json.dumps(scores or [_pair(i) for i in range(3)]))
+    assert main(['meta-eval', '--human', str(tmp_path/'h.json'), '--scores', str(tmp_path/'s.json')]) == 1
+    err = capsys.readouterr().err
+    assert says in err and 'Traceback' not in err and len(err.strip().splitlines()) == 1, err
+
+def test_11_a_fifo_given_as_a_file_is_refused_not_waited_on(tmp_path, capsys):
+    os.mkfifo(tmp_path/'h.json')
+    (tmp_path/'s.json').write_text(json.dumps([_pair(i) for i in range(3)]))
+    assert main(['meta-eval', '--human', str(tmp_path/'h.json'), '--scores', str(tmp_path/'s.json')]) == 1
+    assert 'h.json: not a regular file' in capsys.readouterr().err

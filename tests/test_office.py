@@ -109,3 +109,32 @@ def test_a_format_registered_once_is_parsed_and_listed(tmp_path):
         assert 'DOCX, PDF, PPTX or TOY file' in ' '.join(sub.choices['parse'].format_help().split())
     finally: del DOCUMENT_FORMATS['.toy']
     with pytest.raises(ValueError, match='lower case with its dot'): register_format(DocumentFormat('TOY', 'TOY'))
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+import os, subprocess, sys
+
+# Issue 40, item 14 (hostile round 3): zip entries that lie ------------------------------------------------------------
+def _lie_about(data:bytes, name:str, size:int) -> bytes:
+    "The zip `data` with the central directory declaring `size` bytes uncompressed for entry `name`."
+    out, i = bytearray(data), 0
+    while (i := out.find(b'PK\x01\x02', i)) >= 0:
+        n = int.from_bytes(out[i + 28:i + 30], 'little')
+        if out[i + 46:i + 46 + n] == name.encode(): out[i + 24:i + 28] = size.to_bytes(4, 'little'); return bytes(out)
+        i += 4
+    raise AssertionError(f'no entry {name}')
+
+def test_14_a_docx_whose_zip_entries_lie_about_their_sizes_is_a_clear_error(tmp_path):
+    import docx
+    from ragnb.docs.office import DocumentError, open_docx
+    d = docx.Document(); d.add_paragraph('The Nile flows north. ' * 200); d.save(tmp_path/'ok.docx')
+    good = (tmp_path/'ok.docx').read_bytes()
+    bad = tmp_path/'lies_10.docx'; bad.write_bytes(_lie_about(good, 'word/document.xml', 10))   # holds far more
+    with pytest.raises(DocumentError) as e: open_docx(bad)
+    assert str(e.value).startswith(f'{bad}: a damaged DOCX package (part word/document.xml: Bad CRC-32')
+    more = tmp_path/'lies_big.docx'; more.write_bytes(_lie_about(good, 'word/document.xml', 10_000_000))
+    assert 'The Nile flows north.' in open_docx(more).paragraphs[0].text   # the data ends early but is intact: read
+    r = subprocess.run([str(Path(sys.executable).with_name('ragnb')), 'generate', str(tmp_path/'lies_10.docx'),
+                        '--out', str(tmp_path/'qa.jsonl')], capture_output=True, text=True,
+                       env={**os.environ, 'OPENAI_BASE_URL': 'http://127.0.0.1:9/v1', 'OPENAI_API_KEY': 'x'})
+    assert 'Traceback' not in r.stderr and 'lies_10.docx' in r.stderr, r.stderr[-1500:]

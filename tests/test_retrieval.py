@@ -298,3 +298,24 @@ def test_compare_is_paired(corpus):
     assert t.loc['oracle', 'hit rate@1'] == 1.0 and t.loc['second', 'hit rate@1'] == 0.0
     assert t.loc['second', 'Δ hit rate'] == '-1.000 [-1.00, -1.00]'  # every question lost: a certain difference
     assert compare_retrievers(a, b, k=2).loc['second', 'Δ MRR'].startswith('-0.500')
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+
+# Issue 40, item 5 (hostile round 3): a copy of the evidence is relevant -----------------------------------------------
+def test_5_a_chunk_holding_a_second_copy_of_the_evidence_is_relevant():
+    from ragnb.docs.documents import Chunk
+    from ragnb.rag.retrieval import FunctionRetriever, evaluate
+    said = 'The warranty covers parts and labour for two years.'
+    text = f'Summary. {said} ' + 'Details follow here. ' * 6 + f'Conclusion. {said}'
+    cut = len(text) // 2
+    chunks = [Chunk(text[:cut], 'manual', 0, 0), Chunk(text[cut:], 'manual', 1, cut)]
+    s = text.index(said)
+    row = dict(question='How long is the warranty?', source_doc='manual', evidence=said, evidence_start=s,
+               evidence_end=s + len(said), evidence_found=True)
+    second_first = FunctionRetriever(lambda q: ['manual#1', 'manual#0'])
+    rep = evaluate([row], chunks, second_first, ks=(1,), n_resamples=50)
+    assert rep.mean('hit', 1) == 1.0 and rep.mean('mrr', 1) == 1.0 and rep.mean('recall', 1) == 1.0
+    unrelated = Chunk('Nothing about it at all in this chunk of text.', 'manual', 2, len(text) + 1)
+    rep = evaluate([row], chunks + [unrelated], FunctionRetriever(lambda q: ['manual#2', 'manual#1']), ks=(1, 2), n_resamples=50)
+    assert rep.mean('hit', 1) == 0.0 and rep.mean('hit', 2) == 1.0 and rep.mean('mrr', 2) == 0.5

