@@ -10,9 +10,10 @@ import pytest
 from matplotlib.patches import Rectangle
 
 from ragnb.view.plots import (save_figure, plot_entailment_map, plot_metrics, plot_systems, plot_claim_shares, claim_shares,
-                         plot_critique_scores, plot_hit_rate, plot_page_regions, relevant_chunks, flat_metrics,
+                         plot_critique_scores, plot_hit_rate, plot_page_regions, relevant_chunks,
                          short_label, LABEL_COLOURS, chunk_labels, min_text_px, MIN_FONT_PX, model_label)
 from ragnb.core.samples import sample_path
+from ragnb.check.metrics import flat_metrics
 
 DATA = sample_path()
 OUTPUTS = sample_path('ragchecker', 'examples', 'checking_outputs.json')

@@ -20,9 +20,9 @@ from ragnb.core.safe import write_text
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES',
            'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags', 'MetricSpec',
-           'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'Scores', 'check_unique_ids', 'score',
-           'score_many', 'compare', 'RAGResult', 'read_json', 'load_results', 'results_frame', 'attach_metrics',
-           'save_results']
+           'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'flat_metrics', 'Scores',
+           'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json', 'load_results',
+           'results_frame', 'attach_metrics', 'save_results']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -339,6 +339,22 @@ def overall(
     return {g: {k: mean(k) for k in ks} for g, ks in METRIC_GROUPS.items()}
 
 
+
+# %% ../../nbs/40_metrics.ipynb #37e61ff4
+def flat_metrics(
+    metrics:dict,  # grouped top-level metrics (percent) or one result's flat metrics (fractions)
+) -> dict:
+    "RAGChecker metrics as one `{name: percent}` dict, from a grouped top-level dict or a flat per-result dict."
+    flat = {}
+    for k, v in metrics.items():
+        if isinstance(v, dict): flat.update(v)
+        else: flat[k] = v
+    names = list(METRICS)
+    missing = [m for m in names if m not in flat]
+    if missing: raise KeyError(f"metrics lack {missing}")
+    vals = {m: float('nan') if flat[m] is None else float(flat[m]) for m in names}  # None: left out (no claims)
+    grouped = any(isinstance(v, dict) for v in metrics.values())
+    return vals if grouped else {m: v*100 for m, v in vals.items()}
 
 # %% ../../nbs/40_metrics.ipynb #2bc0d875
 @dataclass

@@ -915,7 +915,7 @@ def text_columns(
     min_height:float=15,  # ... and this high, two lines or more (a one-line note is not a column)
 )->list[float]:
     "The x of each gutter between the page's columns of prose: gaps that no prose block crosses (none: one column)."
-    prose = sorted((i[0], i[2]) for i in items if isinstance(i[4], str) and not i[4].startswith(('[', '!['))
+    prose = sorted((i[0], i[2]) for i in items if not i[4].startswith(('[', '!['))
                    and len(i[4]) >= min_chars and i[2] - i[0] <= max_share * width and i[3] - i[1] >= min_height)
     groups = []
     for a, b in prose:

@@ -533,14 +533,14 @@ def _cli_inspect(args) -> int:
         docs = load_documents(*args.docs)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     asked = {c: split(getattr(args, c)) for c in ('persona', 'style', 'length', 'modality')}
-    llm = None
+    llm, src = None, args.dataset
     if args.model:   # the closed-book check: the estimate first, then the calls (none with --dry-run)
         from ragnb.core.llm import LLM
         from ragnb.core.options import call_options, no_endpoint
         from ragnb.core.cache import CallCache
         from ragnb.core.llm import default_cache_dir
         if not args.dry_run and (msg := no_endpoint('inspect --model')): print(msg, file=sys.stderr); return 2
-        df = read_testset(args.dataset)
+        df = src = read_testset(args.dataset)   # read once: the estimate and the report share it
         k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()
         k['qid'] = query_ids(k)
         probe = LLM(model=args.model, cache=False, progress=False, **call_options(args))
@@ -550,8 +550,8 @@ def _cli_inspect(args) -> int:
               file=sys.stderr)
         if args.dry_run: return 0
         llm = LLM(model=args.model, **call_options(args))
-    rep = inspect_testset(args.dataset, docs, split(args.languages), split(args.question_types), asked=asked,
-                          llm=llm)
+    rep = inspect_testset(src, docs, split(args.languages), split(args.question_types), asked=asked,
+                          name=Path(args.dataset).name, llm=llm)
     print(rep)
     if args.against:
         other = inspect_testset(args.against, docs, split(args.languages), split(args.question_types), asked=asked)

@@ -14,7 +14,7 @@ from ..core.prompts import get_prompt
 from ..core.safe import write_text
 from .retrieval import Retriever, read_dataset, check_columns, query_ids
 from ..check.checker import run_checks
-from ..view.plots import flat_metrics
+from ..check.metrics import flat_metrics
 
 # %% auto #0
 __all__ = ['rag_pipeline']

@@ -18,7 +18,7 @@ from ..core.safe import atomic_path
 from ..core.display import compact_png
 
 # %% auto #0
-__all__ = ['MIN_FONT_PX', 'OKABE_ITO', 'GROUP_COLOURS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'flat_metrics', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
+__all__ = ['MIN_FONT_PX', 'OKABE_ITO', 'GROUP_COLOURS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
 
 # %% ../../nbs/50_plots.ipynb #5685ba4d
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -286,20 +286,7 @@ def metric_groups() -> dict:
     return {g.removesuffix('_metrics'): list(ms) for g, ms in _metrics.METRIC_GROUPS.items()}
 GROUP_COLOURS = {'overall':OKABE_ITO[0], 'retriever':OKABE_ITO[2], 'generator':OKABE_ITO[1]}
 
-def flat_metrics(
-    metrics:dict,  # grouped top-level metrics (percent) or one result's flat metrics (fractions)
-) -> dict:
-    "RAGChecker metrics as one `{name: percent}` dict, from a grouped top-level dict or a flat per-result dict."
-    flat = {}
-    for k, v in metrics.items():
-        if isinstance(v, dict): flat.update(v)
-        else: flat[k] = v
-    names = list(_metrics.METRICS)
-    missing = [m for m in names if m not in flat]
-    if missing: raise KeyError(f"metrics lack {missing}")
-    vals = {m: float('nan') if flat[m] is None else float(flat[m]) for m in names}  # None: left out (no claims)
-    grouped = any(isinstance(v, dict) for v in metrics.values())
-    return vals if grouped else {m: v*100 for m, v in vals.items()}
+from ..check.metrics import flat_metrics   # the metrics as one dict: the checking floor's helper
 
 def _metric_label(m:str) -> str:
     return m.replace('_', ' ') + (' (\u2193 better)' if _metrics.METRIC_SPECS[m].lower_is_better else '')
