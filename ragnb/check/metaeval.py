@@ -423,7 +423,7 @@ def run_meta_eval(
     quiet:bool=False             # print neither the estimate nor the spend
 )->MetaEvalRun:
     "Check the pairs with `llm`; the Table 2 correlations with human preferences, beside RAGChecker's stored row."
-    from ragnb.core.llm import LLM
+    from ragnb.core.llm import LLM, cost_of, price_line
     from ragnb.check.checker import check_claims, check_texts, profile_checker, judge_profile as resolve
     sel = _selection(load_meta_pairs(human), sample, seed)
     results, resumed = _resume(sel, out, restart)
@@ -436,6 +436,7 @@ def run_meta_eval(
          f"({name} profile): about {est['calls']} call(s) ({est['extract_calls']} extractions, ~{est['check_calls']} "
          f"checks), ~{est['prompt_tokens']:,} prompt + ~{est['completion_tokens']:,} completion tokens "
          "(cached calls are free)")
+    _say(quiet, price_line(cost_of(llm.model, est['prompt_tokens'], est['completion_tokens']), llm.model))
     before = _usage(llm)
     _extract_shared(results, llm, claim_format, prefix_order=True)
     if out: save_results(results, out)

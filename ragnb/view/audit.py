@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from .plots import DisplayFigure
 
-from ..core.llm import LLM
+from ..core.llm import LLM, cost_of, price_line
 from ..core.options import add_call_options, call_options, check_output, no_endpoint
 from ..core.safe import csv_text, write_text
 from ..core.prompts import get_prompt
@@ -209,6 +209,9 @@ def audit(reference, # A RAGChecker output with claims and labels: a path, a dic
         print(f"ragnb audit: {sum(len(t.claims) for t in tasks)} checks, {name} profile: about {est['calls']} call(s), "
               f"{est['prompt_tokens']:,} prompt + {est['completion_tokens']:,} completion tokens (cached calls are "
               "free)", file=sys.stderr)
+        m = model or llm.model
+        print(f"ragnb audit: {price_line(cost_of(m, est['prompt_tokens'], est['completion_tokens']), m)}",
+              file=sys.stderr)
     outcomes = (checker or profile_checker(llm, name, model))(tasks) if tasks else []
     rows, usage = _judge_rows(plan, outcomes)
     got = pd.DataFrame(rows, columns=['query_id', 'field', 'claim', 'chunk', 'judge', 'reply', 'failure'])
