@@ -129,6 +129,21 @@ def choose_mode(mode:str='auto', # auto, or one of `MODES`
     log(f"no recorded replies for this run ({why}): using ragnb's scripted test server, not a language model")
     return 'scripted'
 
+# %% ../../nbs/82_demo.ipynb #84d02068
+from ragnb.core.llm import duration
+
+def local_time_line(params:dict, # The run's settings
+                    path=None, # A recording (default: the one shipped with ragnb)
+                   ) -> str|None:
+    ("What a local run of these settings will take, said before its first call: the time of the recorded local run "
+     "of the same settings (None when the recording is of other settings).")
+    try: meta, _ = read_recording(path or recording_path())
+    except (OSError, ValueError): return None
+    if meta.get('mode') != 'local' or meta.get('params') != params: return None
+    secs = sum(s.get('seconds') or 0 for s in meta.get('stages') or [])
+    return (f"time: about {duration(secs)} on two CPU cores (the local model's run of these settings, recorded "
+            f"{str(meta.get('recorded', ''))[:10]}); --mode replayed shows those recorded replies without the model")
+
 # %% ../../nbs/82_demo.ipynb #6c4ead7e
 @dataclass
 class DemoModel:
@@ -665,6 +680,7 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
     st = Stages(llm)
     try:
         log(f"model: {m.label} ({m.endpoint}); calls file: {out/'calls.sqlite'}")
+        if m.mode == 'local' and (line := local_time_line(params)): log(line)   # minutes of CPU: said first
         with st('load'): docs = load_documents(*(src or [sample_docs()]))
         log(f"1. loaded {len(docs)} documents"
             + (f", {len(docs.issues)} skipped" if getattr(docs, 'issues', None) else ''))
