@@ -156,22 +156,13 @@ def test_a_yes_no_reply_cut_at_the_token_cap_still_gives_its_label(tmp_path):
 
 
 # Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
-import csv, os, subprocess, sys
+import os, subprocess, sys
 from pathlib import Path
 from ragnb.app.cli import main
 
 E, N = 'Entailment', 'Neutral'
 
-FORMULA = ('=', '+', '@', '\t', '\r')
-
-def _cells(path:Path) -> list:
-    return [c for row in csv.reader(path.read_text(encoding='utf-8').splitlines()) for c in row]
-
-def _formula_free(path:Path):
-    "No cell a spreadsheet would run: text starting with = + @ tab CR, or '-' that is not a number."
-    for c in _cells(path):
-        assert not c.startswith(FORMULA), f"{path.name}: {c!r}"
-        if c.startswith('-'): float(c)   # a negative number is fine; '-2+3' as text is not
+from spreadsheet import cells as _cells, formula_free as _formula_free   # tests/spreadsheet.py
 
 # A result whose ids, query and claims start with '=' and '@' (issue 40, items 8, 11 and 17); FORMULA_TOY beside
 # this file's own TOY

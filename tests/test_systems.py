@@ -566,18 +566,7 @@ def test_claims_extracted_differently_are_counted_not_compared():
 
 
 # Hostile round 3 (issue 40): each test is named test_<item>_... and has its item in the comment above it
-import csv
-
-FORMULA = ('=', '+', '@', '\t', '\r')
-
-def _cells(path:Path) -> list:
-    return [c for row in csv.reader(path.read_text(encoding='utf-8').splitlines()) for c in row]
-
-def _formula_free(path:Path):
-    "No cell a spreadsheet would run: text starting with = + @ tab CR, or '-' that is not a number."
-    for c in _cells(path):
-        assert not c.startswith(FORMULA), f"{path.name}: {c!r}"
-        if c.startswith('-'): float(c)   # a negative number is fine; '-2+3' as text is not
+from spreadsheet import cells as _cells, formula_free as _formula_free   # tests/spreadsheet.py
 
 def _checked_claim(qid, claim, hit):
     return dict(query_id=qid, query=f'question {qid}', gt_answer='g', response='r',
