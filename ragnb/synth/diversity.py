@@ -904,8 +904,12 @@ def _personas_arg(s:str|None)->list|None:
     p = Path(s)
     return p.read_text(encoding='utf-8').splitlines() if p.is_file() else s.split(';')
 
-def _say_estimate(args, docs) -> bool:
-    "Print what the run will send, cost and take, reading the call cache only; False when it cannot be said."
+def _names(s:str|None)->list|None:
+    "A comma-separated option's values (`--styles`, `--lengths`), None when not given."
+    return [x.strip() for x in s.split(',') if x.strip()] if s else None
+
+def _say_estimate(args, docs):
+    "Print what the run will send, cost and take, reading the call cache only."
     from ragnb.synth.generate import estimate_generation, estimate_lines, critic_profile, critic_profile_reason
     from ragnb.core.cache import CallCache
     from ragnb.core.llm import default_cache_dir
@@ -918,14 +922,13 @@ def _say_estimate(args, docs) -> bool:
         say(f"model {llm.model} at {llm.base_url}; replies would be cached in {path}")
         say(f"critique profile {critic_profile_reason(args.critique_profile, llm.model)}")
     if args.question_types is not None:   # the mixed flow: its plan, stage by stage
-        split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
         e = estimate_mixed(docs, llm, args.question_types, args.audience, args.questions_per_chunk, args.language,
                            args.chunk_size, args.chunk_overlap, args.max_chunks, args.seed,
-                           _personas_arg(args.personas), split(args.styles), split(args.lengths),
+                           _personas_arg(args.personas), _names(args.styles), _names(args.lengths),
                            critique_profile=args.critique_profile)
         secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
         for line in mixed_estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
-        return True
+        return
     chunks = sample_chunks(split_many(docs, args.chunk_size, args.chunk_overlap, args.engine, args.workers),
                            args.max_chunks, args.seed)
     profile = critic_profile(args.critique_profile, llm.model)
@@ -933,7 +936,6 @@ def _say_estimate(args, docs) -> bool:
                             profile, args.critic_samples, args.second_critic_model is not None)
     secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
     for line in estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
-    return True
 
 def _cli_generate(args)->int:
     check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
@@ -943,7 +945,7 @@ def _cli_generate(args)->int:
                           **({'glob': tuple(args.glob)} if args.glob else {}))
     for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
     if not docs: print("no documents loaded", file=sys.stderr); return 1
-    if args.dry_run: return 0 if _say_estimate(args, docs) else 1   # what a run would send; no call, nothing written
+    if args.dry_run: _say_estimate(args, docs); return 0   # what a run would send; no call, nothing written
     llm = LLM(model=args.model, pacing=Pacing(concurrency=args.concurrency), batch=BatchAPI() if args.batch else None,
               **call_options(args))
     cached = llm.cache.path if llm.cache else 'no cache'
@@ -952,7 +954,6 @@ def _cli_generate(args)->int:
     critic2 = (LLM(model=args.second_critic_model, pacing=Pacing(concurrency=args.concurrency), progress=False,
                    **call_options(args))
                if args.second_critic_model else None)
-    split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     personas = _personas_arg(args.personas)
     common = dict(audience=args.audience, n_per_chunk=args.questions_per_chunk, language=args.language,
                   chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, max_chunks=args.max_chunks,
@@ -965,8 +966,8 @@ def _cli_generate(args)->int:
         ds = generate_dataset(docs, llm, **common, structured=args.structured, critic_samples=args.critic_samples,
                               second_critic=critic2, require_consistent=args.require_consistent, engine=args.engine,
                               workers=args.workers)
-    else: ds = mixed_dataset(docs, llm, args.question_types, **common, personas=personas, styles=split(args.styles),
-                             lengths=split(args.lengths))
+    else: ds = mixed_dataset(docs, llm, args.question_types, **common, personas=personas, styles=_names(args.styles),
+                             lengths=_names(args.lengths))
     if msg := all_calls_failed(ds, llm): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
     for f in ds.failed.df.failures.explode().dropna().head(5):
         print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)
