@@ -15,16 +15,17 @@ from ..core.options import in_range
 pd = lazy('pandas')  # imported on first use: `ragnb metrics --help` stays light
 
 from ..core.safe import iter_jsonl, write_text, UnsafeInput, MB, file_lock
-from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, LabelBatch, claim_metrics, load_results)
+from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, SIDES, CLAIM_FLAGS, LabelBatch,
+                                 claim_metrics, load_results)
 
 # %% auto #0
-__all__ = ['pd', 'SIDES', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'LabelsError', 'dataset_fingerprint', 'claim_refs', 'labels_path',
-           'Labels', 'read_labels', 'add_labels', 'label_plan', 'usable_results', 'Corrected', 'corrected_metrics',
-           'plan_labels', 'compare_corrected', 'add_cli']
+__all__ = ['pd', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'LabelsError', 'dataset_fingerprint', 'claim_refs', 'labels_path', 'Labels',
+           'read_labels', 'add_labels', 'label_plan', 'usable_results', 'Corrected', 'corrected_metrics', 'plan_labels',
+           'compare_corrected', 'add_cli']
 
 # %% ../../nbs/43_corrected.ipynb #2853ff78
-SIDES = {'response': 'response_claims', 'gt': 'gt_answer_claims'}
-MAIN = {'response': 'answer', 'gt': 'response'}              # the text each side's claims are checked against first
+# the sides a person labels, each with the text its claims are checked against first
+MAIN = {'response': 'answer', 'gt': 'response'}
 FIELD = {('response', 'main'): 'answer2response', ('gt', 'main'): 'response2answer',
          ('response', 'chunk'): 'retrieved2response', ('gt', 'chunk'): 'retrieved2answer'}
 LABELS_FORMAT = 'ragnb-labels/1'
@@ -81,7 +82,7 @@ def _check_row(row:dict, index:dict, at:str) -> tuple:
     rid = row['result']
     if not isinstance(rid, str) or rid not in index: raise LabelsError(f"{at}: result {rid!r} is not in the dataset")
     r, side = index[rid], row['side']
-    if side not in SIDES: raise LabelsError(f"{at}: side {side!r} is not 'response' or 'gt'")
+    if side not in MAIN: raise LabelsError(f"{at}: side {side!r} is not 'response' or 'gt'")
     claims, i = getattr(r, SIDES[side]) or [], row['claim']
     if type(i) is not int or not 0 <= i < len(claims):
         raise LabelsError(f"{at}: result {rid!r} has no {side} claim {i!r} (it has {len(claims)})")
@@ -158,7 +159,7 @@ def label_plan(results:list, # The `RAGResult`s
                seed:int=0,   # The sampling seed (the labels file records it)
               ) -> list:
     "Every claim of `results` as (result, side, claim), in a random order fixed by `seed`."
-    claims = [(r.query_id, s, i) for r in results for s in SIDES for i in range(len(getattr(r, SIDES[s]) or []))]
+    claims = [(r.query_id, s, i) for r in results for s in MAIN for i in range(len(getattr(r, SIDES[s]) or []))]
     order = np.random.default_rng(seed).permutation(len(claims))
     return [claims[i] for i in order]
 
@@ -205,16 +206,19 @@ def ppi_mean(y,               # The person's values on the labelled units
     return dict(estimate=float(est), low=float(est - h), high=float(est + h), se=float(se), lam=lam, n=n, N=N)
 
 # %% ../../nbs/43_corrected.ipynb #fbf4e5bd
-# metric -> (side, what it needs of a claim: 'main' and/or 'chunks',
-#            its yes/no from (main entailed, some chunk entails))
-CLAIM_METRICS = {
-    'precision': ('response', ('main',), lambda m, c: m),
-    'recall': ('gt', ('main',), lambda m, c: m),
-    'claim_recall': ('gt', ('chunks',), lambda m, c: c),
-    'faithfulness': ('response', ('chunks',), lambda m, c: c),
-    'hallucination': ('response', ('main', 'chunks'), lambda m, c: ~c & ~m),
-    'self_knowledge': ('response', ('main', 'chunks'), lambda m, c: ~c & m),
-}
+def _claim_metric(spec) -> tuple|None:
+    "A metric that is a mean of each claim's own yes/no: (side, decisions it needs, yes/no from (main, chunks))."
+    if spec.counts is None: return None
+    side, flags, denominator = spec.counts
+    if denominator or not all((side, f) in CLAIM_FLAGS for f in flags): return None
+    rules = [CLAIM_FLAGS[side, f] for f in flags]
+    needs = tuple(x for x in ('main', 'chunks') if any(x in n for n, _ in rules))
+    return side, needs, lambda m, c: np.logical_and.reduce([f(m, c) for _, f in rules])
+
+# metric -> (side, what it needs of a claim: 'main' and/or 'chunks', its yes/no from (main entailed, some chunk
+# entails)), derived from `METRIC_SPECS`' counts: precision, recall, claim recall, hallucination, self-knowledge and
+# faithfulness (the other five count claims against other claims' decisions)
+CLAIM_METRICS = {m: t for m in METRICS if (t := _claim_metric(METRIC_SPECS[m]))}
 
 def _is_e(v) -> bool: return v == 'Entailment'
 
@@ -223,8 +227,8 @@ def _claim_table(results:list, labels:Labels|None) -> pd.DataFrame:
     known, rows = (labels.by_key() if labels else {}), []
     for pos, r in enumerate(results):
         k = len(r.retrieved_context or [])
-        for side, attr in SIDES.items():
-            claims = getattr(r, attr) or []
+        for side in MAIN:
+            claims = getattr(r, SIDES[side]) or []
             main_j = getattr(r, FIELD[side, 'main']) or []
             chunks_j = getattr(r, FIELD[side, 'chunk']) or []
             for i in range(len(claims)):

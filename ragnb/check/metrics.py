@@ -18,7 +18,7 @@ from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text
 
 # %% auto #0
-__all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES',
+__all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES', 'CLAIM_FLAGS',
            'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags', 'MetricSpec',
            'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'flat_metrics', 'Scores',
            'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json', 'load_results',
@@ -244,7 +244,7 @@ class MetricSpec:
 
 METRIC_SPECS = {}  # name -> MetricSpec: the one table of metrics (`register_metric` adds a row)
 METRICS, METRIC_GROUPS = [], {}  # views of it, in group order; the same objects everywhere, kept in step
-SIDES = ('response', 'gt', 'chunks')
+SIDES = {'response': 'response_claims', 'gt': 'gt_answer_claims', 'chunks': 'retrieved_context'}  # -> `RAGResult` field
 
 def _sync_views():
     METRIC_GROUPS.clear()
@@ -256,9 +256,9 @@ def register_metric(spec:MetricSpec # The metric's row
     "Add a metric to `METRIC_SPECS`: from then on it is scored, drawn, compared and shown in the viewer."
     if spec.name in METRIC_SPECS or spec.name in EXTRAS: raise ValueError(f"metric {spec.name!r} exists already")
     if bad := [x for x in spec.needs if x not in SIDES]: raise ValueError(f"metric {spec.name!r}: needs {bad}, "
-                                                                        f"not one of {SIDES}")
+                                                                        f"not one of {tuple(SIDES)}")
     if spec.counts is not None and spec.counts[0] not in SIDES:
-        raise ValueError(f"metric {spec.name!r}: counts {spec.counts[0]!r} claims, not one of {SIDES}")
+        raise ValueError(f"metric {spec.name!r}: counts {spec.counts[0]!r} claims, not one of {tuple(SIDES)}")
     METRIC_SPECS[spec.name] = spec; _sync_views()
     return spec
 
@@ -304,6 +304,18 @@ for _s in [
     MetricSpec('faithfulness', 'generator_metrics', 'Faith.', 'response claims entailed by some chunk',
                lambda c, m: c.mean_r(c.faithful), (_R, _C), counts=(_R, ('faithful',), ())),
 ]: register_metric(_s)
+
+# The flags of `counts` that a claim's own decisions settle: (side, flag) -> (the decisions it needs, 'main' (the
+# ground-truth answer or the response) and/or 'chunks', its yes/no from (main entails it, some chunk entails it)).
+# 'relevant noise' and 'irrelevant noise' are not here: a chunk is relevant by the ground-truth claims it entails.
+CLAIM_FLAGS = {
+    (_R, 'correct'): (('main',), lambda m, c: m),
+    (_R, 'faithful'): (('chunks',), lambda m, c: c),
+    (_R, 'unfaithful'): (('chunks',), lambda m, c: ~c),
+    (_R, 'hallucination'): (('main', 'chunks'), lambda m, c: ~m & ~c),
+    (_G, 'covered'): (('main',), lambda m, c: m),
+    (_G, 'retrieved'): (('chunks',), lambda m, c: c),
+}
 
 # %% ../../nbs/40_metrics.ipynb #27552efc
 def claim_metrics(

@@ -11,9 +11,9 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from ..core.safe import printable
-from ..check.metrics import LABELS, METRIC_SPECS, load_results, check_unique_ids
+from ..check.metrics import LABELS, METRIC_SPECS, SIDES, load_results, check_unique_ids
 from ..check.corrected import usable_results
-from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, SIDES, FIELD, add_labels, read_labels,
+from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, FIELD, add_labels, read_labels,
                                    labels_path, label_plan, claim_refs, corrected_metrics)
 from .plots import OKABE_ITO, new_figure
 
@@ -38,7 +38,7 @@ class Labeller:
         self.seed = int(self.labels.header.get('seed', seed)) if self.labels else seed
         self.index = {r.query_id: r for r in self.results}
         done = self.labels.by_key() if self.labels else {}
-        self.n_claims = sum(len(getattr(r, a) or []) for r in self.results for a in SIDES.values())
+        self.n_claims = sum(len(getattr(r, a) or []) for r in self.results for s in MAIN for a in [SIDES[s]])
         ok = {r.query_id for r in usable}
         self.todo = [(q, s, i, ref) for q, s, i in label_plan(self.results, self.seed) if q in ok
                      for ref in claim_refs(self.index[q], s) if (q, s, i, ref) not in done]
