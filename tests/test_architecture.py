@@ -1,5 +1,5 @@
 "The rooms of the package: who imports whom (no cycles, floors respected, the scripted model out of the stages)."
-import ast, json, subprocess, sys
+import ast, json, re, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -116,3 +116,21 @@ def test_public_names_do_not_grow():
     n = sum(map(len, public_names().values()))
     assert n <= MAX_PUBLIC, (f"{n} public names, more than {MAX_PUBLIC}: make a name no other module, lesson, README "
                              "or the front door uses internal (#| exporti), or raise MAX_PUBLIC saying why")
+
+
+# Modules assembled from several notebooks' `#| export module` cells, each explained in DEVELOPING.md's "Layout": a
+# stage above the view floor teaches its figure in its own lesson, and each stage's scripted rules sit in its lesson.
+ASSEMBLED = {'view.plots', 'testing.rules'}
+
+def notebooks_of(mod) -> set:
+    "The notebooks whose cells `nbdev_export` wrote into `mod` (its `# %% ../nbs/X.ipynb` cell markers)."
+    text = (PKG/(mod.replace('.', '/') + '.py')).read_text()
+    return set(re.findall(r'(?m)^# %% [./]*nbs/([\w.-]+\.ipynb)', text))
+
+def test_modules_come_from_one_notebook():
+    many = {m: sorted(notebooks_of(m)) for m in MODULES if len(notebooks_of(m)) > 1}
+    assert set(many) <= ASSEMBLED, (f"modules assembled from several notebooks: {many}; export each from one notebook, "
+                                    "or say why in DEVELOPING.md's Layout and add it to ASSEMBLED")
+    developing = (PKG.parent/'DEVELOPING.md').read_text()
+    assert [m for m in ASSEMBLED if f'#| export {m}' not in developing] == [], 'say why in DEVELOPING.md'
+    assert notebooks_of('core.llm') == {'14_llm.ipynb'} and len(notebooks_of('testing.rules')) > 1

@@ -446,6 +446,7 @@ def _corrected_html(s:dict, out:Path) -> str:
             "ragchecker_output.json</code> in this folder, then <code>ragnb metrics ragchecker_output.json --labels "
             "ragchecker_output.labels.jsonl</code> (or run the demo again into this folder).</p>")
 
+# %% ../../nbs/82_demo.ipynb #e5b00dca
 def report_html(out:str|Path # The run's folder
                ) -> str:
     "The one-page report of the run in `out`, from its `summary.json`, `dataset.jsonl` and `ragchecker_output.json`."
@@ -655,6 +656,7 @@ def _demo_testset(out:Path, ds, docs, figures:dict, missing:dict, label:str) -> 
                    f"document's sections they cover (ragnb inspect). Questions by {label}."}
     return dict(questions=ts.questions, kept=ts.kept, measures=[m.row() for m in ts.measures])
 
+# %% ../../nbs/82_demo.ipynb #0cc9d12f
 def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files, figures, summary and report
              src:list|None=None, # Documents to load (folders, files or git URLs); default: the shipped samples
              max_chunks:int|None=DEFAULTS['max_chunks'], # Passages sampled for question generation

@@ -381,6 +381,7 @@ def _spent(o:CheckOutcome, r):
     o.calls += 1; o.cached += r.cached
     o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
 
+# %% ../../nbs/41_checker.ipynb #d13215e6
 def small_checker(llm:LLM, # The model that labels the claims
                   model:str|None=None, # Model name; default: the LLM's
                   prompt:str|None=None, # One claim: {question}, {reference}, {claim}; default `small`'s prompt
@@ -675,6 +676,7 @@ def estimate_checks(tasks:list, # `CheckTask`s
 
 CHARS_PER_CLAIM = 45   # a RAGChecker triplet claim covers about 45 characters of its text (its example: 44)
 
+# %% ../../nbs/41_checker.ipynb #2fadc8af
 def estimate_run(results:list, # `RAGResult`s, claims extracted or not
                  profile:str='small', # Judge profile, resolved: 'small' (or 'small@N') or 'default'
                  claim_format:str='triplet', # 'triplet' or 'sentence'

@@ -98,6 +98,7 @@ def _labels_lines(path):
     try: yield from iter_jsonl(path, 64*MB, f"labels file {path}")
     except (OSError, UnsafeInput) as e: raise LabelsError(f"labels file {path}: {e}") from None
 
+# %% ../../nbs/43_corrected.ipynb #744a36a0
 def read_labels(path,          # A labels file
                 results:list,  # The `RAGResult`s it labels
                ) -> Labels:
@@ -276,6 +277,7 @@ def _decision_arrays(results:list, labels:Labels|None):
             else: h_blocks[k][1][g + c, ref] = v
     return b, h_a2r, h_r2a, h_blocks
 
+# %% ../../nbs/43_corrected.ipynb #c66e160b
 class _Imputer:
     ("The person's labels of every decision, drawn: a claim's main decision from its rate given the judge's main label "
      "and whether the judge found it in some chunk; each chunk decision from its rate given the judge's label and the "
@@ -348,6 +350,7 @@ class _Imputer:
         return LabelBatch(b.ids, b.n_resp, b.n_gt, b.n_chunks, main[0].astype(np.int8), main[1].astype(np.int8),
                           blocks)
 
+# %% ../../nbs/43_corrected.ipynb #b3af3b94
 def _means(b:LabelBatch) -> dict:
     m = claim_metrics(b)
     return {k: float(np.mean(m[k]) * 100) if len(b) else float('nan') for k in METRICS}
@@ -370,6 +373,7 @@ class Corrected:
     note: str = ''
     def _repr_html_(self): return f"<p>{self.note}</p>" + self.table.round(1).to_html()
 
+# %% ../../nbs/43_corrected.ipynb #7a88bb99
 def corrected_metrics(results,                # RAGChecker results with the judge's labels (as `load_results` takes)
                       labels:Labels|str|Path|None, # A person's labels (or their file); None: the judge's figures only
                       alpha:float=0.05,       # 1 - the intervals' coverage

@@ -74,6 +74,7 @@ def _patiently(fn, bound:float=120):
             if not _busy(e) or time.monotonic() - t0 > bound: raise
             time.sleep(delay); delay = min(delay * 2, 2.0)
 
+# %% ../../nbs/14a_cache.ipynb #77db0588
 def _check_cache_file(path:Path):
     "Refuse a file that is not a ragnb call cache before anything is written to it (`CacheError` naming it)."
     if not path.exists(): return

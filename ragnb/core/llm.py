@@ -142,6 +142,7 @@ def server_slots(base_url:str, # A local endpoint's base URL, e.g. http://127.0.
         return VLLM_SLOTS
     return None
 
+# %% ../../nbs/14_llm.ipynb #4c95ce05
 def default_concurrency(base_url:str|None=None, # The endpoint; default `OPENAI_BASE_URL`
                         probe:bool=True # For an endpoint on this machine, ask it how many calls it serves at once
                        ) -> int:
@@ -889,6 +890,7 @@ def _follow(self:LLM, res:Result, lead:Result, messages) -> Result:
     res.errors = list(lead.errors)
     return res
 
+# %% ../../nbs/14_llm.ipynb #94ff0b62
 @patch
 async def _send_once(self:LLM, res:Result, messages, params:dict, pid:str|None, item_id, model:str) -> Result:
     "The call of `res` with retries, a total deadline per attempt and the cache write."

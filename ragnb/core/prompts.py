@@ -354,6 +354,7 @@ Text:
 
 Reply with JSON only, in this form: {{"claims": ["first claim.", "second claim.", ...]}}"""))
 
+# %% ../../nbs/17_prompts.ipynb #cab2ccf7
 register(Prompt('check_claims', '1', system=CLAIM_SYSTEM,
 description='label every numbered claim Entailment / Neutral / Contradiction against one reference, in one call',
 template="""Judge each numbered claim against the reference text below.

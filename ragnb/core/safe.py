@@ -76,6 +76,7 @@ def lone_surrogate(
         elif isinstance(v, list): stack += [(f"{at}[{i}]", x) for i, x in enumerate(v)]
     return None
 
+# %% ../../nbs/12_safe.ipynb #238ddc9d
 def iter_jsonl(
     path,                 # A JSONL file
     limit:int=64*MB,      # The most bytes to read (`read_bounded`)

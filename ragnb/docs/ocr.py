@@ -85,6 +85,7 @@ def needs_ocr(page:pymupdf.Page, # A PDF page
     if garbled(page.get_text()): return 'garbled'
     return None
 
+# %% ../../nbs/22a_ocr.ipynb #a0c5c983
 def ocr_doubt(page:pymupdf.Page, # A PDF page `needs_ocr` keeps as text
               min_cover:float=0.5, # As in `needs_ocr`
              ) -> str|None:
@@ -151,6 +152,7 @@ class Tesseract(OcrEngine):
             raise OcrUnavailable(f"tesseract failed (exit {r.returncode}): {r.stderr.decode(errors='replace')[-300:]}")
         return words_pdf(page, pix, tsv_words(r.stdout.decode('utf-8', errors='replace')), dpi)
 
+# %% ../../nbs/22a_ocr.ipynb #2fcddcd9
 def tsv_words(tsv:str) -> list[tuple]:
     "Words (x0, y0, x1, y1, text) in pixels from Tesseract's TSV output (level 5 rows with text)."
     out, lines = [], tsv.splitlines()
@@ -204,6 +206,7 @@ def _word_boxes(chars:list, boxes:list, gap:float=0.6) -> list[tuple]:
 _EDGE_MARKS = '|[]{}=~_"\'`'
 _NUMBER = re.compile(r'[-+(]?[$€£]?\d[\d,.]*%?\)?')
 
+# %% ../../nbs/22a_ocr.ipynb #3a0823ea
 def clean_word(text:str # A word as the engine read it
               ) -> str:
     ("The word without the marks a rule's end or a speck left at its edges, when what remains is a number "
@@ -263,6 +266,7 @@ class RapidOcr(OcrEngine):
 
 OCR_ENGINES = {'tesseract': Tesseract(), 'mupdf-tesseract': MupdfTesseract(), 'rapidocr': RapidOcr()}  # `auto` order
 
+# %% ../../nbs/22a_ocr.ipynb #a5d822f0
 def choose_engine(name:str='auto', # 'auto' or a name of `OCR_ENGINES`
                   language:str='eng', # Tesseract's language code(s), e.g. 'eng' or 'eng+deu'
                  ) -> OcrEngine:
@@ -328,6 +332,7 @@ def _rule_lines(grey, n:int, max_thick:int, dark:int=RULE_DARK) -> tuple[list, l
         down += [l for l in d2 if not _along(l, down, max_thick)]
     return across, down
 
+# %% ../../nbs/22a_ocr.ipynb #8f5624c8
 def _rules_at(grey, n:int, max_thick:int, dark:int) -> tuple[list, list]:
     "`_rule_lines` at one grey level."
     ink, black = grey < dark, grey < 128   # a shaded header beside a rule is ink, but not black
@@ -399,6 +404,7 @@ def ocr_dpi(page:pymupdf.Page, # A PDF page
     return d, (f"the page is {r.width:,.0f} x {r.height:,.0f} pt: read by OCR at {d} dpi instead of {dpi} to stay "
                f"within {max_pixels:,} pixels, so small text may be missed")
 
+# %% ../../nbs/22a_ocr.ipynb #0c26daa9
 def ocr_copy(doc:pymupdf.Document, # The PDF, open
              out, # Where to write the copy (replaced whole)
              pages:list|None=None, # Page numbers from 1 to consider (default: all)

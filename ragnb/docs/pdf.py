@@ -801,6 +801,7 @@ class TableCells:
 def _covers(spans:list, v:float, tol:float=RULE_GAP) -> bool:
     return any(a - tol <= v <= b + tol for a, b in spans)
 
+# %% ../../nbs/23_pdf.ipynb #89d772bb
 def _word_cuts(bands:list, a:float, b:float, gap:float) -> list[float]:
     ("Where the words between `a` and `b` split into columns of their own (as `table_grid` finds columns): the middle "
      "of each gap between the columns of the rows with the most cells.")
@@ -1212,6 +1213,7 @@ def upright_copy(doc:pymupdf.Document, # The PDF, open
     new.save(tmp, garbage=3, deflate=True); os.replace(tmp, out)
     return out, turns
 
+# %% ../../nbs/23_pdf.ipynb #13588a9d
 def turn_note(degrees:int, # What `text_turn` gave (anticlockwise, from the page's unrotated content)
               rotation:int, # The page's /Rotate
              ) -> str:
@@ -1372,6 +1374,7 @@ def parse_pdf(
     res.save(out)
     return res
 
+# %% ../../nbs/23_pdf.ipynb #f5c1e112
 def _parse_as_document(path, out_dir, llm=None, offline=False, pages=None, engine='local', workers=1,
                        max_side=MAX_SIDE, max_pixels=MAX_PIXELS, max_image_pixels=MAX_IMAGE_PIXELS, ocr='auto',
                        ocr_engine='auto', ocr_dpi=300, ocr_language='eng', ocr_max_pages=OCR_MAX_PAGES,

@@ -201,6 +201,7 @@ def duplicate_pairs(questions:list[str], # The questions
     shown = [(min(i, j), max(i, j), sc) for i, j, sc in shown]
     return Pairs(shown, members, total, cut)
 
+# %% ../../nbs/63_inspect.ipynb #62461f48
 def evidence_pairs(df:pd.DataFrame, # The kept questions, with source_doc, evidence_start, evidence_end
                    max_pairs:int=MAX_PAIRS # Pairs kept to show
                   ) -> Pairs:
@@ -571,6 +572,7 @@ def _cli_inspect(args) -> int:
         save_figure(rep.plot(), args.figure); print(f"wrote {args.figure}")
     return 1 if any(m.verdict == 'check' for m in rep.measures) and args.strict else 0
 
+# %% ../../nbs/63_inspect.ipynb #ef347bae
 def add_cli(sub # `Subcommands` of the `ragnb` parser
            ):
     "Register `ragnb inspect`."

@@ -714,6 +714,7 @@ from .generate import factoid_request, critique_request, REPLY_TOKENS, critic_pr
 
 MIXED_REPLY_TOKENS = {'entities': 60, 'personas': 150, 'typed': 160, 'single_hop': 90}  # completion tokens a call
 
+# %% ../../nbs/31_diversity.ipynb #dd3fb624
 def estimate_mixed(
     docs:list[Document],               # The documents
     llm:LLM,                           # Its model (its cache, if any, is only read)
@@ -778,6 +779,7 @@ def estimate_mixed(
                 embed_cost=cost_of(llm.embed_model, emb[1]) if emb[0] else 0.0,
                 cost=cost_of(llm.model, tot['prompt_tokens'], tot['completion_tokens']), prompts=dict(prompts))
 
+# %% ../../nbs/31_diversity.ipynb #05a7895f
 def mixed_estimate_lines(e:dict, # From `estimate_mixed`
                          model:str, # The model's name
                          seconds:dict|None=None, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
@@ -937,6 +939,7 @@ def _say_estimate(args, docs):
     secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
     for line in estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
 
+# %% ../../nbs/31_diversity.ipynb #9e63b470
 def _cli_generate(args)->int:
     check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
     if not args.dry_run and (msg := no_endpoint('generate')):   # say how to get a model, call nothing

@@ -272,6 +272,7 @@ def _parse(args, llm, out, before):
                           ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language, ocr_max_pages=args.ocr_max_pages,
                           before_calls=before, region_cache=not args.dry_run)
 
+# %% ../../nbs/32_multimodal.ipynb #3c140d9e
 def _report_parse(args, res) -> int:
     ok = len(res.pages) - len(res.failures)
     print(f"{args.file}: {ok}/{len(res.pages)} pages parsed ({res.mode}) into {args.out}")
@@ -284,8 +285,6 @@ def _report_parse(args, res) -> int:
         if p.failure is not None:
             print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
     return 1 if res.failures else 0
-
-
 
 # %% ../../nbs/32_multimodal.ipynb #66c08246
 def add_cli(
