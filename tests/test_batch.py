@@ -44,7 +44,7 @@ def test_the_client_takes_a_batch_runner_and_imports_none():
     assert LLM(api_key='x', cache=False, batch=runner).batch(REQS, desc='greetings') == [] and seen == [(12, 'greetings')]
 
 def test_batch_discount_and_no_second_batch(tmp_path, monkeypatch):
-    from ragnb.core.llm import PRICES
+    from ragnb.core.prices import PRICES
     monkeypatch.setitem(PRICES, 'scripted-test-model', (1.0, 2.0))
     with ScriptedServer() as srv:
         b, o = make(srv, tmp_path/'b.sqlite', batch=BatchAPI(poll=0.02)), make(srv, tmp_path/'o.sqlite')

@@ -130,7 +130,7 @@ def choose_mode(mode:str='auto', # auto, or one of `MODES`
     return 'scripted'
 
 # %% ../../nbs/82_demo.ipynb #84d02068
-from ragnb.core.llm import duration
+from ragnb.core.prices import duration
 
 def local_time_line(params:dict, # The run's settings
                     path=None, # A recording (default: the one shipped with ragnb)

@@ -712,7 +712,7 @@ def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
                if e.get('guessed') else ''))
 
 # %% ../../nbs/41_checker.ipynb #4ef70cdc
-from ..core.llm import duration as _duration
+from ..core.prices import duration as _duration
 
 def estimate_seconds(e:dict, # From `estimate_run` (`extract_calls`, `check_calls`) or `estimate_checks` (`calls`)
                      seconds:dict, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
@@ -746,7 +746,7 @@ def time_line(e:dict, # From `estimate_run`
             f"no estimate yet ({why}): the progress bar shows the time left once calls start")
 
 # %% ../../nbs/41_checker.ipynb #338794a7
-from ..core.llm import cost_of, price_line
+from ..core.prices import cost_of, price_line
 
 def check_estimate_lines(e:dict, # From `estimate_run`
                          profile:str, # The judge profile, resolved

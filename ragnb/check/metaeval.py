@@ -423,7 +423,8 @@ def run_meta_eval(
     quiet:bool=False             # print neither the estimate nor the spend
 )->MetaEvalRun:
     "Check the pairs with `llm`; the Table 2 correlations with human preferences, beside RAGChecker's stored row."
-    from ragnb.core.llm import LLM, cost_of, price_line
+    from ragnb.core.llm import LLM
+    from ragnb.core.prices import cost_of, price_line
     from ragnb.check.checker import check_claims, check_texts, profile_checker, judge_profile as resolve
     sel = _selection(load_meta_pairs(human), sample, seed)
     results, resumed = _resume(sel, out, restart)

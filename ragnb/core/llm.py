@@ -15,17 +15,17 @@ from ragnb.core.display import md_escape, fenced
 from ragnb.core.lazy import lazy
 from ragnb.core.safe import printable, redact
 from ragnb.core.cache import CallCache, Exchange, cache_key, message_refs, select_traces
+from ragnb.core.prices import cost_of, estimate_tokens, price_of
 from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after,
                                http_lib, http_request, Interrupted)
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'PRICES', 'default_cache_dir', 'env_model', 'env_number',
+__all__ = ['DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'default_cache_dir', 'env_model', 'env_number',
            'show_progress', 'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix',
-           'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'price_of',
-           'cost_of', 'usd', 'duration', 'price_line', 'time_line', 'run_sync', 'estimate_tokens', 'Deadlines',
-           'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'content_text', 'scrub_reply',
-           'as_requests', 'prompt_id', 'check_vectors']
+           'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'run_sync',
+           'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'content_text',
+           'scrub_reply', 'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #0d59aefa
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -279,65 +279,6 @@ class Request:
     params:dict=field(default_factory=dict)
     schema:dict|None=None  # JSON schema of the reply, sent as `response_format` where the endpoint takes one
 
-# %% ../../nbs/14_llm.ipynb #1fbab48f
-PRICES = {  # USD per 1M tokens: (input, output) or (input, output, cached input)
-    'gpt-4o-mini': (0.15, 0.60, 0.075), 'gpt-4o': (2.50, 10.00, 1.25), 'gpt-4.1-nano': (0.10, 0.40, 0.025),
-    'gpt-4.1-mini': (0.40, 1.60, 0.10), 'gpt-4.1': (2.00, 8.00, 0.50), 'o4-mini': (1.10, 4.40, 0.275),
-    'gpt-4-turbo': (10.00, 30.00), 'gpt-3.5-turbo': (0.50, 1.50),
-    'text-embedding-3-small': (0.02, 0.0), 'text-embedding-3-large': (0.13, 0.0), 'scripted-test-model': (0.0, 0.0),
-}
-
-def price_of(model:str # Model name
-            ) -> tuple|None:
-    "(input, output[, cached input]) USD per 1M tokens for `model`, by longest matching prefix; None when unknown."
-    best = max((k for k in PRICES if model == k or model.startswith(k + '-')), key=len, default=None)
-    return PRICES[best] if best else None
-
-def cost_of(model:str, # Model name
-            prompt_tokens:int, # Tokens sent
-            completion_tokens:int=0, # Tokens received
-            cached_tokens:int=0 # Of the tokens sent, those read from the endpoint's prompt cache
-           ) -> float|None:
-    "Cost in USD of one call, or None when the model has no price; cached prompt tokens at the cached-input price."
-    p = price_of(model)
-    if p is None: return None
-    c = min(cached_tokens or 0, prompt_tokens)
-    return ((prompt_tokens - c)*p[0] + c*(p[2] if len(p) > 2 else p[0]) + completion_tokens*p[1]) / 1e6
-
-def usd(v:float # Dollars
-       ) -> str:
-    "A price as a person reads it: cents under $0.10 to four places, else two, with thousands separated."
-    return f"${v:,.2f}" if v >= 0.1 else f"${v:.4f}"
-
-def duration(s:float # Seconds
-            ) -> str:
-    "A duration as a person reads it: seconds up to 90, then minutes up to 90, then hours."
-    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 90 * 60 else f"{s / 3600:.1f} h"
-
-def price_line(cost:float|None, # The run's price in USD (`cost_of`), None when the model has none
-               model:str,       # The model's name
-               batch:bool=False, # The run goes through the Batch API (half price)
-              ) -> str:
-    "The price line of an estimate before a run, with the Batch API's price beside it."
-    if cost is None: return f"price: unknown ({model} has no price in ragnb's table)"
-    if cost == 0: return f"price: none ({model} is free in ragnb's table)"
-    return (f"price: about {usd(cost / 2 if batch else cost)} at {model}'s prices"
-            + (' (Batch API: half)' if batch else f" (--batch: about {usd(cost / 2)})"))
-
-def time_line(calls:dict,   # Prompt id -> calls to make
-              seconds:dict, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
-              model:str,    # The model's name
-             ) -> str:
-    "The time line of an estimate before a run: the calls at the pace of earlier calls of the same prompts and model."
-    todo = {p: n for p, n in calls.items() if n}
-    if not todo: return "time: none: every call is in the call cache"
-    if missing := [p for p in todo if not seconds.get(p)]:
-        return (f"time: no estimate yet (no earlier call of {missing[0]} with {model} in the call cache): the "
-                "progress bar shows the time left once calls start")
-    secs = sum(n * sum(seconds[p]) / len(seconds[p]) for p, n in todo.items())
-    return (f"time: about {duration(secs)}, at the pace of {sum(len(seconds[p]) for p in todo):,} earlier calls of "
-            f"these prompts with {model}")
-
 # %% ../../nbs/14_llm.ipynb #ebb6bed4
 def run_sync(coro # A coroutine
             ):
@@ -349,25 +290,6 @@ def run_sync(coro # A coroutine
 # %% ../../nbs/14_llm.ipynb #1d26d28e
 def _prompt_id(p) -> str|None:
     return None if p is None else (p if isinstance(p, str) else p.id)
-
-# %% ../../nbs/14_llm.ipynb #6507f169
-def _est_tokens(messages) -> int:
-    "Rough prompt-token count (4 characters a token; 765 per image, OpenAI's high-detail tile figure)."
-    n = 0
-    for m in messages if isinstance(messages, list) else [messages]:
-        c = m.get('content', '') if isinstance(m, dict) else m
-        if isinstance(c, str): n += len(c)
-        else:
-            for part in c or []:
-                if part.get('type') == 'text': n += len(part.get('text', ''))
-                else: n += 765 * 4
-        n += 16
-    return math.ceil(n / 4)
-
-def estimate_tokens(messages # A request's messages (or one message, or a text)
-                   ) -> int:
-    "Rough prompt-token count of `messages`, as the estimates before a run count them (4 characters a token)."
-    return _est_tokens(messages)
 
 # %% ../../nbs/14_llm.ipynb #6ef3501a
 @dataclass(frozen=True)
@@ -1036,7 +958,7 @@ def _refuses_stream(self:LLM, msg:str) -> str|None:
 def _completion(body:dict, parts:list|None, finish:str|None, usage:dict|None, meta:dict, chunks:int) -> dict:
     "The chat completion (a dict) a whole reply would be, from a stream's text `parts` (None: no content), ids, usage."
     if usage is None:   # a server that ignores stream_options: prompt estimated, completion counted in chunks
-        pt = _est_tokens(body['messages']); usage = {'prompt_tokens':pt, 'completion_tokens':chunks,
+        pt = estimate_tokens(body['messages']); usage = {'prompt_tokens':pt, 'completion_tokens':chunks,
                                                      'total_tokens':pt + chunks}
     return {'id':meta.get('id') or 'stream', 'object':'chat.completion',
             'created':meta.get('created') or int(time.time()), 'model':meta.get('model') or body.get('model'),
@@ -1138,7 +1060,7 @@ async def _post_chat(self:LLM, body:dict, headers:dict):
 async def _chat(self:LLM, *, model:str, messages:list, extra_headers:dict|None=None, **params):
     ("One chat-completion attempt, paced by `self.limiter`: over plain aiohttp when `fast_path` allows, else the typed "
      "client.")
-    est = _est_tokens(messages) + int(params.get('max_tokens') or params.get('max_completion_tokens') or 0)
+    est = estimate_tokens(messages) + int(params.get('max_tokens') or params.get('max_completion_tokens') or 0)
     lim, used = self.limiter, None
     await lim.acquire(est)
     try:  # the deadlines count from here, when the call may start: not while it waits for a slot
@@ -1187,7 +1109,7 @@ def estimate(self:LLM, requests:Iterable) -> dict:
         pid = _prompt_id(r.prompt)
         key = cache_key(self.cache_endpoint, model, r.messages, _params(self, r.params, mode, r.schema, pid), pid)
         if self.cache is not None and key in self.cache: hits += 1; continue
-        t = _est_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
+        t = estimate_tokens(r.messages); toks += t; cost += cost_of(model, t) or 0.0
     return {'requests':len(reqs), 'cached':hits, 'to_call':len(reqs) - hits, 'prompt_tokens':toks,
             'input_cost':round(cost, 4)}
 

@@ -709,7 +709,7 @@ def mixed_dataset(
     return Dataset.from_records(qas, stats)
 
 # %% ../../nbs/31_diversity.ipynb #9f24640b
-from ..core.llm import cost_of, estimate_tokens, price_line, time_line, usd
+from ..core.prices import cost_of, estimate_tokens, price_line, time_line, usd
 from .generate import factoid_request, critique_request, REPLY_TOKENS, critic_profile
 
 MIXED_REPLY_TOKENS = {'entities': 60, 'personas': 150, 'typed': 160, 'single_hop': 90}  # completion tokens a call

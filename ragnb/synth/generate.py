@@ -843,7 +843,7 @@ def generate_dataset(
     return Dataset.from_records(qas, stats)
 
 # %% ../../nbs/30_generate.ipynb #f4ea3171
-from ..core.llm import cost_of, estimate_tokens, price_line, time_line
+from ..core.prices import cost_of, estimate_tokens, price_line, time_line
 REPLY_TOKENS = {'factoid': 120, 'default': 90, 'small': 2}   # completion tokens of a question and of a critique
 
 def estimate_generation(chunks:list[Chunk], # The passages a run will write questions about (`sample_chunks`)

@@ -16,7 +16,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from .plots import DisplayFigure
 
-from ..core.llm import LLM, cost_of, price_line
+from ..core.llm import LLM
+from ..core.prices import cost_of, price_line
 from ..core.options import add_call_options, call_options, check_output, no_endpoint
 from ..core.safe import csv_text, write_text
 from ..core.prompts import get_prompt
