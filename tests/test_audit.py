@@ -197,7 +197,7 @@ def test_8_audit_writes_each_file_whole_and_names_the_one_that_failed(tmp_path):
 # Issue 40, item 11 (hostile round 3): malformed label, score and review files -----------------------------------------
 @pytest.mark.parametrize('field, value, says', [
     ('review', 'maybe', "row 1 (id 'r1'): field 'review' is 'maybe', not accept, edit or reject"),
-    ('groundedness_score', 'five', "reviewed.jsonl: line 2: field 'groundedness_score' is 'five', not a whole number"),
+    ('groundedness_score', 'five', "reviewed.jsonl, line 2: field 'groundedness_score' is 'five', not a whole number"),
     ('kept', 'False', "row 1 (id 'r1'): field 'kept' is 'False', not true or false"),
 ])
 def test_11_audit_review_files_that_are_malformed_are_named(tmp_path, server, monkeypatch, capsys, field, value, says):

@@ -319,3 +319,22 @@ def test_5_a_chunk_holding_a_second_copy_of_the_evidence_is_relevant():
     unrelated = Chunk('Nothing about it at all in this chunk of text.', 'manual', 2, len(text) + 1)
     rep = evaluate([row], chunks + [unrelated], FunctionRetriever(lambda q: ['manual#2', 'manual#1']), ks=(1, 2), n_resamples=50)
     assert rep.mean('hit', 1) == 0.0 and rep.mean('hit', 2) == 1.0 and rep.mean('mrr', 2) == 0.5
+
+def test_one_reader_gives_the_same_rows_from_parquet_and_jsonl(tmp_path):
+    "`read_dataset`, `read_testset` and `Dataset.load` read files through one reader: hops come back as lists from both."
+    from ragnb.synth.generate import Dataset, read_rows
+    from ragnb.rag.inspect import read_testset
+    hops = [[{'doc_id': 'a.md', 'chunk_id': 0, 'evidence': 'x'}, {'doc_id': 'b.md', 'chunk_id': 2, 'evidence': 'y'}], []]
+    ds = Dataset(pd.DataFrame(dict(question=['Q1?', 'Q2?'], answer=['a', 'b'], source_doc=['a.md', 'b.md'],
+                                   kept=[True, True], hops=hops, failures=[[], [{'stage': 'critique'}]])))
+    for reader in (read_dataset, read_testset, lambda p: Dataset.load(p).df):
+        j, q = reader(ds.save(tmp_path/'d.jsonl')), reader(ds.save(tmp_path/'d.parquet'))
+        assert j.hops.tolist() == q.hops.tolist() == hops and q.failures.tolist()[1] == [{'stage': 'critique'}]
+    (tmp_path/'ragas.jsonl').write_text('{"user_input": "Q?", "reference": "a"}\n')
+    assert read_testset(tmp_path/'ragas.jsonl').question.tolist() == ['Q?']
+    with pytest.raises(ValueError, match=r"ragas.jsonl, line 1: no 'question' field: not a dataset row"):
+        Dataset.load(tmp_path/'ragas.jsonl')   # ragnb's own dataset needs ragnb's names
+    (tmp_path/'bad.jsonl').write_text('{"question": "Q?", "chunk_start": 1.5}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 1: field 'chunk_start' is 1.5, not a whole number"):
+        read_rows(tmp_path/'bad.jsonl')
+    with pytest.raises(FileNotFoundError, match='gone.jsonl does not exist'): Dataset.load(tmp_path/'gone.jsonl')

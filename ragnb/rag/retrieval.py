@@ -21,6 +21,7 @@ from ragnb.core.llm import LLM, Request
 from ragnb.core.prompts import get_prompt
 from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text
+from ragnb.synth.generate import read_rows  # the one reader of a test-set file
 
 # %% auto #0
 __all__ = ['Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'FunctionRetriever', 'read_dataset',
@@ -284,22 +285,9 @@ def read_dataset(src,                # A DataFrame, a `generate.Dataset`, a list
     return df  # the index still numbers the rows of the source, for error messages
 
 # %% ../../nbs/60_retrieval.ipynb #428b6bd7
-from ..core.safe import iter_jsonl
-
-def _dataset_rows(p:Path):
-    "The rows of a dataset file, each checked as it is read (a question, as ragnb's or ragas' name for it)."
-    for n, r in iter_jsonl(p, what=f"dataset {p}"):
-        if not any(k in r for k in ('question', 'user_input')):
-            raise ValueError(f"dataset {p}, line {n}: no 'question' (or 'user_input') field: not a dataset row")
-        yield r
-
 def _read(src) -> pd.DataFrame:
     if isinstance(src, pd.DataFrame): return src
-    if isinstance(src, (str, Path)):
-        p = Path(src)
-        if not p.exists(): raise FileNotFoundError(f"dataset {p} does not exist")
-        if p.suffix == '.parquet': return pd.read_parquet(p)
-        return pd.DataFrame(list(_dataset_rows(p)))
+    if isinstance(src, (str, Path)): return read_rows(src, whole=False)   # fields' types: `check_rows`, by row
     return pd.DataFrame(list(src))
 
 # %% ../../nbs/60_retrieval.ipynb #80d79d23

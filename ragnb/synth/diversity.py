@@ -25,7 +25,7 @@ from ragnb.core.display import md_escape
 # %% auto #0
 __all__ = ['DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'MIXED_REPLY_TOKENS', 'OUTCOMES', 'Link', 'Persona', 'as_personas',
            'parse_personas', 'propose_personas', 'Spec', 'passages_text', 'MixedQA', 'mixed_dataset', 'estimate_mixed',
-           'mixed_estimate_lines', 'outcome', 'mix_table', 'add_cli']
+           'outcome', 'mix_table', 'add_cli']
 
 # %% ../../nbs/31_diversity.ipynb #c57267ea
 QUESTION_TYPES = {  # name: (passages it needs, its prompt, what it asks)

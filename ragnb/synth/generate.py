@@ -26,7 +26,7 @@ from ragnb.core.safe import atomic_path, atomic_write, printable
 __all__ = ['RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'SEED_EXAMPLE', 'REPLY_TOKENS', 'parse_factoid', 'Critique',
            'parse_rating', 'QA', 'clean_field', 'failure_record', 'factoid_request', 'generate_questions',
            'critic_profile', 'critic_profile_reason', 'yes_no_critique', 'critique_request', 'critique',
-           'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'language_code', 'LanguageCheck',
+           'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'read_rows', 'language_code', 'LanguageCheck',
            'text_language', 'check_languages', 'sample_chunks', 'generate_dataset', 'estimate_generation',
            'estimate_lines', 'all_calls_failed']
 
@@ -617,34 +617,42 @@ def save(self:Dataset, path # File to write: .parquet, else JSONL
     "Save as Parquet if `path` ends in .parquet, else as JSONL."
     return self.to_parquet(path) if str(path).endswith('.parquet') else self.to_jsonl(path)
 
-def _jsonl_rows(path:Path) -> list[dict]:
-    ("The rows of a dataset's JSONL file, each an object whose whole-number fields (`_INT_COLS`) hold whole numbers; "
-     "else `ValueError` naming the file, line and field. A fifo or a file over 1 GB is refused without reading it.")
+def _from_json(v): return json.loads(v) if isinstance(v, str) else v
+
+def read_rows(path,                                # A test set's file: JSONL (ragnb's or ragas' names) or Parquet
+              question:tuple=('question', 'user_input'), # The fields of which each row must have one
+              whole:bool=True,                     # Check the whole-number fields here (False: the caller checks rows)
+             ) -> pd.DataFrame:
+    ("Every row of a test-set file, the one reader of them all (`Dataset.load`, `read_dataset`, `read_testset`): each "
+     "JSONL row checked as it is read, an object with a question whose whole-number fields (`_INT_COLS`) hold whole "
+     "numbers, else `ValueError` naming the file, line and field; a fifo or a file over 1 GB is refused without "
+     "reading it. Parquet's JSON text columns (`_JSON_COLS`, as `save` writes them) come back as lists.")
     from ragnb.core.safe import iter_jsonl, MB
-    rows = []
-    for n, r in iter_jsonl(path, 1024 * MB):   # each row checked as it is read: a bad file stops at its first bad line
-        if 'question' not in r: raise ValueError(f"{path}: line {n}: no 'question' field: not a dataset row")
-        for c in _INT_COLS:
+    p = Path(path)
+    if not p.exists(): raise FileNotFoundError(f"dataset {p} does not exist")
+    if p.suffix == '.parquet':
+        df = pd.read_parquet(p)
+        for c in _JSON_COLS:
+            if c in df: df[c] = df[c].map(_from_json)
+        return df
+    rows, names = [], ' (or '.join(repr(q) for q in question) + ')' * (len(question) - 1)
+    for n, r in iter_jsonl(p, 1024 * MB, what=f"dataset {p}"):   # a bad file stops at its first bad line
+        if not any(q in r for q in question):
+            raise ValueError(f"dataset {p}, line {n}: no {names} field: not a dataset row")
+        for c in _INT_COLS if whole else ():
             v = r.get(c)
             if v is None or (isinstance(v, float) and math.isnan(v)): continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
-                raise ValueError(f"{path}: line {n}: field {c!r} is {printable(repr(v))[:40]}, not a whole number")
+                raise ValueError(f"dataset {p}, line {n}: field {c!r} is {printable(repr(v))[:40]}, not a whole number")
         rows.append(r)
-    return rows
+    return pd.DataFrame(rows)
 
 @patch(cls_method=True)
 def load(cls:Dataset, path # A file written by `save`
         ) -> Dataset:
-    "Read a dataset written by `save`."
-    path = Path(path)
-    if path.suffix == '.parquet':
-        df = pd.read_parquet(path)
-        for c in _JSON_COLS:
-            if c in df: df[c] = df[c].map(json.loads)
-    else:
-        rows = _jsonl_rows(path)
-        df = pd.DataFrame(rows, columns=list(rows[0]) if rows else [f.name for f in fields(QA)])
-    return cls(df)
+    "Read a dataset written by `save` (`read_rows`, every row with a `question`)."
+    df = read_rows(path, question=('question',))
+    return cls(df if len(df.columns) else pd.DataFrame(columns=[f.name for f in fields(QA)]))
 
 # %% ../../nbs/30_generate.ipynb #9bc0e958
 @patch
