@@ -9,7 +9,8 @@ takes one, learnt by ragnb.core.llm; questions and ratings then come as JSON too
 import argparse, json, os, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-from ragnb.core.llm import LLM, Request, Deadlines, Pacing, Replies
+from ragnb.core.llm import LLM, Deadlines, Pacing, Replies
+from ragnb.core.calls import Request
 from ragnb.core.prompts import get_prompt
 from ragnb.check.checker import salvage_claims, claims_schema, claim_text, llm_checker, CheckTask, _words
 from ragnb.synth.generate import generate_questions, critique, parse_rating, QA, RATING_SCHEMA, critique_request

@@ -6,7 +6,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1]/'ragnb'
 MODULES = sorted('.'.join(p.relative_to(PKG).with_suffix('').parts) for p in PKG.rglob('*.py')
                  if p.stem not in ('__init__', '_modidx'))   # dotted below ragnb: 'core.llm'
-# The subpackages' floors, from the ground floor up (see DEVELOPING.md "Layout"): a module imports only from its own
+# The subpackages' floors, from the ground floor up (see ARCHITECTURE.md): a module imports only from its own
 # subpackage or one on a lower floor.
 FLOORS = {'core': 1, 'docs': 2, 'synth': 3, 'check': 4, 'view': 5, 'rag': 6, 'testing': 7, 'app': 8}
 ENTRY = {'testing.scripted', 'app.cli', 'app.demo'}  # may import the scripted model
@@ -40,7 +40,7 @@ def imports(mod, top_only, src=None):
 
 def test_every_module_has_a_floor():
     assert not [m for m in MODULES if m.split('.')[0] not in FLOORS], \
-        'put the new module in a subpackage of FLOORS (and in DEVELOPING.md)'
+        'put the new module in a subpackage of FLOORS (and in ARCHITECTURE.md)'
 
 def test_no_import_cycles():
     "No loop between ragnb modules, counting the imports inside functions: orchestration lives above what it joins."
@@ -118,7 +118,7 @@ def test_public_names_do_not_grow():
                              "or the front door uses internal (#| exporti), or raise MAX_PUBLIC saying why")
 
 
-# Modules assembled from several notebooks' `#| export module` cells, each explained in DEVELOPING.md's "Layout": a
+# Modules assembled from several notebooks' `#| export module` cells, each explained in ARCHITECTURE.md: a
 # stage above the view floor teaches its figure in its own lesson, and each stage's scripted rules sit in its lesson.
 ASSEMBLED = {'view.plots', 'testing.rules'}
 
@@ -130,7 +130,7 @@ def notebooks_of(mod) -> set:
 def test_modules_come_from_one_notebook():
     many = {m: sorted(notebooks_of(m)) for m in MODULES if len(notebooks_of(m)) > 1}
     assert set(many) <= ASSEMBLED, (f"modules assembled from several notebooks: {many}; export each from one notebook, "
-                                    "or say why in DEVELOPING.md's Layout and add it to ASSEMBLED")
-    developing = (PKG.parent/'DEVELOPING.md').read_text()
-    assert [m for m in ASSEMBLED if f'#| export {m}' not in developing] == [], 'say why in DEVELOPING.md'
+                                    "or say why in ARCHITECTURE.md and add it to ASSEMBLED")
+    why = (PKG.parent/'ARCHITECTURE.md').read_text()
+    assert [m for m in ASSEMBLED if f'#| export {m}' not in why] == [], 'say why in ARCHITECTURE.md'
     assert notebooks_of('core.llm') == {'14_llm.ipynb'} and len(notebooks_of('testing.rules')) > 1

@@ -2,7 +2,8 @@
 import asyncio, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
-from ragnb.core.llm import LLM, Request, run_sync, Deadlines, Pacing, Retries
+from ragnb.core.llm import LLM, run_sync, Deadlines, Pacing, Retries
+from ragnb.core.calls import Request
 from ragnb.core.cache import CallCache
 from ragnb.core.limits import RateLimiter
 from ragnb.core.batch import BatchAPI, BatchJobs, submit
@@ -246,7 +247,8 @@ def test_a_call_larger_than_the_token_budget_still_runs(tmp_path):
 # Issue 40, item 1 (hostile round 3): a Batch API reply that echoes the key is stored redacted -------------------------
 def test_1_a_batch_reply_that_echoes_the_key_is_stored_without_it(tmp_path, monkeypatch):
     from ragnb.core.batch import BatchAPI
-    from ragnb.core.llm import LLM, Request, Retries
+    from ragnb.core.llm import LLM, Retries
+    from ragnb.core.calls import Request
     key = 'sk-proj-Zx81secretvalue1234567890'
     monkeypatch.setenv('RAGNB_BATCH_POLL', '0.02')
     reqs = [Request([{'role': 'user', 'content': f'Say hello to {i}'}], prompt='greeting@1', id=f'q{i}') for i in range(3)]
@@ -263,7 +265,8 @@ def test_1_a_batch_reply_that_echoes_the_key_is_stored_without_it(tmp_path, monk
 def test_12_bad_batch_files_and_lines_are_skipped_and_the_run_goes_on(tmp_path, monkeypatch):
     import time, warnings
     from ragnb.core.batch import BatchAPI, BatchJobs, submit
-    from ragnb.core.llm import LLM, Request, Retries, run_sync
+    from ragnb.core.llm import LLM, Retries, run_sync
+    from ragnb.core.calls import Request
     monkeypatch.setenv('RAGNB_BATCH_POLL', '0.02')
     reqs = [Request([{'role': 'user', 'content': f'Say hello to {i}'}], prompt='greeting@1', id=f'q{i}') for i in range(6)]
     jobs = BatchJobs(tmp_path/'batches')

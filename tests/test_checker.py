@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from ragnb.core.llm import LLM, ParseError, Replies, Retries
+from ragnb.core.llm import LLM, Replies, Retries
+from ragnb.core.calls import ParseError
 from ragnb.testing.scripted import ScriptedServer, user_text
 from ragnb.check.metrics import LABELS, load_results
 from ragnb.check.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,

@@ -1,7 +1,8 @@
 "Diverse questions against ragnb's scripted server: types, linked passages, hop evidence, personas, language checks."
 import argparse, json, re
 import pytest
-from ragnb.core.llm import LLM, ParseError, Retries
+from ragnb.core.llm import LLM, Retries
+from ragnb.core.calls import ParseError
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.testing.rules import scripted_typed
 from ragnb.core.samples import sample_path

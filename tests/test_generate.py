@@ -2,7 +2,8 @@
 import argparse, json, random
 from pathlib import Path
 import pytest
-from ragnb.core.llm import LLM, ParseError, Retries
+from ragnb.core.llm import LLM, Retries
+from ragnb.core.calls import ParseError
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.core.prompts import get_prompt
 from ragnb.docs.documents import Document, load_folder, split_document, split_documents

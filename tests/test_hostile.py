@@ -12,7 +12,8 @@ from ragnb.app.cli import main
 from ragnb.app.demo import sample_docs
 from ragnb.docs.documents import Chunk, Document, Documents, LoadIssue, load_documents, load_folder, split_documents
 from ragnb.synth.generate import QA, Critique, Dataset, generate_dataset
-from ragnb.core.llm import LLM, Failure, Result, Deadlines, Pacing, Retries
+from ragnb.core.llm import LLM, Deadlines, Pacing, Retries
+from ragnb.core.calls import Failure, Result
 from ragnb.core.cache import cache_key
 from ragnb.check.metrics import RAGResult, ResultError, load_results, score
 from ragnb.docs.office import MAX_IMAGE_BYTES, docx_segments, parse_office, pptx_segments
@@ -744,7 +745,7 @@ def test_retrieval_names_the_row_and_field_of_a_wrong_type(tmp_path, capsys, row
 
 import resource, sqlite3, zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from ragnb.core.llm import Request
+from ragnb.core.calls import Request
 from ragnb.core.cache import CacheError, CallCache
 
 KEY = 'sk-hostile27-' + 'Qx7' * 12   # this test's own marker, not a credential

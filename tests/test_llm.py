@@ -2,7 +2,8 @@
 import asyncio, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import pytest
-from ragnb.core.llm import LLM, Request, run_sync, Deadlines, Endpoint, Pacing, Replies, Retries
+from ragnb.core.llm import LLM, run_sync, Deadlines, Endpoint, Pacing, Replies, Retries
+from ragnb.core.calls import Request
 from ragnb.core.prices import PRICES
 from ragnb.core.cache import CallCache, cache_key
 from ragnb.testing.scripted import lesson_llm

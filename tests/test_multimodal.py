@@ -1,7 +1,8 @@
 "Behaviour of ragnb.synth.multimodal: contexts, evidence ids that must exist, critique and rows through the test server."
 from pathlib import Path
 import pandas as pd, pytest
-from ragnb.core.llm import LLM, ParseError
+from ragnb.core.llm import LLM
+from ragnb.core.calls import ParseError
 from ragnb.synth.multimodal import (build_context, context_messages, context_text, multimodal_dataset, multimodal_questions,
                               parse_multimodal)
 from ragnb.docs.pdf import Segment, parse_pdf, pdf_regions, render_regions

@@ -4,7 +4,7 @@ import pytest
 from ragnb.core.prompts import labelled_fields
 from ragnb.synth.generate import parse_factoid
 from ragnb.synth.diversity import parse_typed
-from ragnb.core.llm import ParseError
+from ragnb.core.calls import ParseError
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.core.llm import LLM
 

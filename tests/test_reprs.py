@@ -1,7 +1,8 @@
 """Markdown reprs show text literally: a dollar amount must not turn into LaTeX, model text must not turn into markup.
 `tests/browser` checks the same in JupyterLab (the workshop's `llm.usage` shows '$0.0000', no MathJax)."""
 import re
-from ragnb.core.llm import Usage, md_escape
+from ragnb.core.llm import md_escape
+from ragnb.core.calls import Usage
 
 
 def _dollars_reaching_mathjax(md:str) -> list:

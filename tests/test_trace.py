@@ -4,7 +4,8 @@ from collections import defaultdict
 from pathlib import Path
 import pytest
 from ragnb.app.cli import main
-from ragnb.core.llm import LLM, Request, text_part, image_part, Deadlines, Retries
+from ragnb.core.llm import LLM, Deadlines, Retries
+from ragnb.core.calls import Request, text_part, image_part
 from ragnb.core.cache import cache_key
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.docs.documents import load_documents

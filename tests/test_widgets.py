@@ -75,7 +75,7 @@ PDF = sample_path('documents', 'camelot/tests/files/tabula/icdar2013-dataset/com
 
 def test_parsing_viewer_shows_ragnb_pdf_pages(tmp_path):
     from ragnb.docs.pdf import parse_pdf
-    from ragnb.core.llm import Failure
+    from ragnb.core.calls import Failure
     parsed = parse_pdf(PDF, tmp_path / 'eu4', offline=True, pages=[2], page_zoom=1, crop_zoom=1)
     pv = ParsingViewer(parsed)
     body = pv.view.body.value

@@ -7,7 +7,8 @@ from __future__ import annotations
 import datetime, html, json, os, shutil, sqlite3, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
-from ..core.llm import LLM, Endpoint, Pacing, Replies, Usage
+from ..core.llm import LLM, Endpoint, Pacing, Replies
+from ..core.calls import Usage
 from ..core.cache import CallCache
 from ..core.options import add_call_options, call_options
 from ..core.safe import atomic_write, write_text

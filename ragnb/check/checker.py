@@ -12,7 +12,8 @@ from typing import Callable
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 
-from ragnb.core.llm import LLM, Pacing, Request, ParseError, env_model, default_cache_dir
+from ragnb.core.llm import LLM, Pacing, env_model, default_cache_dir
+from ragnb.core.calls import Request, ParseError
 from ragnb.core.cache import CallCache
 from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint, in_range
 from ragnb.core.prompts import get_prompt, model_size, is_small_model

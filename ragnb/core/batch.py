@@ -9,7 +9,8 @@ from typing import Callable, Iterable
 from ragnb.core.lazy import lazy
 openai = lazy('openai')  # imported on first use, so importing ragnb stays quick
 from tqdm.auto import tqdm
-from ragnb.core.llm import LLM, Request, Result, Usage, as_requests, content_text, prompt_id, scrub_reply
+from ragnb.core.llm import LLM, as_requests, content_text, prompt_id, scrub_reply
+from ragnb.core.calls import Request, Result, Usage
 from ragnb.core.prices import cost_of
 from ragnb.core.limits import BadReply
 from ragnb.core.safe import MB, printable, read_text_bounded, write_text

@@ -16,6 +16,7 @@ from ragnb.core.lazy import lazy
 from ragnb.core.safe import printable, redact
 from ragnb.core.cache import CallCache, Exchange, cache_key, message_refs, select_traces
 from ragnb.core.prices import cost_of, estimate_tokens, price_of
+from ragnb.core.calls import Failure, LLMError, ParseError, Request, Result, Usage, image_part, text_part
 from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after,
                                http_lib, http_request, Interrupted)
 openai = lazy('openai')  # imported at the first call: see below
@@ -23,9 +24,8 @@ openai = lazy('openai')  # imported at the first call: see below
 # %% auto #0
 __all__ = ['DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'default_cache_dir', 'env_model', 'env_number',
            'show_progress', 'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix',
-           'text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'run_sync',
-           'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format', 'content_text',
-           'scrub_reply', 'as_requests', 'prompt_id', 'check_vectors']
+           'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format',
+           'content_text', 'scrub_reply', 'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #0d59aefa
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -160,124 +160,6 @@ def by_prefix(items:list, # Calls, or anything holding their messages
      "a prompt cache reads their shared start once.")
     text = lambda x: json.dumps(messages(x), sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=str)
     return sorted(items, key=text)
-
-# %% ../../nbs/14_llm.ipynb #ee5f19b2
-def text_part(text:str # The text
-             ) -> dict:
-    "An OpenAI content part holding `text`."
-    return {'type':'text', 'text':text}
-
-def image_part(img, # A path, raw bytes, or a PIL image
-               mime:str|None=None, # MIME type; guessed from the path, else PNG
-               detail:str='auto' # OpenAI's image detail setting
-              ) -> dict:
-    "An OpenAI content part holding `img` as a base64 data URL."
-    if hasattr(img, 'save'):  # PIL image
-        import io
-        buf = io.BytesIO(); img.save(buf, format='PNG'); data, mime = buf.getvalue(), 'image/png'
-    elif isinstance(img, (bytes, bytearray)): data = bytes(img)
-    else:
-        p = Path(img)
-        if not p.exists(): raise FileNotFoundError(f"image file not found: {p}")
-        data, mime = p.read_bytes(), mime or mimetypes.guess_type(p.name)[0]
-    url = f"data:{mime or 'image/png'};base64,{base64.b64encode(data).decode()}"
-    return {'type':'image_url', 'image_url':{'url':url, 'detail':detail}}
-
-# %% ../../nbs/14_llm.ipynb #7ee9dbd3
-@dataclass
-class Usage:
-    "Token and cost totals."
-    calls:int=0  # Calls that reached the model and succeeded
-    cached:int=0  # Calls answered from the cache
-    failed:int=0  # Calls that ended as failures
-    prompt_tokens:int=0
-    completion_tokens:int=0
-    cost:float=0.0  # US dollars, from `PRICES`
-    unpriced:int=0  # Successful calls to models missing from `PRICES`
-    saved_tokens:int=0  # Prompt + completion tokens of the replies the cache answered (not spent again)
-    saved_cost:float=0.0  # What those replies cost when they were first made
-    cached_tokens:int=0  # Prompt tokens the endpoint read from its own prompt cache (billed at a discount)
-
-    def add(self, o:Usage # Another usage, added field by field
-           ):
-        "Add `o`'s counts to this usage."
-        for f in self.__dataclass_fields__: setattr(self, f, getattr(self, f) + getattr(o, f))
-        return self
-
-    def __str__(self):
-        return (f"{self.calls} calls, {self.cached} cached, {self.failed} failed; "
-                f"{self.prompt_tokens:,} prompt"
-                + (f" ({self.cached_tokens:,} from the endpoint's prompt cache)" if self.cached_tokens else '')
-                + f" + {self.completion_tokens:,} completion tokens; ${self.cost:.4f}"
-                + (f" ({self.unpriced} calls unpriced)" if self.unpriced else '')
-                + (f"; the cache saved {self.saved_tokens:,} tokens (${self.saved_cost:.4f})" if self.saved_tokens
-                   else ''))
-    def _repr_markdown_(self): return md_escape(self)  # '$0.0000 ... ($0.0000)' would render as LaTeX
-
-# %% ../../nbs/14_llm.ipynb #608480e8
-@dataclass
-class Failure:
-    "Why a model call produced no usable value."
-    item_id:Any
-    kind:str  # rate_limit server_error timeout connection interrupted bad_request auth bad_reply empty truncated parse
-              # replay_miss other
-    message:str
-    attempts:int=0
-    def __str__(self): return f"{self.item_id}: {self.kind} after {self.attempts} attempt(s): {self.message}"
-
-# %% ../../nbs/14_llm.ipynb #2c4e0fcb
-class LLMError(Exception):
-    "Raised by `Result.unwrap` on a failed call."
-
-# %% ../../nbs/14_llm.ipynb #4feac29f
-class ParseError(ValueError):
-    "A reply that does not follow the prompt's protocol."
-
-# %% ../../nbs/14_llm.ipynb #eed5a6a4
-@dataclass
-class Result:
-    "The outcome of one model call: a value, or a failure record."
-    id:Any
-    text:str|None=None  # The raw reply
-    value:Any=None  # `parse(text)`, or the text when there is no parser
-    failure:Failure|None=None
-    cached:bool=False
-    usage:Usage=field(default_factory=Usage)  # This call's tokens (zero when cached)
-    attempts:int=0
-    model:str|None=None
-    prompt:str|None=None
-    key:str|None=None
-    errors:list=field(default_factory=list)  # Failed attempts, in order: {attempt, kind, message}
-    trace:Any=field(default=None, repr=False)  # This call's `Exchange` (see Traces)
-    structured:str|None=None  # How a schema was asked for: 'json_schema', 'json_object', or None (prompt only)
-    finish_reason:str|None=None
-
-    @property
-    def ok(self): return self.failure is None
-
-    def unwrap(self):
-        "The value, or an `LLMError` carrying the failure."
-        if self.failure: raise LLMError(str(self.failure))
-        return self.value
-
-    def _repr_markdown_(self):  # ids, model names, replies and error messages all come from outside: escaped
-        head = (f"**{md_escape(self.id)}** · {md_escape(self.model)} · {md_escape(self.prompt or 'no prompt')} · "
-                + ('cached' if self.cached else f"{self.attempts} attempt(s)"))
-        if self.failure:
-            return head + f"\n\n**failed** ({md_escape(self.failure.kind)}): {md_escape(self.failure.message)}"
-        return head + "\n\n" + fenced(self.text or '')
-
-# %% ../../nbs/14_llm.ipynb #7fe6d4eb
-@dataclass
-class Request:
-    "One call for `LLM.batch`."
-    messages:list
-    prompt:Any=None  # A `Prompt` or a prompt id string; part of the cache key
-    id:Any=None  # Item id reported in results and failures (defaults to the position)
-    parse:Callable|None=None  # text -> value; an exception makes a `parse` failure
-    model:str|None=None
-    params:dict=field(default_factory=dict)
-    schema:dict|None=None  # JSON schema of the reply, sent as `response_format` where the endpoint takes one
 
 # %% ../../nbs/14_llm.ipynb #ebb6bed4
 def run_sync(coro # A coroutine

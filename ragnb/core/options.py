@@ -90,7 +90,7 @@ def no_endpoint(command:str # The command, e.g. 'generate'
             "`ragnb local serve --port 8097` and export OPENAI_BASE_URL=http://127.0.0.1:8097/v1\n"
             "  3. no model at all: `ragnb demo` replays real replies recorded with ragnb, offline")
 
-FIXES = {   # failure kind (`core.llm.Failure.kind`) -> what usually fixes it
+FIXES = {   # failure kind (`core.calls.Failure.kind`) -> what usually fixes it
     'connection': "check that the server is running and that OPENAI_BASE_URL names it (scheme, host, port, /v1)",
     'timeout': "the server is slow or busy: raise --first-token-timeout / --timeout, or lower --concurrency",
     'interrupted': "this server cuts a stream short when another call arrives: run with --concurrency 1",

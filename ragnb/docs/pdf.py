@@ -1066,7 +1066,8 @@ def text_quality(
             f"its text is probably garbage")
 
 # %% ../../nbs/23_pdf.ipynb #02a46096
-from ragnb.core.llm import LLM, Request, ParseError, text_part, image_part, task_cap
+from ragnb.core.llm import LLM, task_cap
+from ragnb.core.calls import Request, ParseError, text_part, image_part
 from ragnb.core.prices import cost_of, price_line, time_line
 from ragnb.core.prompts import get_prompt, Prompt
 

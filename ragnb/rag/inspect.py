@@ -328,7 +328,7 @@ def _quality(df:pd.DataFrame) -> dict:
     return out
 
 # %% ../../nbs/63_inspect.ipynb #c9ebceee
-from ragnb.core.llm import Request
+from ragnb.core.calls import Request
 from ragnb.core.prices import cost_of, estimate_tokens, usd
 from ragnb.core.prompts import get_prompt
 CLOSED_BOOK_F1, CLOSED_BOOK_TOKENS = 0.5, 48

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 import pandas as pd
-from ..core.llm import LLM, Request
+from ..core.llm import LLM
+from ..core.calls import Request
 from ..core.prompts import get_prompt
 from ..core.safe import write_text
 from .retrieval import Retriever, read_dataset, check_columns, query_ids

@@ -17,7 +17,8 @@ pd, bm25s, stats = lazy('pandas'), lazy('bm25s'), lazy('scipy.stats')
 
 from ragnb.docs.documents import Document, split_documents, load_folder
 from ragnb.docs.evidence import locate  # exact, then normalised, then fuzzy
-from ragnb.core.llm import LLM, Request
+from ragnb.core.llm import LLM
+from ragnb.core.calls import Request
 from ragnb.core.prompts import get_prompt
 from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text

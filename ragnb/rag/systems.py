@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, and the figures' module where they are drawn: `--help` starts at once
 
-from ragnb.core.llm import Failure
+from ragnb.core.calls import Failure
 from ragnb.core.prices import duration
 from ragnb.core.limits import RETRYABLE, backoff_delay, error_kind
 from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, RAGResult, Scores, load_results, score

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use: `ragnb generate` starts at once
-from ragnb.core.llm import LLM, Pacing, Request, Usage, ParseError, LLMError
+from ragnb.core.llm import LLM, Pacing
+from ragnb.core.calls import Request, Usage, ParseError, LLMError
 from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint
 from ragnb.core.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
 from ragnb.docs.documents import Document, Chunk, load_documents, split_documents, DEFAULT_GLOB

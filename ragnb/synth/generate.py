@@ -14,7 +14,8 @@ pd = lazy('pandas')  # imported on first use, so `ragnb generate --help` starts 
 import numpy as np
 from rapidfuzz import fuzz, process, utils
 from ragnb.docs.evidence import ground
-from ragnb.core.llm import LLM, Request, Result, Usage, ParseError, by_prefix
+from ragnb.core.llm import LLM, by_prefix
+from ragnb.core.calls import Request, Result, Usage, ParseError
 from ragnb.core.options import calls_failed_message
 from ragnb.core.prompts import (get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA, SMALL_CRITIQUE_PROMPTS,
                                 model_size, is_small_model)

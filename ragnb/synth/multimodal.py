@@ -10,7 +10,8 @@ from html import escape, unescape
 from pathlib import Path
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb parse --help` starts sooner
-from ragnb.core.llm import LLM, Request, ParseError, Usage, text_part, image_part
+from ragnb.core.llm import LLM
+from ragnb.core.calls import Request, ParseError, Usage, text_part, image_part
 from ragnb.core.options import add_call_options, call_options, endpoint_configured, in_range
 from ragnb.core.prompts import get_prompt, DEFAULT_AUDIENCE
 from ragnb.docs.pages import Segment, ParsedDoc, sanitize_html

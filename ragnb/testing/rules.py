@@ -147,7 +147,7 @@ def _scripted_pdf_page(call:Call, rng)->str:
 
 # %% ../../nbs/30_generate.ipynb #c9511f33
 from ..synth.generate import parse_factoid, SEED_EXAMPLE
-from ..core.llm import ParseError
+from ..core.calls import ParseError
 
 # %% ../../nbs/30_generate.ipynb #b8a2d5cd
 def _is_contributing(ctx:str)->bool:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Callable
 import pandas as pd
 import ipywidgets as W
-from ..core.llm import Failure, default_cache_dir
+from ..core.llm import default_cache_dir
+from ..core.calls import Failure
 from ..core.cache import Exchange
 from ..core.cache import CallCache
 from ..docs.pages import ParsedPage, sanitize_html, png_html
