@@ -12,7 +12,7 @@ import importlib as _importlib
 
 _FRONT = {  # area: [(module, its names a notebook user calls)], in the order of the pipeline
     'the model': [('core.llm', 'LLM')],
-    'documents': [('docs.documents', 'load_documents split_documents'), ('synth.multimodal', 'parse_document'),
+    'documents': [('docs.documents', 'load_documents split_documents'), ('docs.parse', 'parse_document'),
                   ('docs.pdf', 'parse_pdf')],
     'test sets': [('synth.generate', 'generate_dataset estimate_generation Dataset'),
                   ('synth.diversity', 'mixed_dataset estimate_mixed mix_table'),

@@ -6,7 +6,7 @@ import pytest
 from ragnb.docs.office import (docling_grids, docx_cells, docx_segments, expand, grid_html, open_docx, open_pptx,
                           parse_office, pptx_cells, pptx_segments)
 from ragnb.docs.pages import DocumentError, sanitize_html
-from ragnb.synth.multimodal import add_cli
+from ragnb.docs.parse import add_cli
 from ragnb.core.samples import sample_path
 
 DOCS = sample_path('documents')
@@ -97,7 +97,7 @@ def test_bad_office_files_name_the_file(tmp_path):
 def test_a_format_registered_once_is_parsed_and_listed(tmp_path):
     "One row of ragnb.docs.documents.DOCUMENT_FORMATS: parse_document dispatches on it and `ragnb parse --help` lists it."
     from ragnb.docs.documents import DOCUMENT_FORMATS, DEFAULT_GLOB, DocumentFormat, register_format
-    from ragnb.synth.multimodal import parse_document
+    from ragnb.docs.parse import parse_document
     assert DEFAULT_GLOB == ('*.md', '*.mdx') and {s for s, f in DOCUMENT_FORMATS.items() if f.parse} == {
         '.pdf', '.docx', '.pptx'}
     got = []

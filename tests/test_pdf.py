@@ -15,7 +15,7 @@ needs_layout = pytest.mark.skipif(not has_layout(), reason='the layout model nee
 
 def run_cli(*argv):
     "Run a `ragnb` subcommand (`regions` from ragnb.docs.pdf, `parse` from ragnb.synth.multimodal); return (exit code, stdout, stderr)."
-    from ragnb.synth.multimodal import add_cli as add_parse_cli
+    from ragnb.docs.parse import add_cli as add_parse_cli
     parser = argparse.ArgumentParser(prog='ragnb'); sub = parser.add_subparsers(); add_cli(sub); add_parse_cli(sub)
     args = parser.parse_args([str(a) for a in argv])
     out, err = io.StringIO(), io.StringIO()
