@@ -3,7 +3,8 @@ one for a server that says nothing (llama-cpp-python's, which cuts a stream when
 Through the real client and the scripted server."""
 import pytest
 from ragnb.app.cli import main
-from ragnb.core.llm import LLM, Pacing, VLLM_SLOTS, default_concurrency
+from ragnb.core.llm import LLM, Pacing
+from ragnb.core.settings import VLLM_SLOTS, default_concurrency
 from ragnb.core.calls import Request
 from ragnb.core.samples import sample_path
 from ragnb.testing.scripted import ScriptedServer

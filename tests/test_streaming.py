@@ -1,7 +1,8 @@
 "Streamed replies and their deadlines, per-task reply caps, cached prompt tokens, prefix-ordered calls (issue 25)."
 import json
 import pytest
-from ragnb.core.llm import LLM, DEADLINES, task_cap, by_prefix, default_concurrency, is_local, Deadlines, Pacing, Replies, Retries
+from ragnb.core.llm import LLM, by_prefix, Deadlines, Pacing, Replies, Retries
+from ragnb.core.settings import DEADLINES, task_cap, default_concurrency, is_local
 from ragnb.core.calls import Request
 from ragnb.core.prices import cost_of
 from ragnb.testing.scripted import ScriptedServer, lesson_llm

@@ -9,7 +9,8 @@ import urllib.error, urllib.request
 from fastcore.basics import patch
 from pathlib import Path
 from ..core.options import in_range
-from ..core.llm import LLM, Endpoint, Pacing, default_cache_dir
+from ..core.llm import LLM, Endpoint, Pacing
+from ..core.settings import default_cache_dir
 
 # %% auto #0
 __all__ = ['MODEL_FILE', 'MODEL_PARTS', 'PARTS_VERSION', 'MODEL_SIZE', 'MODEL_SHA256', 'MODEL_LICENCE', 'LOCAL_ENDPOINT',

@@ -12,7 +12,8 @@ from typing import Callable
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 
-from ragnb.core.llm import LLM, Pacing, env_model, default_cache_dir
+from ragnb.core.llm import LLM, Pacing
+from ragnb.core.settings import env_model, default_cache_dir
 from ragnb.core.calls import Request, ParseError
 from ragnb.core.cache import CallCache
 from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint, in_range
@@ -244,7 +245,8 @@ LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'addi
                      'properties':{'claim':{'type':'integer'}, 'label':{'type':'string', 'enum':list(LABELS)}}}}}}
 
 # %% ../../nbs/41_checker.ipynb #145a2a55
-from ..core.llm import by_prefix, default_concurrency
+from ..core.llm import by_prefix
+from ..core.settings import default_concurrency
 
 # %% ../../nbs/41_checker.ipynb #77615aa8
 def _check_request(t:CheckTask, idx:list, rnd:int, last, model, check_p, repair_p) -> tuple:

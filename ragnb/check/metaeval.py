@@ -481,7 +481,8 @@ def _cli_meta_eval(args) -> int:
 
 # %% ../../nbs/42_metaeval.ipynb #f562a469
 def _cli_run(args) -> int:
-    from ragnb.core.llm import LLM, Pacing, default_concurrency
+    from ragnb.core.llm import LLM, Pacing
+    from ragnb.core.settings import default_concurrency
     from ragnb.core.options import call_options, check_output
     from ragnb.core.options import no_endpoint
     out = check_output(args.out) if args.out else None   # before any call: a missing folder fails now

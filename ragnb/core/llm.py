@@ -16,143 +16,18 @@ from ragnb.core.lazy import lazy
 from ragnb.core.safe import printable, redact
 from ragnb.core.cache import CallCache, Exchange, cache_key, message_refs, select_traces
 from ragnb.core.prices import cost_of, estimate_tokens, price_of
-from ragnb.core.calls import Failure, LLMError, ParseError, Request, Result, Usage, image_part, text_part
+from ragnb.core.calls import Failure, LLMError, Request, Result, Usage
+from ragnb.core.settings import (DEADLINES, DEFAULT_EMBED_MODEL, Progress, default_cache_dir, default_concurrency,
+                                 env_model, env_number, is_local, show_progress, task_cap)
 from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after,
                                http_lib, http_request, Interrupted)
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'default_cache_dir', 'env_model', 'env_number',
-           'show_progress', 'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency', 'by_prefix',
-           'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format',
+__all__ = ['by_prefix', 'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format',
            'content_text', 'scrub_reply', 'as_requests', 'prompt_id', 'check_vectors']
 
-# %% ../../nbs/14_llm.ipynb #0d59aefa
-DEFAULT_MODEL = 'gpt-4o-mini'
-DEFAULT_EMBED_MODEL = 'text-embedding-3-small'
-
-# %% ../../nbs/14_llm.ipynb #83e691b9
-def default_cache_dir() -> Path:
-    "Where the call cache lives: `RAGNB_CACHE_DIR`, else the user's cache folder."
-    if d := os.environ.get('RAGNB_CACHE_DIR'): return Path(d).expanduser()
-    import platformdirs
-    return Path(platformdirs.user_cache_dir('ragnb'))
-
-# %% ../../nbs/14_llm.ipynb #98e4e515
-def env_model(vision=False # The model for pages (`RAGNB_VISION_MODEL`) instead of text
-             ) -> str:
-    "The model named by the environment (`RAGNB_VISION_MODEL` for pages), else the default."
-    if vision and (m := os.environ.get('RAGNB_VISION_MODEL')): return m
-    return os.environ.get('RAGNB_MODEL') or DEFAULT_MODEL
-
-# %% ../../nbs/14_llm.ipynb #55c6c2e5
-def env_number(name:str, # Environment variable, e.g. `RAGNB_TIMEOUT`
-               default:float, # Used when the variable is unset or empty
-               kind:type=float # `float` or `int`
-              ):
-    ("The number in environment variable `name`, else `default`; a value that is not a number raises `ValueError` "
-     "naming it.")
-    v = os.environ.get(name, '').strip()
-    if not v: return default
-    try: return kind(v)
-    except ValueError: raise ValueError(f"{name}={v!r} is not a{' whole' if kind is int else ''} number") from None
-
-# %% ../../nbs/14_llm.ipynb #ca8278cd
-def show_progress() -> bool:
-    "Progress bars belong on a terminal or in a running Jupyter kernel, never in a log file or a pipe."
-    if sys.stderr.isatty(): return True
-    ip = sys.modules.get('IPython')   # a kernel that is running, not ipykernel merely imported by some library
-    shell = ip.get_ipython() if ip is not None and hasattr(ip, 'get_ipython') else None
-    return type(shell).__name__ == 'ZMQInteractiveShell'
-
-class Progress:
-    ("Calls done and failed of one batch; with `lines`, one line on stderr every `every` seconds (done, failed, time "
-     "left at the pace so far), for a log or a pipe where no progress bar goes.")
-    def __init__(self, desc:str, total:int, lines:bool=False, every:float|None=None):
-        every = env_number('RAGNB_PROGRESS_SECONDS', 30.0, float) if every is None else every
-        self.desc, self.total, self.lines, self.every = desc, total, lines, every
-        self.done = self.failed = 0
-        self.t0 = self.last = time.monotonic()
-    def add(self, ok:bool):
-        self.done += 1; self.failed += not ok
-        now = time.monotonic()
-        if self.lines and now - self.last >= self.every and self.done < self.total:
-            self.last = now
-            print(self.line(now), file=sys.stderr, flush=True)
-    def line(self, now:float|None=None) -> str:
-        "'questions: 12 of 40 done, 1 failed, about 3 min left'."
-        took = (now or time.monotonic()) - self.t0
-        left = took / max(self.done, 1) * (self.total - self.done)
-        eta = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
-        return f"{self.desc}: {self.done} of {self.total} done, {self.failed} failed, about {eta} left"
-
-# %% ../../nbs/14_llm.ipynb #75976c07
-DEADLINES = {  # seconds per attempt: an endpoint elsewhere, and one on this machine (a CPU reading a long prompt)
-    'remote': {'first_token': 120.0, 'idle': 60.0, 'total': 600.0},
-    'local': {'first_token': 600.0, 'idle': 120.0, 'total': 1800.0},
-}
-TASK_CAPS = {'claims': 1024, 'labels': 1024, 'questions': 768, 'ratings': 512, 'page markdown': 4096,
-             'answers': 512}  # tokens per reply, by task (`TASK_MAX_TOKENS` maps ragnb's prompt names to tasks)
-TASK_MAX_TOKENS = {'extract_claims_triplet': 'claims', 'extract_claims_sentence': 'claims', 'check_claims': 'labels',
-                   'repair_json': 'labels', 'factoid_qa': 'questions', 'factoid_qa_next': 'questions',
-                   'multi_hop_qa': 'questions', 'comparative_qa': 'questions', 'reasoning_qa': 'questions',
-                   'conditional_qa': 'questions', 'multimodal_qa': 'questions', 'critique_groundedness': 'ratings',
-                   'critique_relevance': 'ratings', 'critique_standalone': 'ratings', 'critique_single_hop': 'ratings',
-                   'pdf_page': 'page markdown', 'rag_answer': 'answers', 'chunk_entities': 'questions',
-                   'propose_personas': 'questions'}
-
-def is_local(url:str # An endpoint's base URL
-            ) -> bool:
-    "Whether `url` is on this machine (a loopback address), where a CPU model may need minutes to read a prompt."
-    from urllib.parse import urlsplit
-    h = (urlsplit(url).hostname or '').lower()
-    return h in ('localhost', '::1', '0.0.0.0') or h.startswith('127.') or h.endswith('.localhost')
-
-def task_cap(prompt:str|None # A prompt id `name@version`, or None
-            ) -> int|None:
-    "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry; None for another prompt."
-    return TASK_CAPS.get(TASK_MAX_TOKENS.get((prompt or '').split('@')[0]))
-
-VLLM_SLOTS = 16   # calls in flight for a vLLM server: it batches many sequences at once
-
-def server_slots(base_url:str, # A local endpoint's base URL, e.g. http://127.0.0.1:8080/v1
-                 timeout:float=2.0 # Seconds for each of the two questions
-                ) -> int|None:
-    ("How many calls a server on this machine answers at once, where it says so: llama.cpp's own server (`/props`, "
-     "`total_slots`: its `--parallel`), or vLLM (its models are `owned_by` vllm); None where it does not say "
-     "(llama-cpp-python's server answers one call at a time) or does not answer.")
-    import threading, urllib.request, urllib.parse
-    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    def get(url):
-        "The JSON at `url`, or None; within `timeout` seconds in all (a server that trickles its reply is cut off)."
-        got = []
-        def ask():
-            try:   # straight to the server: a proxy in the environment is not this machine
-                with direct.open(url, timeout=timeout) as r: got.append(json.loads(r.read(1 << 20)))
-            except Exception: pass   # no such route, not JSON, refused: the server does not say
-        t = threading.Thread(target=ask, daemon=True, name='ragnb-slots'); t.start(); t.join(timeout)
-        return got[0] if got else None
-    u = urllib.parse.urlsplit(base_url)
-    props = get(urllib.parse.urlunsplit((u.scheme, u.netloc, '/props', '', '')))
-    n = props.get('total_slots') if isinstance(props, dict) else None
-    if isinstance(n, int) and not isinstance(n, bool) and n > 0: return n
-    models = get(base_url.rstrip('/') + '/models')
-    data = models.get('data') if isinstance(models, dict) else None
-    if isinstance(data, list) and any(isinstance(m, dict) and m.get('owned_by') == 'vllm' for m in data):
-        return VLLM_SLOTS
-    return None
-
-# %% ../../nbs/14_llm.ipynb #4c95ce05
-def default_concurrency(base_url:str|None=None, # The endpoint; default `OPENAI_BASE_URL`
-                        probe:bool=True # For an endpoint on this machine, ask it how many calls it serves at once
-                       ) -> int:
-    ("Calls in flight when none are asked for: 16; for an endpoint on this machine 1 (a local server answers one call "
-     "at a time; more would only wait in its queue, past their first-token deadline, or, with llama-cpp-python's "
-     "server, cut the stream in flight), or as many as the server says it serves at once (`server_slots`, at most 16).")
-    url = base_url or os.environ.get('OPENAI_BASE_URL') or ''
-    if not is_local(url): return 16
-    return min(16, (server_slots(url) if probe else None) or 1)
-
+# %% ../../nbs/14_llm.ipynb #1bccb83e
 def by_prefix(items:list, # Calls, or anything holding their messages
               messages:Callable=lambda x: x.messages # The chat messages of an item
              ) -> list:

@@ -6,7 +6,8 @@
 from __future__ import annotations
 import os
 from pathlib import Path
-from ragnb.core.llm import DEADLINES, TASK_CAPS, Deadlines, Replies, Retries
+from ragnb.core.llm import Deadlines, Replies, Retries
+from ragnb.core.settings import DEADLINES, TASK_CAPS
 
 # %% auto #0
 __all__ = ['ENDPOINT_VARS', 'FIXES', 'add_call_options', 'call_options', 'check_output', 'endpoint_configured', 'no_endpoint',

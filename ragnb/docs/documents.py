@@ -11,7 +11,7 @@ from typing import Callable
 from html import escape
 from ragnb.core.lazy import lazy
 text_splitters = lazy('langchain_text_splitters')  # imported when a splitter is made: importing ragnb stays quick
-from ragnb.core.llm import default_cache_dir
+from ragnb.core.settings import default_cache_dir
 from ragnb.core.display import md_escape, fenced
 
 # %% auto #0

@@ -433,7 +433,7 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
         return None, {}, {p: f"no text layer ({why[p]} page) and no OCR: {e}" for p in todo}
     new, info, missed = pymupdf.open(), {}, dict(doubts)
     from tqdm.auto import tqdm
-    from ragnb.core.llm import Progress, show_progress
+    from ragnb.core.settings import Progress, show_progress
     shown = show_progress()   # a bar on a terminal or in Jupyter; in a log, a line every 30 s (pages, time left)
     bar = tqdm(total=len(todo), desc=f'OCR ({eng.name})', unit='page', disable=not shown or len(todo) < 2, leave=False)
     tally = Progress(f'ragnb: OCR ({eng.name}) pages', len(todo), lines=not shown and len(todo) > 1)

@@ -472,7 +472,7 @@ REGIONS_VERSION = 4  # bump when detection changes: cached regions of older vers
 
 def regions_cache_path()->Path:
     "The region cache: `regions.sqlite` in ragnb's cache folder (`RAGNB_CACHE_DIR`, else the user's cache folder)."
-    from ragnb.core.llm import default_cache_dir
+    from ragnb.core.settings import default_cache_dir
     return default_cache_dir()/'regions.sqlite'
 
 # %% ../../nbs/23_pdf.ipynb #d9dbd687
@@ -1066,7 +1066,8 @@ def text_quality(
             f"its text is probably garbage")
 
 # %% ../../nbs/23_pdf.ipynb #02a46096
-from ragnb.core.llm import LLM, task_cap
+from ragnb.core.llm import LLM
+from ragnb.core.settings import task_cap
 from ragnb.core.calls import Request, ParseError, text_part, image_part
 from ragnb.core.prices import cost_of, price_line, time_line
 from ragnb.core.prompts import get_prompt, Prompt

@@ -540,7 +540,7 @@ def _cli_inspect(args) -> int:
         from ragnb.core.llm import LLM
         from ragnb.core.options import call_options, no_endpoint
         from ragnb.core.cache import CallCache
-        from ragnb.core.llm import default_cache_dir
+        from ragnb.core.settings import default_cache_dir
         if not args.dry_run and (msg := no_endpoint('inspect --model')): print(msg, file=sys.stderr); return 2
         df = src = read_testset(args.dataset)   # read once: the estimate and the report share it
         k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()

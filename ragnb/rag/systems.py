@@ -920,7 +920,8 @@ def _cli_run(args) -> int:
 
 # %% ../../nbs/62_systems.ipynb #d12bcd47
 def _cli_evaluate(args) -> int:
-    from ragnb.core.llm import LLM, env_model
+    from ragnb.core.llm import LLM
+    from ragnb.core.settings import env_model
     from ragnb.core.options import no_endpoint
     from ragnb.check.checker import judge_profile, profile_reason, estimate_run, check_estimate_lines
     from ragnb.check.metrics import load_results

@@ -915,7 +915,7 @@ def _say_estimate(args, docs):
     "Print what the run will send, cost and take, reading the call cache only."
     from ragnb.synth.generate import estimate_generation, estimate_lines, critic_profile, critic_profile_reason
     from ragnb.core.cache import CallCache
-    from ragnb.core.llm import default_cache_dir
+    from ragnb.core.settings import default_cache_dir
     from ragnb.docs.documents import split_many
     say = lambda line: print(f"ragnb generate: {line}", file=sys.stderr)
     llm = LLM(model=args.model, cache=False, progress=False, **call_options(args))

@@ -8,7 +8,8 @@ import hashlib, json, os, math, random, re, socket, threading, time
 from fastcore.basics import patch
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from ..core.llm import LLM, Deadlines, Endpoint, Pacing, Replies, env_number
+from ..core.llm import LLM, Deadlines, Endpoint, Pacing, Replies
+from ..core.settings import env_number
 from ..core.prompts import labelled_fields
 from .rules import RULES, PromptMismatch, default_reply, hashed_embedding, read_call
 from .rules import scripted_reply, user_text  # also importable from here, as before the rules moved

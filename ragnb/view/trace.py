@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 import pandas as pd
 import ipywidgets as W
-from ..core.llm import default_cache_dir
+from ..core.settings import default_cache_dir
 from ..core.calls import Failure
 from ..core.cache import Exchange
 from ..core.cache import CallCache
