@@ -11,6 +11,8 @@ from ragnb.core.safe import MB, printable, read_text_bounded
 import numpy as np
 from ragnb.core.lazy import lazy
 pd, stats = lazy('pandas'), lazy('scipy.stats')  # imported on first use, so `ragnb meta-eval --help` starts at once
+from ragnb.core.prices import cost_of, price_line
+from ragnb.core.settings import default_concurrency
 
 # %% auto #0
 __all__ = ['CHARS_PER_CLAIM', 'meta_evaluate', 'MetaEvalRun', 'add_cli']
@@ -424,7 +426,6 @@ def run_meta_eval(
 )->MetaEvalRun:
     "Check the pairs with `llm`; the Table 2 correlations with human preferences, beside RAGChecker's stored row."
     from ragnb.core.llm import LLM
-    from ragnb.core.prices import cost_of, price_line
     from ragnb.check.checker import check_claims, check_texts, profile_checker, judge_profile as resolve
     sel = _selection(load_meta_pairs(human), sample, seed)
     results, resumed = _resume(sel, out, restart)
@@ -482,7 +483,6 @@ def _cli_meta_eval(args) -> int:
 # %% ../../nbs/42_metaeval.ipynb #f562a469
 def _cli_run(args) -> int:
     from ragnb.core.llm import LLM, Pacing
-    from ragnb.core.settings import default_concurrency
     from ragnb.core.options import call_options, check_output
     from ragnb.core.options import no_endpoint
     out = check_output(args.out) if args.out else None   # before any call: a missing folder fails now

@@ -9,6 +9,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 
 import pymupdf
+from ..core.settings import Progress, show_progress
 
 # %% auto #0
 __all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'RULE_DARK', 'OCR_MAX_PIXELS',
@@ -433,7 +434,6 @@ def ocr_copy(doc:pymupdf.Document, # The PDF, open
         return None, {}, {p: f"no text layer ({why[p]} page) and no OCR: {e}" for p in todo}
     new, info, missed = pymupdf.open(), {}, dict(doubts)
     from tqdm.auto import tqdm
-    from ragnb.core.settings import Progress, show_progress
     shown = show_progress()   # a bar on a terminal or in Jupyter; in a log, a line every 30 s (pages, time left)
     bar = tqdm(total=len(todo), desc=f'OCR ({eng.name})', unit='page', disable=not shown or len(todo) < 2, leave=False)
     tally = Progress(f'ragnb: OCR ({eng.name}) pages', len(todo), lines=not shown and len(todo) > 1)

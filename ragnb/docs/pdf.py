@@ -18,6 +18,7 @@ from ragnb.docs.ocr import ocr_copy, OCR_MAX_PAGES
 from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE,
                               BARE_TABLE, IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder,
                               cells_html, grid_html, page_list)
+from ragnb.core.settings import default_cache_dir
 
 # %% auto #0
 __all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions',
@@ -472,7 +473,6 @@ REGIONS_VERSION = 4  # bump when detection changes: cached regions of older vers
 
 def regions_cache_path()->Path:
     "The region cache: `regions.sqlite` in ragnb's cache folder (`RAGNB_CACHE_DIR`, else the user's cache folder)."
-    from ragnb.core.settings import default_cache_dir
     return default_cache_dir()/'regions.sqlite'
 
 # %% ../../nbs/23_pdf.ipynb #d9dbd687

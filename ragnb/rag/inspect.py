@@ -14,6 +14,7 @@ from ..core.display import md_escape
 from ..core.safe import write_text
 from .retrieval import read_dataset, check_rows, query_ids
 pd = lazy('pandas')
+from ..core.settings import default_cache_dir
 
 # %% auto #0
 __all__ = ['pd', 'MAX_COMPARE', 'MAX_PAIRS', 'sections', 'coverage', 'Pairs', 'duplicate_pairs', 'evidence_pairs',
@@ -540,7 +541,6 @@ def _cli_inspect(args) -> int:
         from ragnb.core.llm import LLM
         from ragnb.core.options import call_options, no_endpoint
         from ragnb.core.cache import CallCache
-        from ragnb.core.settings import default_cache_dir
         if not args.dry_run and (msg := no_endpoint('inspect --model')): print(msg, file=sys.stderr); return 2
         df = src = read_testset(args.dataset)   # read once: the estimate and the report share it
         k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()

@@ -23,6 +23,7 @@ from ragnb.core.limits import RETRYABLE, backoff_delay, error_kind
 from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, RAGResult, Scores, load_results, score
 from ragnb.synth.generate import QA, Dataset
 from ragnb.core.safe import csv_text, write_text
+from ragnb.core.settings import env_model
 
 # %% auto #0
 __all__ = ['SystemRun', 'run_system', 'require', 'compare', 'ComparisonViewer', 'json_path', 'from_ragas', 'load_system',
@@ -921,7 +922,6 @@ def _cli_run(args) -> int:
 # %% ../../nbs/62_systems.ipynb #d12bcd47
 def _cli_evaluate(args) -> int:
     from ragnb.core.llm import LLM
-    from ragnb.core.settings import env_model
     from ragnb.core.options import no_endpoint
     from ragnb.check.checker import judge_profile, profile_reason, estimate_run, check_estimate_lines
     from ragnb.check.metrics import load_results

@@ -22,6 +22,7 @@ from ragnb.synth.generate import (QA, Dataset, generate_questions, critique, sel
                                   generate_dataset, all_calls_failed, critic_consistency, CRITIQUE_PROFILES,
                                   critic_profile, critic_profile_reason)
 from ragnb.core.display import md_escape
+from ragnb.core.settings import default_cache_dir
 
 # %% auto #0
 __all__ = ['DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'MIXED_REPLY_TOKENS', 'OUTCOMES', 'Link', 'Persona', 'as_personas',
@@ -915,7 +916,6 @@ def _say_estimate(args, docs):
     "Print what the run will send, cost and take, reading the call cache only."
     from ragnb.synth.generate import estimate_generation, estimate_lines, critic_profile, critic_profile_reason
     from ragnb.core.cache import CallCache
-    from ragnb.core.settings import default_cache_dir
     from ragnb.docs.documents import split_many
     say = lambda line: print(f"ragnb generate: {line}", file=sys.stderr)
     llm = LLM(model=args.model, cache=False, progress=False, **call_options(args))
