@@ -338,3 +338,15 @@ def test_one_reader_gives_the_same_rows_from_parquet_and_jsonl(tmp_path):
     with pytest.raises(ValueError, match=r"bad.jsonl, line 1: field 'chunk_start' is 1.5, not a whole number"):
         read_rows(tmp_path/'bad.jsonl')
     with pytest.raises(FileNotFoundError, match='gone.jsonl does not exist'): Dataset.load(tmp_path/'gone.jsonl')
+
+def test_a_parquet_hops_column_of_plain_text_is_named_by_row(tmp_path, capsys):
+    "Another tool's Parquet with text in `hops` is refused naming the row and field, not with a JSON decoding error."
+    df = pd.DataFrame(dict(question=['Q?'], source_doc=['guide.md'], evidence=['Documentation'],
+                           question_type=['multi_hop'], hops=['guide.md then the API page']))
+    (tmp_path/'guide.md').write_text('# Guide\n\nDocumentation of the API.\n')
+    df.to_parquet(tmp_path/'qa.parquet')
+    assert read_dataset(tmp_path/'qa.parquet').hops.tolist() == ['guide.md then the API page']
+    from ragnb.app.cli import main
+    assert main(['retrieval', str(tmp_path/'qa.parquet'), '--docs', str(tmp_path), '--k', '1']) == 1
+    err = capsys.readouterr().err
+    assert "row 0: field 'hops' must be a list of hops" in err and 'Traceback' not in err, err

@@ -618,7 +618,11 @@ def save(self:Dataset, path # File to write: .parquet, else JSONL
     "Save as Parquet if `path` ends in .parquet, else as JSONL."
     return self.to_parquet(path) if str(path).endswith('.parquet') else self.to_jsonl(path)
 
-def _from_json(v): return json.loads(v) if isinstance(v, str) else v
+def _from_json(v):
+    "A Parquet cell `save` wrote as JSON text, decoded; any other value as it is (the row checks name a bad one)."
+    if not isinstance(v, str): return v
+    try: return json.loads(v)
+    except ValueError: return v
 
 def read_rows(path,                                # A test set's file: JSONL (ragnb's or ragas' names) or Parquet
               question:tuple=('question', 'user_input'), # The fields of which each row must have one
