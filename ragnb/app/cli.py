@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, importlib, sys
 
 # %% auto #0
-__all__ = ['Subcommands', 'main']
+__all__ = ['main']
 
 # %% ../../nbs/80_cli.ipynb #29d6ebc5
 COMMANDS = {  # command: (module that defines it, one-line help)

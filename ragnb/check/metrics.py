@@ -19,10 +19,9 @@ from ragnb.core.safe import write_text
 
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES', 'CLAIM_FLAGS',
-           'RESULTS_LIMIT', 'ResultError', 'CheckingDataError', 'LabelBatch', 'ClaimFlags', 'MetricSpec',
-           'register_metric', 'unregister_metric', 'claim_metrics', 'overall', 'flat_metrics', 'Scores',
-           'check_unique_ids', 'score', 'score_many', 'compare', 'RAGResult', 'read_json', 'load_results',
-           'results_frame', 'attach_metrics', 'save_results']
+           'ResultError', 'CheckingDataError', 'LabelBatch', 'MetricSpec', 'register_metric', 'unregister_metric',
+           'claim_metrics', 'overall', 'flat_metrics', 'Scores', 'check_unique_ids', 'score', 'score_many', 'compare',
+           'RAGResult', 'read_json', 'load_results', 'results_frame', 'attach_metrics', 'save_results']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -611,9 +610,11 @@ def from_dict(
 # %% ../../nbs/40_metrics.ipynb #fdbe620a
 from ..core.safe import read_text_bounded, lone_surrogate, MB
 
+# %% ../../nbs/40_metrics.ipynb #392debce
 # RAGChecker's output for 20,000 results with their passages is about 150 MB: over the 64 MB of other inputs
 RESULTS_LIMIT = 1024*MB
 
+# %% ../../nbs/40_metrics.ipynb #b2b1f1b9
 def read_json(
     path,                      # A JSON file
     limit:int=RESULTS_LIMIT,   # The most bytes it may hold

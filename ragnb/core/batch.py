@@ -16,7 +16,7 @@ from ragnb.core.limits import BadReply
 from ragnb.core.safe import MB, printable, read_text_bounded, write_text
 
 # %% auto #0
-__all__ = ['TERMINAL', 'BATCH_DISCOUNT', 'custom_id', 'key_of_line', 'batch_lines', 'wait', 'collect', 'BatchAPI']
+__all__ = ['wait', 'collect', 'BatchAPI']
 
 # %% ../../nbs/15_batch.ipynb #f3000176
 TERMINAL = {'completed', 'failed', 'expired', 'cancelled'}

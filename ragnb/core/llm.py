@@ -24,8 +24,8 @@ from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backof
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
-__all__ = ['by_prefix', 'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'response_format',
-           'content_text', 'scrub_reply', 'as_requests', 'prompt_id', 'check_vectors']
+__all__ = ['by_prefix', 'run_sync', 'Deadlines', 'Retries', 'Pacing', 'Replies', 'Endpoint', 'LLM', 'content_text', 'scrub_reply',
+           'as_requests', 'prompt_id', 'check_vectors']
 
 # %% ../../nbs/14_llm.ipynb #1bccb83e
 def by_prefix(items:list, # Calls, or anything holding their messages

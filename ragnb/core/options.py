@@ -10,8 +10,8 @@ from ragnb.core.llm import Deadlines, Replies, Retries
 from ragnb.core.settings import DEADLINES, TASK_CAPS
 
 # %% auto #0
-__all__ = ['ENDPOINT_VARS', 'FIXES', 'add_call_options', 'call_options', 'check_output', 'endpoint_configured', 'no_endpoint',
-           'failure_fix', 'calls_failed_message', 'in_range']
+__all__ = ['add_call_options', 'call_options', 'check_output', 'endpoint_configured', 'no_endpoint', 'calls_failed_message',
+           'in_range']
 
 # %% ../../nbs/14c_options.ipynb #ba159a67
 def add_call_options(p # An argparse (sub)parser
@@ -76,6 +76,7 @@ TMP_EXTRA = len('..00000000.tmp')   # what `atomic_path`'s temporary name adds t
 # %% ../../nbs/14c_options.ipynb #92e7040e
 ENDPOINT_VARS = ('OPENAI_BASE_URL', 'OPENAI_API_KEY', 'AZURE_OPENAI_ENDPOINT')
 
+# %% ../../nbs/14c_options.ipynb #66039d2f
 def endpoint_configured() -> bool:
     "Whether the environment names a model endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY` or `AZURE_OPENAI_ENDPOINT`)."
     return any(os.environ.get(v, '').strip() for v in ENDPOINT_VARS)
@@ -91,6 +92,7 @@ def no_endpoint(command:str # The command, e.g. 'generate'
             "`ragnb local serve --port 8097` and export OPENAI_BASE_URL=http://127.0.0.1:8097/v1\n"
             "  3. no model at all: `ragnb demo` replays real replies recorded with ragnb, offline")
 
+# %% ../../nbs/14c_options.ipynb #fc77c69c
 FIXES = {   # failure kind (`core.calls.Failure.kind`) -> what usually fixes it
     'connection': "check that the server is running and that OPENAI_BASE_URL names it (scheme, host, port, /v1)",
     'timeout': "the server is slow or busy: raise --first-token-timeout / --timeout, or lower --concurrency",
@@ -114,6 +116,7 @@ def failure_fix(kind:str # A failure's kind
     "What usually fixes a failure of this kind, in one line."
     return FIXES.get(kind, "see the first failure above, and `ragnb show` on the output for every exchange")
 
+# %% ../../nbs/14c_options.ipynb #47d85900
 def calls_failed_message(n:int, # Calls made
                          kind:str, # The first failure's kind
                          message:str, # The first failure's message

@@ -8,9 +8,8 @@ import contextlib, os, re, secrets, stat, zlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'lone_surrogate', 'iter_jsonl', 'read_jsonl',
-           'inflate_bounded', 'printable', 'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes',
-           'file_lock', 'csv_text']
+__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'lone_surrogate', 'iter_jsonl', 'inflate_bounded',
+           'printable', 'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes', 'file_lock', 'csv_text']
 
 # %% ../../nbs/12_safe.ipynb #7728aaad
 class UnsafeInput(ValueError):
@@ -103,6 +102,7 @@ def iter_jsonl(
             raise UnsafeInput(f"{path}, line {n}: more than {max_rows:,} rows, the most this file may hold")
         yield n, r
 
+# %% ../../nbs/12_safe.ipynb #e4ed545c
 def read_jsonl(
     path,                 # A JSONL file
     limit:int=64*MB,      # The most bytes to read (`read_bounded`)
@@ -112,6 +112,7 @@ def read_jsonl(
     "(line number, object) of each non-blank line; `UnsafeInput` naming the file and line of one that is not an object."
     return list(iter_jsonl(path, limit, what, max_rows))
 
+# %% ../../nbs/12_safe.ipynb #4c3fc232
 def inflate_bounded(
     blob:bytes,           # A zlib stream
     limit:int=64*MB,      # The most bytes it may inflate to

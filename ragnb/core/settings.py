@@ -8,8 +8,8 @@ import json, os, sys, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEADLINES', 'TASK_CAPS', 'TASK_MAX_TOKENS', 'VLLM_SLOTS', 'default_cache_dir', 'env_model', 'env_number',
-           'show_progress', 'Progress', 'is_local', 'task_cap', 'server_slots', 'default_concurrency']
+__all__ = ['DEADLINES', 'TASK_CAPS', 'default_cache_dir', 'env_model', 'env_number', 'show_progress', 'Progress', 'is_local',
+           'task_cap', 'default_concurrency']
 
 # %% ../../nbs/14f_settings.ipynb #0d59aefa
 DEFAULT_MODEL = 'gpt-4o-mini'
@@ -77,6 +77,8 @@ DEADLINES = {  # seconds per attempt: an endpoint elsewhere, and one on this mac
 }
 TASK_CAPS = {'claims': 1024, 'labels': 1024, 'questions': 768, 'ratings': 512, 'page markdown': 4096,
              'answers': 512}  # tokens per reply, by task (`TASK_MAX_TOKENS` maps ragnb's prompt names to tasks)
+
+# %% ../../nbs/14f_settings.ipynb #8793a0e0
 TASK_MAX_TOKENS = {'extract_claims_triplet': 'claims', 'extract_claims_sentence': 'claims', 'check_claims': 'labels',
                    'repair_json': 'labels', 'factoid_qa': 'questions', 'factoid_qa_next': 'questions',
                    'multi_hop_qa': 'questions', 'comparative_qa': 'questions', 'reasoning_qa': 'questions',
@@ -85,6 +87,7 @@ TASK_MAX_TOKENS = {'extract_claims_triplet': 'claims', 'extract_claims_sentence'
                    'pdf_page': 'page markdown', 'rag_answer': 'answers', 'chunk_entities': 'questions',
                    'propose_personas': 'questions'}
 
+# %% ../../nbs/14f_settings.ipynb #0d125d0e
 def is_local(url:str # An endpoint's base URL
             ) -> bool:
     "Whether `url` is on this machine (a loopback address), where a CPU model may need minutes to read a prompt."
@@ -97,6 +100,7 @@ def task_cap(prompt:str|None # A prompt id `name@version`, or None
     "The default reply cap in tokens of a call of `prompt`: its task's `TASK_CAPS` entry; None for another prompt."
     return TASK_CAPS.get(TASK_MAX_TOKENS.get((prompt or '').split('@')[0]))
 
+# %% ../../nbs/14f_settings.ipynb #e06a971c
 VLLM_SLOTS = 16   # calls in flight for a vLLM server: it batches many sequences at once
 
 def server_slots(base_url:str, # A local endpoint's base URL, e.g. http://127.0.0.1:8080/v1

@@ -16,8 +16,8 @@ from ragnb.core.display import md_escape, fenced
 
 # %% auto #0
 __all__ = ['DOCUMENT_FORMATS', 'DEFAULT_GLOB', 'Document', 'LoadIssue', 'LoadError', 'read_text', 'Documents', 'DocumentFormat',
-           'register_format', 'format_names', 'load_folder', 'clone', 'load_documents', 'splitter', 'Chunk',
-           'split_document', 'split_documents', 'split_many']
+           'register_format', 'format_names', 'load_folder', 'clone', 'load_documents', 'Chunk', 'split_document',
+           'split_documents', 'split_many']
 
 # %% ../../nbs/20_documents.ipynb #39b44a47
 def _preview(text:str, n:int=600)->str:

@@ -11,7 +11,7 @@ from rapidfuzz import fuzz
 from .documents import Chunk, Document
 
 # %% auto #0
-__all__ = ['Match', 'locate', 'ground']
+__all__ = ['locate', 'ground']
 
 # %% ../../nbs/21_evidence.ipynb #eb84a282
 _QUOTES = {"'": '‘’‚‛′`´', '"': '“”„‟″«»', '-': '‐‑‒–—―'}  # plain character: the variants mapped to it

@@ -12,10 +12,7 @@ import pymupdf
 from ..core.settings import Progress, show_progress
 
 # %% auto #0
-__all__ = ['SCANNED_TEXT', 'UNSURE_TEXT', 'NO_ENGINE', 'OCR_ENGINES', 'RULES_MAX_PIXELS', 'RULE_DARK', 'OCR_MAX_PIXELS',
-           'OCR_MAX_PAGES', 'text_chars', 'image_cover', 'text_cover', 'garbled', 'needs_ocr', 'ocr_doubt',
-           'OcrUnavailable', 'OcrEngine', 'tessdata_dir', 'Tesseract', 'tsv_words', 'MupdfTesseract', 'clean_word',
-           'words_pdf', 'RapidOcr', 'choose_engine', 'unruled', 'ruling_lines', 'OcrPage', 'ocr_dpi', 'ocr_copy']
+__all__ = ['OCR_ENGINES', 'OCR_MAX_PAGES', 'OcrUnavailable', 'Tesseract', 'OcrPage', 'ocr_copy']
 
 # %% ../../nbs/22a_ocr.ipynb #3193c3fd
 def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
@@ -38,10 +35,12 @@ def scanned_copy(src, # A PDF (path or open `pymupdf.Document`)
 # %% ../../nbs/22a_ocr.ipynb #dabeb1b9
 _ODD = {'Co', 'Cn', 'Cs', 'Cc'}
 
+# %% ../../nbs/22a_ocr.ipynb #895e871d
 def text_chars(page:pymupdf.Page) -> int:
     "Non-space characters in the page's text layer."
     return sum(not c.isspace() for c in page.get_text())
 
+# %% ../../nbs/22a_ocr.ipynb #9ab9e29a
 def _pictures(page:pymupdf.Page):
     "The area the page's pictures cover (their boxes clipped to the page, overlaps once), as a shapely geometry."
     import shapely
@@ -49,6 +48,7 @@ def _pictures(page:pymupdf.Page):
     return shapely.union_all([shapely.box(*(pymupdf.Rect(i['bbox']) & r)) for i in page.get_image_info()
                               if not (pymupdf.Rect(i['bbox']) & r).is_empty])
 
+# %% ../../nbs/22a_ocr.ipynb #f1687a0d
 def image_cover(page:pymupdf.Page) -> float:
     "Share of the page's area that its pictures cover (their boxes clipped to the page; overlaps counted once)."
     r = page.rect
@@ -104,9 +104,11 @@ NO_ENGINE = ("no OCR engine is installed: install Tesseract (Debian/Ubuntu: sudo
              "brew install tesseract; Windows: choco install tesseract), which ragnb finds on PATH or through "
              "TESSDATA_PREFIX, or pip install \"ragnb[ocr]\" for an engine that installs with pip (RapidOCR)")
 
+# %% ../../nbs/22a_ocr.ipynb #68bffbff
 class OcrUnavailable(RuntimeError):
     "The OCR engine asked for cannot run here; the message says why and how to get one."
 
+# %% ../../nbs/22a_ocr.ipynb #5580b960
 class OcrEngine:
     "An OCR engine: `problem` (None when it can run), `describe`, and `page_pdf` (a page read into a one-page PDF)."
     name = '?'
@@ -114,9 +116,11 @@ class OcrEngine:
     def describe(self) -> str: return self.name
     def page_pdf(self, page:pymupdf.Page, dpi:int=300, language:str='eng') -> bytes: raise NotImplementedError
 
+# %% ../../nbs/22a_ocr.ipynb #7aedc0c9
 _TESSDATA_DIRS = ('/usr/share/tesseract-ocr/*/tessdata', '/usr/share/tessdata', '/usr/local/share/tessdata',
                   '/opt/homebrew/share/tessdata', r'C:\Program Files\Tesseract-OCR\tessdata')
 
+# %% ../../nbs/22a_ocr.ipynb #d8ac6449
 def tessdata_dir() -> Path|None:
     "Tesseract's language folder: `TESSDATA_PREFIX`, else what `tesseract --list-langs` names, else a usual place."
     if env := os.environ.get('TESSDATA_PREFIX'):
@@ -130,6 +134,7 @@ def tessdata_dir() -> Path|None:
         if found := sorted(glob.glob(pat)): return Path(found[-1])
     return None
 
+# %% ../../nbs/22a_ocr.ipynb #b60e0446
 class Tesseract(OcrEngine):
     ("The `tesseract` program (Tesseract 4 or 5) on PATH: each page rendered to PNG and read into words with their "
      "boxes (its TSV output), which `words_pdf` places over the picture. Not its own PDF output: there each word's "
@@ -164,12 +169,14 @@ def tsv_words(tsv:str) -> list[tuple]:
         out.append((x, y, x + w, y + h, unicodedata.normalize('NFKC', f[11].strip())))
     return out
 
+# %% ../../nbs/22a_ocr.ipynb #df5da91a
 def _languages_missing(language:str) -> str|None:
     d = tessdata_dir()
     if d is None: return "Tesseract's language files were not found (no tesseract on PATH, no TESSDATA_PREFIX)"
     missing = [l for l in language.split('+') if not (d/f"{l}.traineddata").exists()]
     return f"Tesseract has no language file for {', '.join(missing)} in {d}" if missing else None
 
+# %% ../../nbs/22a_ocr.ipynb #b2765728
 class MupdfTesseract(OcrEngine):
     ("Tesseract as MuPDF has it built in (`Page.get_textpage_ocr`): only the language files come from the system "
      "(TESSDATA_PREFIX), no program is needed. It read fewer words than the program on scanned tables here (20 "
@@ -184,6 +191,7 @@ class MupdfTesseract(OcrEngine):
         words = [(w[0] * k, w[1] * k, w[2] * k, w[3] * k, w[4]) for w in page.get_text('words', textpage=tp)]
         return words_pdf(page, page.get_pixmap(dpi=dpi), words, dpi)
 
+# %% ../../nbs/22a_ocr.ipynb #ac5eb342
 def _word_boxes(chars:list, boxes:list, gap:float=0.6) -> list[tuple]:
     ("Words of one recognised line as (x0, y0, x1, y1, text) in pixels, from its characters and their boxes: a space "
      "ends a word, and so does a gap wider than `gap` times the line's median character width (a space the model "
@@ -265,6 +273,7 @@ class RapidOcr(OcrEngine):
                 words.append((min(xs), min(ys), max(xs), max(ys), unicodedata.normalize('NFKC', r[1])))
         return words_pdf(page, pix, words, dpi)
 
+# %% ../../nbs/22a_ocr.ipynb #b535c56b
 OCR_ENGINES = {'tesseract': Tesseract(), 'mupdf-tesseract': MupdfTesseract(), 'rapidocr': RapidOcr()}  # `auto` order
 
 # %% ../../nbs/22a_ocr.ipynb #a5d822f0
@@ -302,10 +311,12 @@ def _merge_runs(runs:list, tol:int=3, max_thick:int=6) -> list[tuple]:
         else: lines.append([r, r, a, b])
     return [tuple(l) for l in lines if l[1] - l[0] + 1 <= max_thick]   # thicker: a filled area, not a rule
 
+# %% ../../nbs/22a_ocr.ipynb #0af8a428
 RULES_MAX_PIXELS = 16_000_000   # pixels `ruling_lines` looks at (a 10,000 pt page at 150 dpi would be 434 million)
 RULE_DARK = 192   # grey levels below this are a rule's ink: a thin rule scanned at 200 dpi is mid-grey (at 128, 1 of
                   # the 3 rules of an ICDAR table was found)
 
+# %% ../../nbs/22a_ocr.ipynb #1726ace7
 def _flanked(black, lines:list, gap:int=2) -> list:
     ("The lines with paper or shading on at least one side (under a quarter black `gap` rows beyond them): a rule, "
      "not the dark between two white letters, or two lines of them, in a dark band.")
@@ -345,6 +356,7 @@ def _rules_at(grey, n:int, max_thick:int, dark:int) -> tuple[list, list]:
                                      and not _along(l, same, max_thick)]
     return la + short(across, la, ld), ld + short(down, ld, la)
 
+# %% ../../nbs/22a_ocr.ipynb #dcd5872d
 def unruled(pix:pymupdf.Pixmap, # A page's picture
             dpi:int,            # Its resolution
             min_length:float=36, # Shortest rule (pt)
@@ -389,10 +401,14 @@ class OcrPage:
     seconds:float     # Time it took
     words:int         # Words it found
 
+# %% ../../nbs/22a_ocr.ipynb #1fcf24fa
 # pixels of a page image OCR reads: an A4 page at 600 dpi (a 3,000 pt page at 300 dpi once took 1.6 GB)
 OCR_MAX_PIXELS = 40_000_000
+
+# %% ../../nbs/22a_ocr.ipynb #784f18e9
 OCR_MAX_PAGES = 100   # pages one parse reads by OCR (Tesseract at 300 dpi: a few seconds a page on two cores)
 
+# %% ../../nbs/22a_ocr.ipynb #c928fef5
 def ocr_dpi(page:pymupdf.Page, # A PDF page
             dpi:int, # The resolution asked for
             max_pixels:int=OCR_MAX_PIXELS # The most pixels of its image

@@ -17,7 +17,7 @@ from ..core.safe import write_bytes
 from .documents import DocumentFormat, register_format
 
 # %% auto #0
-__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'MAX_IMAGE_PIXELS', 'pptx_segments', 'parse_office']
+__all__ = ['MAX_IMAGE_BYTES', 'MAX_PART_BYTES', 'MAX_XML_ELEMENTS', 'pptx_segments', 'parse_office']
 
 # %% ../../nbs/24_office.ipynb #ea1a5808
 MAX_IMAGE_BYTES = 50_000_000   # a picture or object larger than this, uncompressed, is not read (its segment fails)
@@ -204,6 +204,8 @@ def image_type(
 
 # %% ../../nbs/24_office.ipynb #28d30ac5
 import warnings
+
+# %% ../../nbs/24_office.ipynb #c03cd059
 MAX_IMAGE_PIXELS = 89_478_485  # pixels: a picture declaring more is not read (Pillow's decompression-bomb threshold)
 
 # %% ../../nbs/24_office.ipynb #0ab58159

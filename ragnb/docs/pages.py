@@ -14,9 +14,9 @@ from ..core.display import md_escape, compact_png
 from ..core.safe import write_text
 
 # %% auto #0
-__all__ = ['TABLE_TAGS', 'TABLE_ATTRS', 'FENCED_TABLE', 'BARE_TABLE', 'IMAGE_REF', 'TABLE_REF', 'OFFLINE_MARK', 'DocumentError',
-           'doc_id', 'png_html', 'sanitize_html', 'grid_html', 'expand', 'cells_html', 'Segment', 'ParsedPage',
-           'ParsedDoc', 'claim_folder', 'page_list']
+__all__ = ['TABLE_TAGS', 'FENCED_TABLE', 'BARE_TABLE', 'IMAGE_REF', 'TABLE_REF', 'OFFLINE_MARK', 'DocumentError', 'doc_id',
+           'png_html', 'sanitize_html', 'grid_html', 'expand', 'cells_html', 'Segment', 'ParsedPage', 'ParsedDoc',
+           'claim_folder', 'page_list']
 
 # %% ../../nbs/22_pages.ipynb #62e619e6
 class DocumentError(ValueError):
@@ -41,8 +41,12 @@ def png_html(
 # %% ../../nbs/22_pages.ipynb #928a86ab
 TABLE_TAGS = {'table', 'caption', 'colgroup', 'col', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td',
               'br', 'b', 'strong', 'i', 'em', 'sup', 'sub', 'span', 'p'}
+
+# %% ../../nbs/22_pages.ipynb #f2c0fe8f
 TABLE_ATTRS = {'td': {'colspan', 'rowspan'}, 'th': {'colspan', 'rowspan', 'scope'}, 'col': {'span'},
                'colgroup': {'span'}}
+
+# %% ../../nbs/22_pages.ipynb #3a8c5b0e
 def sanitize_html(
     html:str   # model- or file-written HTML
 )->str:

@@ -19,7 +19,7 @@ from ragnb.docs.office import MAX_IMAGE_BYTES, MAX_PART_BYTES, MAX_XML_ELEMENTS
 from ragnb.docs.ocr import OcrUnavailable, OCR_ENGINES
 
 # %% auto #0
-__all__ = ['parse_document', 'add_cli']
+__all__ = ['parse_document']
 
 # %% ../../nbs/25_parse.ipynb #0bc776ae
 def parse_document(
@@ -161,5 +161,3 @@ def add_cli(
     add_call_options(p)
     add_engine_args(p)
     p.set_defaults(func=_cli_parse)
-
-

@@ -22,8 +22,8 @@ from ragnb.core.settings import default_cache_dir
 
 # %% auto #0
 __all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions',
-           'has_layout', 'detect_regions', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'table_cells',
-           'figure_alt', 'regions_many', 'find_regions', 'page_estimate_lines', 'parse_pdf', 'add_cli']
+           'has_layout', 'detect_regions', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'regions_many',
+           'find_regions', 'page_estimate_lines', 'parse_pdf']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -996,6 +996,7 @@ def figure_alt(labels:list[str]) -> str:
     alt = re.sub(r'[\[\]<>\\\n]', ' ', alt)
     return alt if len(alt) <= 300 else alt[:299] + '…'
 
+# %% ../../nbs/23_pdf.ipynb #3346738b
 def _text_outside(page:pymupdf.Page, boxes:list, vocab:set|frozenset=frozenset(),
                   figures:list=())->list[tuple]:
     ("The page's text blocks as (x0, y0, x1, y1, text), blank spans ignored, without the lines inside one of `boxes` "

@@ -13,12 +13,15 @@ from ..core.lazy import lazy
 from ..core.display import md_escape
 from ..core.safe import write_text
 from .retrieval import read_dataset, check_rows, query_ids
-pd = lazy('pandas')
-from ..core.settings import default_cache_dir
 
 # %% auto #0
-__all__ = ['pd', 'MAX_COMPARE', 'MAX_PAIRS', 'sections', 'coverage', 'Pairs', 'duplicate_pairs', 'evidence_pairs',
-           'TestSetReport', 'inspect_testset', 'compare_testsets', 'add_cli']
+__all__ = ['sections', 'coverage', 'TestSetReport', 'inspect_testset', 'compare_testsets']
+
+# %% ../../nbs/63_inspect.ipynb #72fca599
+pd = lazy('pandas')
+
+# %% ../../nbs/63_inspect.ipynb #76acf4a8
+from ..core.settings import default_cache_dir
 
 # %% ../../nbs/63_inspect.ipynb #dea5ed60
 def read_testset(src # A `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path

@@ -27,7 +27,7 @@ from ragnb.synth.generate import read_rows  # the one reader of a test-set file
 # %% auto #0
 __all__ = ['Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'FunctionRetriever', 'read_dataset',
            'query_ids', 'check_columns', 'check_rows', 'summarize', 'RetrievalReport', 'by_question_type', 'evaluate',
-           'compare_retrievers', 'sweep', 'add_cli']
+           'compare_retrievers', 'sweep']
 
 # %% ../../nbs/60_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')

@@ -26,8 +26,7 @@ from ragnb.core.safe import csv_text, write_text
 from ragnb.core.settings import env_model
 
 # %% auto #0
-__all__ = ['SystemRun', 'run_system', 'require', 'compare', 'ComparisonViewer', 'json_path', 'from_ragas', 'load_system',
-           'evaluate_system', 'add_cli']
+__all__ = ['SystemRun', 'run_system', 'compare', 'ComparisonViewer', 'from_ragas', 'load_system', 'evaluate_system']
 
 # %% ../../nbs/62_systems.ipynb #f2ca3da7
 from .retrieval import read_dataset

@@ -25,9 +25,7 @@ from ragnb.core.display import md_escape
 from ragnb.core.settings import default_cache_dir
 
 # %% auto #0
-__all__ = ['DEFAULT_PERSONA', 'STYLES', 'LENGTHS', 'MIXED_REPLY_TOKENS', 'OUTCOMES', 'Link', 'Persona', 'as_personas',
-           'parse_personas', 'propose_personas', 'Spec', 'passages_text', 'MixedQA', 'mixed_dataset', 'estimate_mixed',
-           'outcome', 'mix_table', 'add_cli']
+__all__ = ['STYLES', 'LENGTHS', 'OUTCOMES', 'Persona', 'propose_personas', 'mixed_dataset', 'estimate_mixed', 'mix_table']
 
 # %% ../../nbs/31_diversity.ipynb #c57267ea
 QUESTION_TYPES = {  # name: (passages it needs, its prompt, what it asks)
@@ -167,6 +165,7 @@ class Link:
     def _repr_markdown_(self):
         return f"**{' + '.join(self.chunks)}**: similarity {self.similarity:.2f}, shared: {', '.join(self.shared[:6])}"
 
+# %% ../../nbs/31_diversity.ipynb #bacf7473
 def _disjoint(a:Chunk, b:Chunk)->bool:
     "Different passages: other documents, or the same document without overlapping text."
     return a.doc_id != b.doc_id or a.end_index <= b.start_index or b.end_index <= a.start_index
@@ -297,6 +296,7 @@ class Persona:
     description:str  # What they need from the documents, in one sentence
     def __str__(self): return f"{self.name}: {self.description}" if self.description else self.name
 
+# %% ../../nbs/31_diversity.ipynb #79abb69c
 DEFAULT_PERSONA = Persona('Developer', 'builds applications with the tools these documents describe')
 
 def as_personas(
@@ -714,6 +714,7 @@ def mixed_dataset(
 from ..core.prices import cost_of, estimate_tokens, price_line, time_line, usd
 from .generate import factoid_request, critique_request, REPLY_TOKENS, critic_profile
 
+# %% ../../nbs/31_diversity.ipynb #20b1bb9a
 MIXED_REPLY_TOKENS = {'entities': 60, 'personas': 150, 'typed': 160, 'single_hop': 90}  # completion tokens a call
 
 # %% ../../nbs/31_diversity.ipynb #dd3fb624
@@ -805,6 +806,7 @@ def mixed_estimate_lines(e:dict, # From `estimate_mixed`
 # %% ../../nbs/31_diversity.ipynb #76dd542f
 OUTCOMES = ('kept', 'language', 'single hop', 'critique', 'evidence', 'near-duplicate', 'failed')
 
+# %% ../../nbs/31_diversity.ipynb #f2e5a498
 def outcome(
     row:dict,  # A dataset row
 )->str:
@@ -817,6 +819,7 @@ def outcome(
         if first.startswith(key): return name
     return 'critique'
 
+# %% ../../nbs/31_diversity.ipynb #deacd5ce
 def mix_table(
     ds:Dataset,  # A mixed dataset
 )->pd.DataFrame:
@@ -847,6 +850,8 @@ def cost_by_type(
 # %% ../../nbs/31_diversity.ipynb #ce9ccc42
 from ..core.engine import add_engine_args
 from ..core.batch import BatchAPI
+
+# %% ../../nbs/31_diversity.ipynb #993a60d2
 def add_cli(sub # `Subcommands` of the `ragnb` parser
            ):
     "Add `ragnb generate` to the command line."

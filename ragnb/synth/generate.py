@@ -24,12 +24,11 @@ from ragnb.core.display import md_escape
 from ragnb.core.safe import atomic_path, atomic_write, printable
 
 # %% auto #0
-__all__ = ['RATING_SCHEMA', 'CRITIQUE_PROFILES', 'CRITIC_MAX_TOKENS', 'SEED_EXAMPLE', 'REPLY_TOKENS', 'parse_factoid', 'Critique',
-           'parse_rating', 'QA', 'clean_field', 'failure_record', 'factoid_request', 'generate_questions',
-           'critic_profile', 'critic_profile_reason', 'yes_no_critique', 'critique_request', 'critique',
-           'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'read_rows', 'language_code', 'LanguageCheck',
-           'text_language', 'check_languages', 'sample_chunks', 'generate_dataset', 'estimate_generation',
-           'estimate_lines', 'all_calls_failed']
+__all__ = ['CRITIQUE_PROFILES', 'SEED_EXAMPLE', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
+           'failure_record', 'factoid_request', 'generate_questions', 'critic_profile', 'critic_profile_reason',
+           'critique_request', 'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'read_rows',
+           'language_code', 'text_language', 'check_languages', 'sample_chunks', 'generate_dataset',
+           'estimate_generation', 'estimate_lines', 'all_calls_failed']
 
 # %% ../../nbs/30_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -110,6 +109,7 @@ _RATING_RE = (re.compile(r'(?i)total[ \t]*rating[ \t]*(?:\*\*|__)?[ \t]*[:：=]?
 _EVAL_RE = (re.compile(r'(?is)evaluation[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?(.*?)(?=^[ \t>#*_\-]*total[ '
                        r'\t]*rating|\Z)', re.M))
 
+# %% ../../nbs/30_generate.ipynb #3ac0a86f
 RATING_SCHEMA = {'title':'rating', 'type':'object', 'required':['evaluation', 'total_rating'],
                  'additionalProperties':False,
                  'properties':{'evaluation':{'type':'string'},
@@ -277,7 +277,11 @@ def generate_questions(
 
 # %% ../../nbs/30_generate.ipynb #3f81033d
 CRITIQUE_PROFILES = ('default', 'small', 'auto')
+
+# %% ../../nbs/30_generate.ipynb #edef934c
 CRITIC_MAX_TOKENS = 8   # a Yes/No reply is 1-2 tokens; the cap stops a small model that goes on explaining
+
+# %% ../../nbs/30_generate.ipynb #a8050265
 _VERDICTS = {'groundedness': ('the passage states this answer to the question',
                              'the passage does not state this answer'),
              'relevance': ('useful to the audience', 'not useful to the audience'),
@@ -302,6 +306,7 @@ def critic_profile_reason(profile:str, # As asked
     said = f"says {size:g}B parameters" if size is not None else 'gives no size'
     return f"{got} (auto: the model name {model!r} {said}; small is for 3B or fewer, --critique-profile sets it)"
 
+# %% ../../nbs/30_generate.ipynb #6eda05bd
 def yes_no_critique(criterion:str # One of `CRITERIA`
                    ):
     "The strict reader of a small-profile reply: Yes is a 5, No a 1, anything else a `ParseError`."
@@ -313,6 +318,7 @@ def yes_no_critique(criterion:str # One of `CRITERIA`
         raise ParseError(f"expected Yes or No, got {(text or '')[:60]!r}")
     return parse
 
+# %% ../../nbs/30_generate.ipynb #667ebe36
 def _small_critique_request(q:QA, criterion:str, audience:str, sample:int=0, temperature:float=0.7)->Request:
     p = get_prompt(SMALL_CRITIQUE_PROMPTS[criterion])
     kw = {'groundedness': dict(context=q.context, question=q.question, answer=q.answer or ''),
@@ -741,6 +747,7 @@ class LanguageCheck:
     def __repr__(self):
         return f"LanguageCheck({self.expected}: {self.found or 'not judged'}, p={self.probability}, {self.words} words)"
 
+# %% ../../nbs/30_generate.ipynb #b08cbe88
 def text_language(
     text:str,          # A question or an answer
     language:str,      # The language asked for (name or ISO code)

@@ -8,7 +8,7 @@ import io, struct, zipfile, zlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['repack']
+__all__ = []
 
 # %% ../../nbs/01_hostile.ipynb #8afe3e1f
 def pdf_bytes(objects:list[bytes] # Object bodies; object 1 is the catalog

@@ -15,7 +15,7 @@ from .rules import RULES, PromptMismatch, default_reply, hashed_embedding, read_
 from .rules import scripted_reply, user_text  # also importable from here, as before the rules moved
 
 # %% auto #0
-__all__ = ['ScriptedServer', 'add_cli', 'lesson_llm']
+__all__ = ['ScriptedServer', 'lesson_llm']
 
 # %% ../../nbs/00_scripted.ipynb #9fc301b4
 STRUCTURED = ('json_schema', 'json_object', 'refuse', 'ignore')  # what the scripted server does with response_format
@@ -567,6 +567,7 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--fault-rate', type=float, default=0.0, help='share of requests answered 429/500 (half each)')
     p.set_defaults(func=_cli_serve)
 
+# %% ../../nbs/00_scripted.ipynb #62e9e3ff
 def _cli_serve(args) -> int:
     srv = ScriptedServer(port=args.port, latency=args.latency,
                          faults={'429':args.fault_rate/2, '500':args.fault_rate/2}).start()

@@ -18,7 +18,7 @@ from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, FIELD, add_
 from .plots import OKABE_ITO, new_figure
 
 # %% auto #0
-__all__ = ['LabelWidget', 'add_cli', 'plot_corrected']
+__all__ = ['LabelWidget', 'plot_corrected']
 
 # %% ../../nbs/54_label.ipynb #6797042c
 class Labeller:

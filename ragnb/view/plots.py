@@ -18,7 +18,7 @@ from ..core.safe import atomic_path
 from ..core.display import compact_png
 
 # %% auto #0
-__all__ = ['MIN_FONT_PX', 'OKABE_ITO', 'GROUP_COLOURS', 'REGION_STYLES', 'save_figure', 'compact_figures', 'min_text_px', 'model_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'metric_groups', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
+__all__ = ['OKABE_ITO', 'REGION_STYLES', 'save_figure', 'compact_figures', 'model_label', 'relevant_chunks', 'chunk_labels', 'plot_entailment_map', 'plot_metrics', 'plot_systems', 'claim_shares', 'plot_claim_shares', 'plot_critique_scores', 'plot_mix', 'plot_hit_rate', 'plot_page_regions', 'plot_by_k', 'plot_sweep', 'plot_comparison', 'plot_coverage']
 
 # %% ../../nbs/50_plots.ipynb #5685ba4d
 FORMATS = {'.png', '.svg', '.pdf'}
@@ -280,12 +280,15 @@ def plot_entailment_map(
 
 # %% ../../nbs/50_plots.ipynb #fb8cac8a
 from ..check import metrics as _metrics
+
+# %% ../../nbs/50_plots.ipynb #3562d7d8
 # RAGChecker's grouping
 def metric_groups() -> dict:
     "RAGChecker's grouping, read from `ragnb.check.metrics.METRIC_SPECS` at each call: 'overall' -> its metrics, ..."
     return {g.removesuffix('_metrics'): list(ms) for g, ms in _metrics.METRIC_GROUPS.items()}
 GROUP_COLOURS = {'overall':OKABE_ITO[0], 'retriever':OKABE_ITO[2], 'generator':OKABE_ITO[1]}
 
+# %% ../../nbs/50_plots.ipynb #d1118839
 from ..check.metrics import flat_metrics   # the metrics as one dict: the checking floor's helper
 
 def _metric_label(m:str) -> str:

@@ -23,7 +23,7 @@ from ..check.checker import claim_text
 from ..check.metrics import load_results
 
 # %% auto #0
-__all__ = ['Step', 'chain_exchanges', 'shorten', 'model_name', 'generation_trace', 'TraceViewer', 'show', 'add_cli']
+__all__ = ['Step', 'generation_trace', 'TraceViewer', 'show']
 
 # %% ../../nbs/52_trace.ipynb #36be457f
 @dataclass
@@ -39,6 +39,7 @@ class Step:
     open:bool=False  # Expanded when first shown
     exchange:Exchange|None=field(default=None, repr=False)  # The model exchange this step shows, if any
 
+# %% ../../nbs/52_trace.ipynb #120e6a89
 def chain_exchanges(steps:list # A chain of `Step`s
                    ) -> list[Exchange]:
     "The exchanges shown anywhere in a chain, in order."
@@ -417,6 +418,7 @@ def show(path:str|Path, # A dataset, RAGChecker results, or a parse folder / man
 # %% ../../nbs/52_trace.ipynb #be33c0c6
 from ..core.safe import printable
 
+# %% ../../nbs/52_trace.ipynb #826b9617
 def add_cli(sub # The `ragnb` command's subparsers
            ):
     "Register `ragnb show`."
@@ -429,6 +431,7 @@ def add_cli(sub # The `ragnb` command's subparsers
     p.add_argument('--full', action='store_true', help='print prompts and replies in full')
     p.set_defaults(func=_cli_show)
 
+# %% ../../nbs/52_trace.ipynb #ad71c07f
 def _cli_show(args) -> int:
     if note := offline_note(args.file):   # no model was called: say so, and what the parse holds
         print(printable(note)); return 0

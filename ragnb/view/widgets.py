@@ -22,9 +22,8 @@ from ..core.prompts import CRITERIA
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['PT_PX', 'TABLE_CSS', 'PRE_STYLE', 'Stepper', 'StepView', 'img_tag', 'PageView', 'ParsingViewer', 'highlight',
-           'highlight_spans', 'ReviewState', 'review_html', 'ReviewViewer', 'response_claim_roles', 'gt_claim_roles',
-           'metric_sets', 'result_html', 'MetricsViewer']
+__all__ = ['TABLE_CSS', 'Stepper', 'StepView', 'img_tag', 'ParsingViewer', 'highlight', 'ReviewState', 'review_html',
+           'ReviewViewer', 'response_claim_roles', 'gt_claim_roles', 'MetricsViewer']
 
 # %% ../../nbs/51_widgets.ipynb #1f980712
 class Stepper:
@@ -174,8 +173,12 @@ class PageView:
 
 # %% ../../nbs/51_widgets.ipynb #dda11514
 PT_PX = 1.3  # screen pixels per PDF point for the page image: 8 pt region labels show at about 10 px
+
+# %% ../../nbs/51_widgets.ipynb #3e9776e5
 TABLE_CSS = ('<style>.ragnb-table table{border-collapse:collapse;font-size:12px}'
              '.ragnb-table td,.ragnb-table th{border:1px solid #ccc;padding:1px 4px}</style>')
+
+# %% ../../nbs/51_widgets.ipynb #93101fc0
 PRE_STYLE = ('white-space:pre-wrap;word-break:normal;overflow-wrap:break-word;max-height:600px;overflow:auto;'
              'font-size:12px')
 
