@@ -23,7 +23,7 @@ from pathlib import Path
 from ragnb.core.llm import LLM, Pacing, Deadlines, Endpoint
 from ragnb.core.prompts import CRITERIA
 from ragnb.synth.generate import QA, critique
-from ragnb.view.audit import cohen_kappa   # imported before any call: a long run never imports mid-way
+from ragnb.check.audit import cohen_kappa   # imported before any call: a long run never imports mid-way
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE/'critique_cases.json'

@@ -114,7 +114,7 @@ def main():
     url = url or 'http://127.0.0.1:9/v1'   # replay: nothing is sent
     REC.parent.mkdir(exist_ok=True)
     rows, per_case = [], {}
-    from ragnb.view.audit import cohen_kappa
+    from ragnb.check.audit import cohen_kappa
     try:
         for cfg in a.configs.split(','):
             llm = LLM(base_url=url, endpoint=Endpoint(cache_endpoint=ENDPOINT), api_key=srv.api_key if srv else 'replay', model=MODEL, cache_path=REC, replay=not a.record, progress=False,

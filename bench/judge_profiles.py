@@ -128,7 +128,7 @@ def run_single(base, p, cfg, log, done, three=False, samples=1, temperature=0.0)
 def default_from_lesson(log, done):
     "The `default` profile's labels for every pair, replayed from the 41_checker lesson's recording of the 1.5B model."
     from ragnb.testing.scripted import lesson_llm
-    from ragnb.view.audit import audit
+    from ragnb.check.audit import audit
     cache = Path(__file__).resolve().parents[1]/'nbs'/'cache'
     llm = lesson_llm('41_checker', cache_dir=cache, model='qwen2.5-coder-1.5b-instruct-q4_k_m', replies=Replies(max_tokens=1024),
                      retries=Retries(retry_truncated=0))

@@ -110,7 +110,7 @@ def main():
                                             seconds=('seconds', 'mean'), agree=('agree', 'sum'), labels=('labels', 'sum'),
                                             failures=('failures', 'sum'))
     g['entailed-or-not %'] = (100 * g.agree / g.labels).round(1)
-    from ragnb.view.audit import cohen_kappa
+    from ragnb.check.audit import cohen_kappa
     ent = lambda xs: ['E' if x == 'Entailment' else 'n' for x in xs]
     g['kappa'] = [round(cohen_kappa(ent([a for a, _ in pairs[c]]), ent([b for _, b in pairs[c]])), 2)
                   if pairs.get(c) else float('nan') for c in g.index]

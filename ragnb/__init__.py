@@ -25,7 +25,7 @@ _FRONT = {  # area: [(module, its names a notebook user calls)], in the order of
                  ('check.metaeval', 'meta_evaluate')],
     'corrected metrics': [('check.corrected', 'corrected_metrics read_labels plan_labels compare_corrected'),
                           ('view.label', 'LabelWidget plot_corrected')],
-    'audit': [('view.audit', 'audit plot_audit DisagreementViewer')],
+    'audit': [('check.audit', 'audit'), ('view.audit', 'plot_audit DisagreementViewer')],
     'figures': [('view.plots', 'plot_metrics plot_systems plot_entailment_map plot_claim_shares plot_critique_scores '
                  'plot_mix plot_hit_rate plot_by_k plot_comparison plot_coverage plot_page_regions save_figure')],
     'widgets': [('view.widgets', 'Stepper ParsingViewer ReviewViewer MetricsViewer'),

@@ -153,3 +153,28 @@ def test_imports_inside_functions_across_rooms_do_not_grow():
     assert len(pairs) <= MAX_DEFERRED, (f"{len(pairs)} imports inside functions across rooms, more than {MAX_DEFERRED}: "
                                         f"{sorted(pairs)}")
     assert ('view.audit', 'synth.generate') in pairs   # one is seen: `ragnb audit --review` reads a reviewed dataset
+
+
+# Issue 52: the view floor draws and shows; it calls no model. A model is reached through `LLM` (or the checkers built
+# on it), so a view module names them only inside a command (`_cli_*`), which builds the judge from its options.
+MODEL_NAMES = {'LLM', 'profile_checker', 'llm_checker', 'small_checker', 'run_checks', 'extract_claims', 'audit',
+               'generate_dataset', 'mixed_dataset', 'multimodal_dataset', 'run_system', 'evaluate_system'}
+
+def model_uses(src:str) -> list:
+    "(function, name) for each call of a model-calling name outside a `_cli_*` function."
+    out = []
+    def walk(node, fn):
+        for ch in ast.iter_child_nodes(node):
+            f = ch.name if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
+            if (isinstance(ch, ast.Call) and getattr(ch.func, 'id', getattr(ch.func, 'attr', None)) in MODEL_NAMES
+                    and not (f or '').startswith('_cli_')):
+                out.append((f, getattr(ch.func, 'id', getattr(ch.func, 'attr', None))))
+            walk(ch, f)
+    walk(ast.parse(src), None)
+    return out
+
+def test_views_call_no_model():
+    assert model_uses("def _cli_x(args):\n    a = audit(r, LLM())\ndef f(x): return LLM()\n") == [('f', 'LLM')]
+    for m in [m for m in MODULES if m.startswith('view.')]:
+        assert not model_uses((PKG/(m.replace('.', '/') + '.py')).read_text()), \
+            f"ragnb.{m} calls a model outside a command: move that to the check, synth or rag floor"

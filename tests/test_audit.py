@@ -8,7 +8,8 @@ from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.check.metrics import load_results
 from ragnb.check.checker import judge_profile, run_checks, small_checker, CheckTask
-from ragnb.view.audit import audit, metric_moves, cohen_kappa, DisagreementViewer
+from ragnb.view.audit import DisagreementViewer
+from ragnb.check.audit import audit, metric_moves, cohen_kappa
 from ragnb.core.samples import sample_path
 SMALL = small_prompt('small')   # the small profile's one-claim prompt
 
