@@ -178,3 +178,30 @@ def test_views_call_no_model():
     for m in [m for m in MODULES if m.startswith('view.')]:
         assert not model_uses((PKG/(m.replace('.', '/') + '.py')).read_text()), \
             f"ragnb.{m} calls a model outside a command: move that to the check, synth or rag floor"
+
+
+def ragnb_imports(src:str) -> list:
+    "(module, name) of every `from ragnb... import name` in `src` (a notebook's magics and shell lines left out)."
+    src = '\n'.join(l for l in src.splitlines() if not l.lstrip().startswith(('%', '!')))
+    try: tree = ast.parse(src)
+    except SyntaxError: return []
+    return [(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            and (n.module or '').startswith('ragnb') for a in n.names if a.name != '*']
+
+def test_every_import_of_a_ragnb_name_resolves():
+    ("A name moved or pruned from a module breaks no test, bench script, tool or lesson that imports it from there "
+     "(the live tests and the bench scripts do not run here, so they are read, not run).")
+    import importlib
+    assert ragnb_imports("%time x\nfrom ragnb.core.llm import LLM, image_part\nimport os\n") == \
+        [('ragnb.core.llm', 'LLM'), ('ragnb.core.llm', 'image_part')]
+    root = PKG.parent
+    srcs = [(p, p.read_text()) for d in ('tests', 'bench', 'tools') for p in (root/d).rglob('*.py')]
+    srcs += [(p, ''.join(c['source'])) for p in (root/'nbs').glob('*.ipynb')
+             for c in json.loads(p.read_text())['cells'] if c['cell_type'] == 'code']
+    missing = set()
+    for p, src in srcs:
+        for mod, name in ragnb_imports(src):
+            m = importlib.import_module(mod)
+            if not hasattr(m, name) and not (hasattr(m, '__path__') and importlib.util.find_spec(f'{mod}.{name}')):
+                missing.add(f'{p.relative_to(root)}: from {mod} import {name}')
+    assert not missing, sorted(missing)

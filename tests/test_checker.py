@@ -6,7 +6,8 @@ import pytest
 
 from ragnb.core.llm import LLM, Replies, Retries
 from ragnb.core.calls import ParseError
-from ragnb.testing.scripted import ScriptedServer, user_text
+from ragnb.testing.scripted import ScriptedServer
+from ragnb.testing.rules import user_text
 from ragnb.check.metrics import LABELS, load_results
 from ragnb.check.checker import (json_reply, parse_claims, parse_labels, claim_text, CheckTask, pairwise_checker,
                            overlap_judge, llm_checker, run_checks, ragchecker_calls)

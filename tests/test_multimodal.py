@@ -5,7 +5,8 @@ from ragnb.core.llm import LLM
 from ragnb.core.calls import ParseError
 from ragnb.synth.multimodal import (build_context, context_messages, context_text, multimodal_dataset, multimodal_questions,
                               parse_multimodal)
-from ragnb.docs.pdf import Segment, parse_pdf, pdf_regions, render_regions
+from ragnb.docs.pdf import parse_pdf, pdf_regions, render_regions
+from ragnb.docs.pages import Segment
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.core.samples import sample_path
 

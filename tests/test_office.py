@@ -3,9 +3,9 @@ import argparse, io, json, zipfile
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 import pytest
-from ragnb.docs.office import (docling_grids, docx_cells, docx_segments, expand, grid_html, open_docx, open_pptx,
+from ragnb.docs.office import (docling_grids, docx_cells, docx_segments, grid_html, open_docx, open_pptx,
                           parse_office, pptx_cells, pptx_segments)
-from ragnb.docs.pages import DocumentError, sanitize_html
+from ragnb.docs.pages import DocumentError, expand, sanitize_html
 from ragnb.docs.parse import add_cli
 from ragnb.core.samples import sample_path
 

@@ -1,7 +1,7 @@
 """Markdown reprs show text literally: a dollar amount must not turn into LaTeX, model text must not turn into markup.
 `tests/browser` checks the same in JupyterLab (the workshop's `llm.usage` shows '$0.0000', no MathJax)."""
 import re
-from ragnb.core.llm import md_escape
+from ragnb.core.display import md_escape
 from ragnb.core.calls import Usage
 
 

@@ -1,4 +1,4 @@
-"Style checked in CI: no line of the exported modules over 120 characters (ruff's E501, configured in pyproject.toml)."
+"Style checked in CI: no line of the exported modules over 120 characters, no unused import (ruff's E501 and F401,\nconfigured in pyproject.toml)."
 import ast, importlib.util, json, re, subprocess, sys
 from pathlib import Path
 import pytest
@@ -24,8 +24,9 @@ def source_cell(lines, row):
         if m := CELL.match(l): return m.groups()
     return None, None
 
-def long_lines():
-    "{notebook: ['ragnb/x.py:row (cell id): n > 120', ...]} from ruff, without the lines nbdev writes."
+def long_lines(code='E501'):
+    ("{notebook: ['ragnb/x.py:row (cell id): message', ...]} of ruff's findings with `code` (pyproject.toml selects "
+     "E501, a line over 120 characters, and F401, an unused import), without the lines nbdev writes.")
     assert importlib.util.find_spec('ruff'), 'ruff is missing: pip install -e ".[dev]"'
     r = subprocess.run([sys.executable, '-m', 'ruff', 'check', '--output-format', 'json', '--no-cache', 'ragnb'],
                        cwd=ROOT, capture_output=True, text=True)
@@ -33,8 +34,8 @@ def long_lines():
     out = {}
     for v in json.loads(r.stdout):
         path = Path(v['filename']); src = path.read_text(encoding='utf-8'); row = v['location']['row']
-        assert v['code'] == 'E501', v
-        if row in nbdev_lines(src): continue
+        assert v['code'] in ('E501', 'F401'), v
+        if v['code'] != code or row in nbdev_lines(src): continue
         nb, cell = source_cell(src.splitlines(), row)
         out.setdefault(nb, []).append(f"{path.relative_to(ROOT).as_posix()}:{row} (nbs/{nb} cell {cell}): {v['message']}")
     return out
@@ -42,6 +43,13 @@ def long_lines():
 def test_no_long_lines():
     bad = [l for ls in long_lines().values() for l in ls]
     assert not bad, f"{len(bad)} lines over 120 characters; wrap them in the notebook cell, then nbdev_export:\n" + '\n'.join(bad)
+
+def test_no_unused_imports():
+    ("An exported cell imports only what its module uses: a name only the lesson's other cells use is imported in the "
+     "lesson's plain import cell, so the module does not seem to offer it (and another module does not import it "
+     "from there).")
+    bad = [l for ls in long_lines('F401').values() for l in ls]
+    assert not bad, f"{len(bad)} unused imports; move each to the lesson's import cell, then nbdev_export:\n" + '\n'.join(bad)
 
 def test_nbdev_lines_are_left_out():
     src = '"""A subtitle that nbdev copies from the notebook, however long."""\n\n__all__ = [\'a\', \'b\']\nx = 1\n'

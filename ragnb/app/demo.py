@@ -4,8 +4,8 @@
 
 # %% ../../nbs/82_demo.ipynb #53adbf2d
 from __future__ import annotations
-import datetime, html, json, os, shutil, sqlite3, time
-from dataclasses import dataclass, field, asdict
+import datetime, html, json, os, sqlite3, time
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from ..core.llm import LLM, Endpoint, Pacing, Replies
 from ..core.calls import Usage

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/41_checker.ipynb #43a89ca2
 from __future__ import annotations
-import dataclasses, html, json, math, os, random, re, sys
+import dataclasses, html, json, math, os, re, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable

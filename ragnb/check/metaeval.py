@@ -288,7 +288,7 @@ def run_estimate(
     claim_format:str='triplet' # 'triplet' or 'sentence'
 )->dict:
     "Calls and tokens a meta-evaluation run will spend: extraction, then checks of about one claim per 45 characters."
-    from ragnb.check.checker import CheckTask, check_tasks, estimate_checks, CHARS_PER_CLAIM
+    from ragnb.check.checker import check_tasks, estimate_checks, CHARS_PER_CLAIM
     p = get_prompt(f'extract_claims_{claim_format}')
     texts = {(r.query, t) for r in results[0::2] for t in (r.gt_answer,) if r.gt_answer_claims is None}
     texts |= {(r.query, r.response) for r in results if r.response_claims is None}

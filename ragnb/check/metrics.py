@@ -8,7 +8,7 @@ import html, json, re, sys
 from itertools import chain
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 from fastcore.basics import patch

@@ -4,14 +4,13 @@
 
 # %% ../../nbs/14_llm.ipynb #e9e4efd3
 from __future__ import annotations
-import asyncio, base64, dataclasses, json, math, mimetypes, os, re, sqlite3, sys, time
+import asyncio, dataclasses, json, os, re, sqlite3, time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, asdict, astuple
+from dataclasses import dataclass, fields, asdict, astuple
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from ragnb.core.display import md_escape, fenced
 from ragnb.core.lazy import lazy
 from ragnb.core.safe import printable, redact
 from ragnb.core.cache import CallCache, Exchange, cache_key, message_refs, select_traces

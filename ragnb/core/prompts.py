@@ -4,7 +4,7 @@
 
 # %% ../../nbs/17_prompts.ipynb #0e4e72cb
 from __future__ import annotations
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import functools, re, string
 
 # %% auto #0

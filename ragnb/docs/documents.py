@@ -4,11 +4,10 @@
 
 # %% ../../nbs/20_documents.ipynb #13eefaaa
 from __future__ import annotations
-import fnmatch, hashlib, os, re, stat, subprocess, tempfile
+import fnmatch, hashlib, os, re, stat, subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-from html import escape
 from ragnb.core.lazy import lazy
 text_splitters = lazy('langchain_text_splitters')  # imported when a splitter is made: importing ragnb stays quick
 from ragnb.core.settings import default_cache_dir

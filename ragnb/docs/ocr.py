@@ -5,7 +5,7 @@
 # %% ../../nbs/22a_ocr.ipynb #bd02851f
 from __future__ import annotations
 import glob, os, re, shutil, subprocess, time, unicodedata
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymupdf

@@ -5,14 +5,13 @@
 # %% ../../nbs/24_office.ipynb #372a36a6
 from __future__ import annotations
 import io, json, tempfile, zipfile, zlib
-from html import escape
 from pathlib import Path
 import docx, pptx
 from docx.oxml.ns import qn
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.shapes.picture import Picture
 from pptx.enum.shapes import PP_PLACEHOLDER
-from .pages import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id, grid_html, expand
+from .pages import DocumentError, Segment, ParsedPage, ParsedDoc, doc_id, grid_html
 from ..core.safe import write_bytes
 from .documents import DocumentFormat, register_format
 

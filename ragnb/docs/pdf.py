@@ -4,8 +4,8 @@
 
 # %% ../../nbs/23_pdf.ipynb #48aa9a95
 from __future__ import annotations
-import argparse, base64, hashlib, json, re, sys
-from dataclasses import dataclass, field, asdict
+import argparse, hashlib, json, re, sys
+from dataclasses import dataclass, asdict
 from html import escape
 from pathlib import Path
 import nh3, numpy as np, pymupdf, shapely
@@ -15,9 +15,9 @@ csgraph = lazy('scipy.sparse.csgraph')
 from ragnb.core.safe import atomic_path
 from ragnb.docs.documents import DocumentFormat, register_format
 from ragnb.docs.ocr import ocr_copy, OCR_MAX_PAGES
-from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, Segment, FENCED_TABLE,
-                              BARE_TABLE, IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder,
-                              cells_html, grid_html, page_list)
+from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, FENCED_TABLE, BARE_TABLE,
+                              IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html,
+                              grid_html, page_list)
 from ragnb.core.settings import default_cache_dir
 
 # %% auto #0
@@ -239,7 +239,8 @@ import importlib.util, inspect
 def has_layout()->bool:
     "Whether PyMuPDF's page-layout model is installed (pymupdf >= 2 ships it; `pymupdf-layout` adds it to 1.x)."
     if importlib.util.find_spec('pymupdf.layout') is None: return False
-    import pymupdf.layout  # activates the model for `Page.get_layout` (onnxruntime sessions, with their threads)
+    # importing it activates the model for `Page.get_layout` (onnxruntime sessions, with their threads)
+    import pymupdf.layout  # noqa: F401
     return True
 
 # %% ../../nbs/23_pdf.ipynb #3953e6ef

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..core.lazy import lazy
-from ..core.display import md_escape
 from ..core.safe import write_text
 from .retrieval import read_dataset, check_rows, query_ids
 
@@ -333,7 +332,7 @@ def _quality(df:pd.DataFrame) -> dict:
 
 # %% ../../nbs/63_inspect.ipynb #c9ebceee
 from ragnb.core.calls import Request
-from ragnb.core.prices import cost_of, estimate_tokens, usd
+from ragnb.core.prices import cost_of, usd
 from ragnb.core.prompts import get_prompt
 CLOSED_BOOK_F1, CLOSED_BOOK_TOKENS = 0.5, 48
 _ARTICLES = re.compile(r'\b(a|an|the)\b')

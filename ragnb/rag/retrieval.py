@@ -4,7 +4,7 @@
 
 # %% ../../nbs/60_retrieval.ipynb #ce4b4f91
 from __future__ import annotations
-import json, math, os, random, re, time
+import json, math, os, re, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable
@@ -15,11 +15,9 @@ from ragnb.core.lazy import lazy
 # imported on first use (and the figures' colours where they are drawn), so `ragnb retrieval --help` starts at once
 pd, bm25s, stats = lazy('pandas'), lazy('bm25s'), lazy('scipy.stats')
 
-from ragnb.docs.documents import Document, split_documents, load_folder
+from ragnb.docs.documents import Document, split_documents
 from ragnb.docs.evidence import locate  # exact, then normalised, then fuzzy
 from ragnb.core.llm import LLM
-from ragnb.core.calls import Request
-from ragnb.core.prompts import get_prompt
 from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text
 from ragnb.synth.generate import read_rows  # the one reader of a test-set file

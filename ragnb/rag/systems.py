@@ -6,7 +6,7 @@
 from __future__ import annotations
 import asyncio, importlib, importlib.util, inspect, json, os, re, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Any, Callable, Mapping
 from ragnb.core.options import in_range
@@ -20,7 +20,7 @@ pd = lazy('pandas')  # imported on first use, and the figures' module where they
 from ragnb.core.calls import Failure
 from ragnb.core.prices import duration
 from ragnb.core.limits import RETRYABLE, backoff_delay, error_kind
-from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, RAGResult, Scores, load_results, score
+from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, load_results, score
 from ragnb.synth.generate import QA, Dataset
 from ragnb.core.safe import csv_text, write_text
 from ragnb.core.settings import env_model

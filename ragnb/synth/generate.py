@@ -4,7 +4,7 @@
 
 # %% ../../nbs/30_generate.ipynb #cddd6dc4
 from __future__ import annotations
-import html, json, math, random, re, threading, time
+import json, math, random, re, threading, time
 from dataclasses import dataclass, field, asdict, fields
 from fastcore.basics import patch
 from pathlib import Path
@@ -19,7 +19,7 @@ from ragnb.core.calls import Request, Result, Usage, ParseError
 from ragnb.core.options import calls_failed_message
 from ragnb.core.prompts import (get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA, SMALL_CRITIQUE_PROMPTS,
                                 model_size, is_small_model)
-from ragnb.docs.documents import Document, Chunk, load_documents, split_documents, split_many
+from ragnb.docs.documents import Document, Chunk, load_documents, split_many
 from ragnb.core.display import md_escape
 from ragnb.core.safe import atomic_path, atomic_write, printable
 

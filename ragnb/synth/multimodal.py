@@ -6,21 +6,15 @@
 from __future__ import annotations
 import re
 from dataclasses import dataclass, field, asdict
-from html import escape, unescape
+from html import escape
 from pathlib import Path
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb parse --help` starts sooner
 from ragnb.core.llm import LLM
 from ragnb.core.calls import Request, ParseError, Usage, text_part, image_part
-from ragnb.core.options import add_call_options, call_options, endpoint_configured, in_range
 from ragnb.core.prompts import get_prompt, DEFAULT_AUDIENCE
 from ragnb.docs.pages import Segment, ParsedDoc, sanitize_html
 # imported, ragnb.docs.pdf and ragnb.docs.office add their rows to the format table
-from ragnb.docs.pdf import parse_pdf
-from ragnb.docs.office import parse_office, MAX_IMAGE_BYTES, MAX_PART_BYTES
-from ragnb.docs.pages import DocumentError, page_list
-from ragnb.docs.documents import DOCUMENT_FORMATS, DocumentFormat, format_names
-import sys
 from ragnb.synth.generate import QA, Dataset, parse_factoid, critique, select
 from ragnb.docs.evidence import locate
 

@@ -12,7 +12,6 @@ from ..core.llm import LLM, Deadlines, Endpoint, Pacing, Replies
 from ..core.settings import env_number
 from ..core.prompts import labelled_fields
 from .rules import RULES, PromptMismatch, default_reply, hashed_embedding, read_call
-from .rules import scripted_reply, user_text  # also importable from here, as before the rules moved
 
 # %% auto #0
 __all__ = ['ScriptedServer', 'lesson_llm']

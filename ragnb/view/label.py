@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 from ..core.safe import printable
 from ..check.metrics import LABELS, METRIC_SPECS, SIDES, load_results, check_unique_ids
 from ..check.corrected import usable_results
-from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, FIELD, add_labels, read_labels,
-                                   labels_path, label_plan, claim_refs, corrected_metrics)
+from ..check.corrected import (Corrected, Labels, LabelsError, MAIN, FIELD, add_labels, read_labels, labels_path,
+                                   label_plan, claim_refs)
 from .plots import OKABE_ITO, new_figure
 
 # %% auto #0

@@ -59,7 +59,7 @@ def test_generate_small_documents_without_parse_failures(live_llm, shared, recor
 
 def test_parse_one_pdf_page_if_the_model_sees_images(live_llm, shared, record, tmp_path):
     import pymupdf
-    from ragnb.core.llm import image_part, text_part
+    from ragnb.core.calls import image_part, text_part
     from ragnb.docs.pdf import parse_pdf
     probe = pymupdf.open(); page = probe.new_page(width=300, height=120)
     page.insert_text((30, 70), 'ZEBRA 47', fontsize=36)
