@@ -55,3 +55,22 @@ def test_nbdev_lines_are_left_out():
     src = '"""A subtitle that nbdev copies from the notebook, however long."""\n\n__all__ = [\'a\', \'b\']\nx = 1\n'
     assert nbdev_lines(src) == {1, 3}
     assert source_cell(['# %% ../nbs/30_generate.ipynb #abc123', 'x = 1'], 2) == ('30_generate.ipynb', 'abc123')
+
+MAX_CELL = 60   # lines of an exported cell, its directives included (issue 52: a lesson shows a definition at a time)
+
+def long_cells(cells:list) -> list:
+    "(cell id, lines) of the exported code cells of `cells` (a notebook's) longer than `MAX_CELL`."
+    out = []
+    for c in cells:
+        src = ''.join(c['source'])
+        if c['cell_type'] == 'code' and re.match(r'#\|\s*export', src) and src.count('\n') + 1 > MAX_CELL:
+            out.append((c.get('id'), src.count('\n') + 1))
+    return out
+
+def test_exported_cells_are_short():
+    cell = lambda n, d='#| export': dict(cell_type='code', id=f'c{n}', source=[d + '\n'] + ['x = 1\n'] * (n - 2) + ['x'])
+    assert long_cells([cell(60), cell(61), cell(61, '#| exporti'), cell(90, 'x = 2')]) == [('c61', 61), ('c61', 61)]
+    bad = [f"nbs/{p.name} cell {i}: {n} lines" for p in sorted((ROOT/'nbs').glob('*.ipynb'))
+           for i, n in long_cells(json.loads(p.read_text())['cells'])]
+    assert not bad, (f"exported cells over {MAX_CELL} lines; split each at a definition, or move a helper out "
+                     "(a class's later methods can follow as `@patch` functions):\n" + '\n'.join(bad))

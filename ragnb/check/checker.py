@@ -385,6 +385,29 @@ def _spent(o:CheckOutcome, r):
     o.calls += 1; o.cached += r.cached
     o.prompt_tokens += r.usage.prompt_tokens; o.completion_tokens += r.usage.completion_tokens
 
+# %% ../../nbs/41_checker.ipynb #e219a428
+def _batched_pass(llm:LLM, pb, tasks:list, claims_per_call:int, model, out:list, got:list, why:dict):
+    ("`small_checker`'s first pass: `claims_per_call` claims of a reference per call (prompt `pb`). Each label read "
+     "goes to `got[task][claim]` (its reply to `out`), and why a claim got none to `why[task, claim]`.")
+    groups = _yes_no_batches(tasks, claims_per_call)
+    reqs = [Request(pb.messages(question=tasks[i].question, reference=tasks[i].reference, n=len(js),
+                                claims='\n'.join(f"{k + 1}. {claim_text(tasks[i].claims[j])}"
+                                                 for k, j in enumerate(js))),
+                    prompt=pb, id=f"{tasks[i].id}/{js[0] + 1}-{js[-1] + 1}", model=model,
+                    params={'max_tokens': _batch_cap(len(js))}) for i, js in groups]
+    for (i, js), r in zip(groups, llm.batch(reqs, desc='checking claims', show_estimate=0)):
+        _spent(out[i], r)
+        if not r.text:   # no reply at all: each claim is asked on its own
+            for j in js: why[i, j] = f"{r.failure.kind}: {r.failure.message[:120]}"
+            continue
+        try: labs = yes_no_lines(r.text, len(js))   # a reply cut at the cap keeps its complete lines
+        except ParseError as e: labs, bad = {}, str(e)
+        else: bad = None
+        for k, j in enumerate(js, 1):
+            if labs.get(k): got[i][j] = labs[k]; out[i].replies[j] = r.text
+            else: why[i, j] = bad or (f"no line for claim {k} of the call" if k not in labs else
+                                      f"line {k} of the call gave neither Yes nor No")
+
 # %% ../../nbs/41_checker.ipynb #d13215e6
 def small_checker(llm:LLM, # The model that labels the claims
                   model:str|None=None, # Model name; default: the LLM's
@@ -399,24 +422,7 @@ def small_checker(llm:LLM, # The model that labels the claims
     def check(tasks):
         out = [CheckOutcome(replies=[None] * len(t.claims)) for t in tasks]
         got, why = [{} for _ in tasks], {}
-        groups = _yes_no_batches(tasks, claims_per_call)
-        reqs = [Request(pb.messages(question=tasks[i].question, reference=tasks[i].reference, n=len(js),
-                                    claims='\n'.join(f"{k + 1}. {claim_text(tasks[i].claims[j])}"
-                                                     for k, j in enumerate(js))),
-                        prompt=pb, id=f"{tasks[i].id}/{js[0] + 1}-{js[-1] + 1}", model=model,
-                        params={'max_tokens': _batch_cap(len(js))}) for i, js in groups]
-        for (i, js), r in zip(groups, llm.batch(reqs, desc='checking claims', show_estimate=0)):
-            _spent(out[i], r)
-            if not r.text:   # no reply at all: each claim is asked on its own
-                for j in js: why[i, j] = f"{r.failure.kind}: {r.failure.message[:120]}"
-                continue
-            try: labs = yes_no_lines(r.text, len(js))   # a reply cut at the cap keeps its complete lines
-            except ParseError as e: labs, bad = {}, str(e)
-            else: bad = None
-            for k, j in enumerate(js, 1):
-                if labs.get(k): got[i][j] = labs[k]; out[i].replies[j] = r.text
-                else: why[i, j] = bad or (f"no line for claim {k} of the call" if k not in labs else
-                                          f"line {k} of the call gave neither Yes nor No")
+        _batched_pass(llm, pb, tasks, claims_per_call, model, out, got, why)
         todo = [(i, j) for i, t in enumerate(tasks) for j in range(len(t.claims)) if j not in got[i]]
         for i, j in todo:
             if (i, j) in why: out[i].asked_again[j] = why[i, j]

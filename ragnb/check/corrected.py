@@ -334,28 +334,31 @@ class _Imputer:
                                           np.where(t2 > 0, (y2 + prior) / (t2 + 2 * prior), judge)))
         return r
 
-    def resample(self, rng) -> pd.DataFrame:
-        "The labelled decisions of a bootstrap resample of the labelled claims (a claim's decisions go together)."
-        pick = rng.integers(0, len(self.groups), len(self.groups))
-        return self.lab.iloc[np.concatenate([self.groups[i] for i in pick])]
+# %% ../../nbs/43_corrected.ipynb #8ddf422d
+@patch
+def resample(self:_Imputer, rng) -> pd.DataFrame:
+    "The labelled decisions of a bootstrap resample of the labelled claims (a claim's decisions go together)."
+    pick = rng.integers(0, len(self.groups), len(self.groups))
+    return self.lab.iloc[np.concatenate([self.groups[i] for i in pick])]
 
-    def draw(self, p:np.ndarray, rng) -> LabelBatch:
-        "One imputed set of the person's labels, as a `LabelBatch` (1 Entailment, 0 not)."
-        b, main = self.b, []
+@patch
+def draw(self:_Imputer, p:np.ndarray, rng) -> LabelBatch:
+    "One imputed set of the person's labels, as a `LabelBatch` (1 Entailment, 0 not)."
+    b, main = self.b, []
+    for s in (0, 1):
+        q = p[s, 0, self.j_main[s].astype(int), self.j_any[s].astype(int)]
+        main.append(np.where(self.h_main[s] >= 0, self.h_main[s] == 1, rng.random(len(q)) < q))
+    blocks = {}
+    for k, ms in b.blocks.items():
+        out = []
         for s in (0, 1):
-            q = p[s, 0, self.j_main[s].astype(int), self.j_any[s].astype(int)]
-            main.append(np.where(self.h_main[s] >= 0, self.h_main[s] == 1, rng.random(len(q)) < q))
-        blocks = {}
-        for k, ms in b.blocks.items():
-            out = []
-            for s in (0, 1):
-                zm = main[s][self.row_claim[k][s]].astype(int)[:, None]
-                q = p[s, 1, (ms[s] == ENTAILMENT).astype(int), np.broadcast_to(zm, ms[s].shape)]
-                h = self.h_blocks[k][s]
-                out.append(np.where(h >= 0, h == 1, rng.random(q.shape) < q).astype(np.int8))
-            blocks[k] = tuple(out)
-        return LabelBatch(b.ids, b.n_resp, b.n_gt, b.n_chunks, main[0].astype(np.int8), main[1].astype(np.int8),
-                          blocks)
+            zm = main[s][self.row_claim[k][s]].astype(int)[:, None]
+            q = p[s, 1, (ms[s] == ENTAILMENT).astype(int), np.broadcast_to(zm, ms[s].shape)]
+            h = self.h_blocks[k][s]
+            out.append(np.where(h >= 0, h == 1, rng.random(q.shape) < q).astype(np.int8))
+        blocks[k] = tuple(out)
+    return LabelBatch(b.ids, b.n_resp, b.n_gt, b.n_chunks, main[0].astype(np.int8), main[1].astype(np.int8),
+                      blocks)
 
 # %% ../../nbs/43_corrected.ipynb #b3af3b94
 def _means(b:LabelBatch) -> dict:
@@ -379,6 +382,43 @@ class Corrected:
     alpha: float
     note: str = ''
     def _repr_html_(self): return f"<p>{self.note}</p>" + self.table.round(1).to_html()
+
+# %% ../../nbs/43_corrected.ipynb #48d8e554
+def _calibrated(imp, draws:int, boot:int, alpha:float, rng) -> tuple:
+    "Calibrated imputation of every metric: the point (mean of `draws` draws), the interval's ends and the SE."
+    p = imp.rates(imp.lab)
+    pt = pd.DataFrame([_means(imp.draw(p, rng)) for _ in range(draws)]).mean()
+    # the interval: rates from bootstrap resamples of the labelled claims, one draw each (the labelled stay)
+    bt = pd.DataFrame([_means(imp.draw(imp.rates(imp.resample(rng)), rng)) for _ in range(boot)])
+    return pt, bt.quantile(alpha / 2), bt.quantile(1 - alpha / 2), bt.std(ddof=1)
+
+def _ppi_row(m:str, ct, has:dict, n:int, alpha:float) -> dict:
+    "PPI++ on the claims of metric `m`'s side: the corrected figure, its interval and SE (x 100), and the counts."
+    side, needs, f = CLAIM_METRICS[m]
+    t = ct[ct.side == side]
+    ok = np.logical_and.reduce([has[x][t.pos.to_numpy()] for x in METRIC_SPECS[m].needs])
+    w = np.where(ok, 1.0 / (n * t.m.to_numpy()), 0.0)   # RAGChecker's: mean per result, then over results
+    zj = f(t.j_main.to_numpy(bool), t.j_chunk.to_numpy(bool)).astype(float)
+    have = np.logical_and.reduce([t['h_main' if x == 'main' else 'h_chunk'].notna().to_numpy()
+                                  for x in needs])
+    zh = f(t.h_main.fillna(False).to_numpy(bool), t.h_chunk.fillna(False).to_numpy(bool)).astype(float)
+    N = len(t)
+    # a sample in which the person never disagrees with the judge is no proof that the judge is never wrong:
+    # the gap's variance is at least that of a disagreement rate of 1/2 in n + 1 (Jeffreys' prior, no event)
+    s2 = (N * w[have]) ** 2
+    q = 0.5 / (have.sum() + 1)
+    e = ppi_mean(N * w[have] * zh[have], N * w[have] * zj[have], N * w * zj, alpha,
+                 var_floor=float(s2.mean() * q * (1 - q)) if have.any() else 0.0)
+    return dict(corrected=e['estimate'] * 100, low=e['low'] * 100, high=e['high'] * 100, se=e['se'] * 100,
+                method='PPI++', labelled_claims=int(have.sum()), claims=N)
+
+def _bounded(t):
+    "A share is never below 0 or above 100, the estimate neither, and the estimate lies inside its own interval."
+    t['corrected'] = t.corrected.clip(0, 100)
+    t[['low', 'high']] = t[['low', 'high']].clip(0, 100)
+    has = t.low.notna() & t.high.notna()
+    t.loc[has, 'low'] = np.minimum(t.low[has], t.corrected[has])
+    t.loc[has, 'high'] = np.maximum(t.high[has], t.corrected[has])
 
 # %% ../../nbs/43_corrected.ipynb #7a88bb99
 def corrected_metrics(results,                # RAGChecker results with the judge's labels (as `load_results` takes)
@@ -405,33 +445,12 @@ def corrected_metrics(results,                # RAGChecker results with the judg
     imp = _Imputer(*_decision_arrays(results, labels))
     full, seen = int((ct.n_labelled == ct.k + 1).sum()), int((ct.n_labelled > 0).sum())
     n_lab, cal = len(imp.lab), None
-    if n_lab and draws > 0:
-        p = imp.rates(imp.lab)
-        pt = pd.DataFrame([_means(imp.draw(p, rng)) for _ in range(draws)]).mean()
-        # the interval: rates from bootstrap resamples of the labelled claims, one draw each (the labelled stay)
-        bt = pd.DataFrame([_means(imp.draw(imp.rates(imp.resample(rng)), rng)) for _ in range(boot)])
-        cal = pt, bt.quantile(alpha / 2), bt.quantile(1 - alpha / 2), bt.std(ddof=1)
+    if n_lab and draws > 0: cal = _calibrated(imp, draws, boot, alpha, rng)
     for m in METRICS:
         row = dict(judge=judge[m], corrected=judge[m], low=float('nan'), high=float('nan'), se=float('nan'),
                    method='judge only', labelled_claims=0, claims=0, needs=0)
         if m in CLAIM_METRICS and method == 'auto' and n_lab:
-            side, needs, f = CLAIM_METRICS[m]
-            t = ct[ct.side == side]
-            ok = np.logical_and.reduce([has[x][t.pos.to_numpy()] for x in METRIC_SPECS[m].needs])
-            w = np.where(ok, 1.0 / (n * t.m.to_numpy()), 0.0)   # RAGChecker's: mean per result, then over results
-            zj = f(t.j_main.to_numpy(bool), t.j_chunk.to_numpy(bool)).astype(float)
-            have = np.logical_and.reduce([t['h_main' if x == 'main' else 'h_chunk'].notna().to_numpy()
-                                          for x in needs])
-            zh = f(t.h_main.fillna(False).to_numpy(bool), t.h_chunk.fillna(False).to_numpy(bool)).astype(float)
-            N = len(t)
-            # a sample in which the person never disagrees with the judge is no proof that the judge is never wrong:
-            # the gap's variance is at least that of a disagreement rate of 1/2 in n + 1 (Jeffreys' prior, no event)
-            s2 = (N * w[have]) ** 2
-            q = 0.5 / (have.sum() + 1)
-            e = ppi_mean(N * w[have] * zh[have], N * w[have] * zj[have], N * w * zj, alpha,
-                         var_floor=float(s2.mean() * q * (1 - q)) if have.any() else 0.0)
-            row.update(corrected=e['estimate'] * 100, low=e['low'] * 100, high=e['high'] * 100, se=e['se'] * 100,
-                       method='PPI++', labelled_claims=int(have.sum()), claims=N)
+            row.update(_ppi_row(m, ct, has, n, alpha))
         elif cal is not None:
             row.update(corrected=float(cal[0][m]), low=float(cal[1][m]), high=float(cal[2][m]), se=float(cal[3][m]),
                        method='calibrated', labelled_claims=seen, claims=len(ct))
@@ -441,12 +460,7 @@ def corrected_metrics(results,                # RAGChecker results with the judg
                        method='judge only', needs=least - row['labelled_claims'])
         rows[m] = row
     t = pd.DataFrame.from_dict(rows, orient='index')
-    t['corrected'] = t.corrected.clip(0, 100)   # a share is never below 0 or above 100: the estimate neither
-    t[['low', 'high']] = t[['low', 'high']].clip(0, 100)
-    has = t.low.notna() & t.high.notna()        # and the estimate lies inside its own interval
-    t.loc[has, 'low'] = np.minimum(t.low[has], t.corrected[has])
-    t.loc[has, 'high'] = np.maximum(t.high[has], t.corrected[has])
-
+    _bounded(t)
     note = ('uncorrected: no human labels; these are the judge\'s figures' if not n_lab else
             f"{n_lab} decisions labelled ({full} whole claims of {len(ct)})")
     if n_lab and (short := t.needs[t.needs > 0]).size:

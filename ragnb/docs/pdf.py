@@ -840,6 +840,29 @@ def _ruled_rows(bands:list, h:dict, v:dict, xs:list, top:float, bottom:float, wi
         else: out.append((band[0], list(band[1])))
     return out
 
+# %% ../../nbs/23_pdf.ipynb #b6eda9c4
+def _grid_cells(rows:list, n:int) -> list|None:
+    ("Cells of a grid from rows of (col, colspan, text) over `n` columns: columns that hold no cell of their own are "
+     "dropped (a spanning cell shrinks, one with no column left joins the column before it), empty cells fill the "
+     "gaps; None when no column holds a cell of its own.")
+    own = {c['col'] for row in rows for c in row if c['colspan'] == 1}   # columns holding a cell of their own
+    keep = [k for k in range(n) if k in own]
+    if not keep: return None
+    at = {k: i for i, k in enumerate(keep)}
+    cells = []
+    for i, row in enumerate(rows):
+        mine = {}
+        for c in row:
+            inside = [k for k in range(c['col'], c['col'] + c['colspan']) if k in at]
+            if inside: col, span = at[inside[0]], len(inside)
+            else: col, span = at[max((k for k in keep if k < c['col']), default=keep[0])], 1   # no column of its own
+            if col in mine: mine[col]['text'] += ' ' + c['text']; continue
+            mine[col] = dict(row=i, col=col, rowspan=1, colspan=span, text=c['text'])
+        taken = {k for c in mine.values() for k in range(c['col'], c['col'] + c['colspan'])}
+        mine.update({k: dict(row=i, col=k, rowspan=1, colspan=1, text='') for k in range(len(keep)) if k not in taken})
+        cells += sorted(mine.values(), key=lambda c: c['col'])
+    return cells
+
 # %% ../../nbs/23_pdf.ipynb #3eefd374
 def table_cells(page:pymupdf.Page, # the page
                 bbox:tuple,        # the table's box (pt, top-left origin)
@@ -887,22 +910,8 @@ def table_cells(page:pymupdf.Page, # the page
                                                  rows[first - 1][1][0]['colspan'] >= 2): first -= 1   # over several
     rows = rows[first:body[-1] + 1]   # a title above, notes and disclaimers below: page text, even inside the box
     top, bottom, rows = rows[0][0][0], rows[-1][0][1], [row for _, row, _ in rows]
-    own = {c['col'] for row in rows for c in row if c['colspan'] == 1}   # columns holding a cell of their own
-    keep = [k for k in range(len(edges) - 1) if k in own]
-    if not keep: return None
-    at = {k: i for i, k in enumerate(keep)}
-    cells = []
-    for i, row in enumerate(rows):
-        mine = {}
-        for c in row:
-            inside = [k for k in range(c['col'], c['col'] + c['colspan']) if k in at]
-            if inside: col, span = at[inside[0]], len(inside)
-            else: col, span = at[max((k for k in keep if k < c['col']), default=keep[0])], 1   # no column of its own
-            if col in mine: mine[col]['text'] += ' ' + c['text']; continue
-            mine[col] = dict(row=i, col=col, rowspan=1, colspan=span, text=c['text'])
-        taken = {k for c in mine.values() for k in range(c['col'], c['col'] + c['colspan'])}
-        mine.update({k: dict(row=i, col=k, rowspan=1, colspan=1, text='') for k in range(len(keep)) if k not in taken})
-        cells += sorted(mine.values(), key=lambda c: c['col'])
+    cells = _grid_cells(rows, len(edges) - 1)
+    if cells is None: return None
     spanning = [c['row'] for c in cells if c['colspan'] > 1 and c['row'] < 4]
     header = max(spanning) + 2 if spanning else 1
     header = min(header, len(rows) - 1) or 1

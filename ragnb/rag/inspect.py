@@ -380,24 +380,10 @@ def closed_book(k:pd.DataFrame, # The kept questions, with `qid`, `question` and
         rows.append(dict(id=i, reply=text[:300], f1=round(f1, 3), answered=f1 >= CLOSED_BOOK_F1, failure=None))
     return pd.DataFrame(rows, columns=['id', 'reply', 'f1', 'answered', 'failure'])
 
-# %% ../../nbs/63_inspect.ipynb #3b194fc9
-def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
-                    docs:list|None=None, # The corpus's `Document`s, for coverage by section and BM25 over all of it
-                    languages:list|None=None, # Languages that were asked for (ISO codes); each must be there
-                    question_types:list|None=None, # Question types that were asked for; each must be there
-                    asked:dict|None=None, # Other kinds asked for: {'persona'|'style'|'length'|'modality': [values]}
-                    thresholds:dict|None=None, # Overrides of `THRESHOLDS`
-                    name:str|None=None, # The set's name in tables
-                    llm=None, # A model: each kept question is also asked without its passage (`closed_book`)
-                   ) -> TestSetReport:
-    "Measure a test set: coverage, redundancy, difficulty, mix against what was asked, quality as generated."
-    th = {**THRESHOLDS, **(thresholds or {})}
-    df = read_testset(src)
-    name = name or (Path(src).name if isinstance(src, (str, Path)) else 'test set')
-    k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()
-    k['qid'] = query_ids(k)
+# %% ../../nbs/63_inspect.ipynb #96711f2e
+def _coverage_measures(df, docs, th) -> tuple:
+    "Documents and sections (or chunks) with a kept question: the measures, the table and the uncovered parts."
     ms = []
-    # coverage
     cov, uncovered = coverage(df, docs)
     if len(cov):
         dc = (cov.kept > 0).mean()
@@ -408,7 +394,12 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
         ms.append(Measure(f"{cov.unit.iloc[0]} covered", cc, th['chunk_coverage'], False,
                           f"{int(cov.covered.sum())} of {parts} {cov.unit.iloc[0]} have a kept question"))
     else: ms.append(Measure('documents covered', None, th['doc_coverage'], False, 'no source_doc column'))
-    # redundancy
+    return ms, cov, uncovered
+
+# %% ../../nbs/63_inspect.ipynb #3fcf61fe
+def _redundancy_measures(k, th) -> tuple:
+    "Near-duplicate questions and questions on overlapping evidence: the measures and the two pair tables."
+    ms = []
     qs = k.question.astype(str).tolist()
     dup = duplicate_pairs(qs)   # grouped and counted: 10,000 copies of one question make no 50 million pairs
     short = lambda t: t if len(t) <= 300 else t[:299] + '\u2026'
@@ -430,7 +421,13 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
                       th['same_evidence'], True, f"{same.total:,} pair(s) on overlapping evidence"
                       + (f", {len(same.shown)} listed" if same.total > len(same.shown) else '') if has_spans
                       else 'no evidence offsets'))
-    # difficulty
+    return ms, dupdf, sedf
+
+# %% ../../nbs/63_inspect.ipynb #a475a2bc
+def _difficulty_measures(k, docs, th, llm) -> tuple:
+    "Questions copied from their evidence, found first by keywords, answerable without the passage: the measures "
+    "and the per-question table."
+    ms = []
     pq = pd.DataFrame({'id': k.qid.to_numpy()})
     if 'evidence' in k:
         pq['word_overlap'] = [word_overlap(q, e) for q, e in zip(k.question, k.evidence.astype(str))]
@@ -462,7 +459,12 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
                           (f"{int(ok.answered.sum())} of {len(ok)} answered by {llm.model} from its own knowledge "
                            f"(token F1 >= {CLOSED_BOOK_F1:g} with the reference)" if len(ok) else 'no call succeeded')
                           + (f"; {bad} call(s) failed: {cb.failure.dropna().iloc[0]}" if bad else '')))
-    # mix against what was asked
+    return ms, pq
+
+# %% ../../nbs/63_inspect.ipynb #77a7c4c8
+def _mix_measures(k, languages, question_types, asked, th) -> tuple:
+    "Each kind asked for is present, and none is starved: the measures and the mix."
+    ms = []
     mix = _mix(k)
     lang = 'question_language' if 'question_language' in k else 'language'
     for col, wanted, label in ((lang, languages, 'languages'),
@@ -486,14 +488,42 @@ def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/
         low = got.idxmin()
         ms.append(Measure(f"{kinds} balanced", float(got.min() / even) if even else None, th['balance'], False,
                           f"fewest: {low} ({int(got.min())} of {int(got.sum())}; an even share is {even:.1f})"))
-    # quality as generated
+    return ms, mix
+
+# %% ../../nbs/63_inspect.ipynb #460e95e1
+def _quality_measures(df, th) -> tuple:
+    "Evidence found in the source, as generated: the measures and the quality table."
+    ms = []
     q = _quality(df)
     if 'evidence_found' in df:
         gen = df[df.question.notna()]
         ef = float(gen.evidence_found.fillna(False).astype(bool).mean()) if len(gen) else None
         ms.append(Measure('evidence found in the source', ef, th['evidence_found'], False,
                           f"{int(gen.evidence_found.fillna(False).astype(bool).sum())} of {len(gen)} generated"))
-    return TestSetReport(name, len(df), len(k), ms, cov, uncovered, dupdf, sedf, pq, mix, q)
+    return ms, q
+
+# %% ../../nbs/63_inspect.ipynb #3b194fc9
+def inspect_testset(src, # A test set: a `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
+                    docs:list|None=None, # The corpus's `Document`s, for coverage by section and BM25 over all of it
+                    languages:list|None=None, # Languages that were asked for (ISO codes); each must be there
+                    question_types:list|None=None, # Question types that were asked for; each must be there
+                    asked:dict|None=None, # Other kinds asked for: {'persona'|'style'|'length'|'modality': [values]}
+                    thresholds:dict|None=None, # Overrides of `THRESHOLDS`
+                    name:str|None=None, # The set's name in tables
+                    llm=None, # A model: each kept question is also asked without its passage (`closed_book`)
+                   ) -> TestSetReport:
+    "Measure a test set: coverage, redundancy, difficulty, mix against what was asked, quality as generated."
+    th = {**THRESHOLDS, **(thresholds or {})}
+    df = read_testset(src)
+    name = name or (Path(src).name if isinstance(src, (str, Path)) else 'test set')
+    k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()
+    k['qid'] = query_ids(k)
+    m1, cov, uncovered = _coverage_measures(df, docs, th)
+    m2, dupdf, sedf = _redundancy_measures(k, th)
+    m3, pq = _difficulty_measures(k, docs, th, llm)
+    m4, mix = _mix_measures(k, languages, question_types, asked, th)
+    m5, q = _quality_measures(df, th)
+    return TestSetReport(name, len(df), len(k), m1 + m2 + m3 + m4 + m5, cov, uncovered, dupdf, sedf, pq, mix, q)
 
 # %% ../../nbs/63_inspect.ipynb #a3f37de1
 @patch

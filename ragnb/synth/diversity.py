@@ -717,6 +717,20 @@ from .generate import factoid_request, critique_request, REPLY_TOKENS, critic_pr
 # %% ../../nbs/31_diversity.ipynb #20b1bb9a
 MIXED_REPLY_TOKENS = {'entities': 60, 'personas': 150, 'typed': 160, 'single_hop': 90}  # completion tokens a call
 
+# %% ../../nbs/31_diversity.ipynb #a9f4cf6f
+class _Tally:
+    "Per stage, the calls a run will send, how many the call cache holds and their tokens; per prompt, calls to make."
+    def __init__(self, llm): self.llm, self.stages, self.prompts = llm, {}, Counter()
+
+    def add(self, stage:str, reqs:list, reply:int):
+        "A stage's requests, each `reply` tokens long at most: their tokens and which of them the call cache holds."
+        if not reqs: return
+        es = [self.llm.estimate([r]) for r in reqs]
+        self.stages[stage] = dict(calls=len(reqs), cached=sum(e['cached'] for e in es),
+                                  prompt_tokens=sum(e['prompt_tokens'] for e in es),
+                                  completion_tokens=sum(e['to_call'] for e in es) * reply)
+        for r, e in zip(reqs, es): self.prompts[r.prompt.id] += e['to_call']
+
 # %% ../../nbs/31_diversity.ipynb #dd3fb624
 def estimate_mixed(
     docs:list[Document],               # The documents
@@ -733,14 +747,8 @@ def estimate_mixed(
     chunks = sample_chunks(every, max_chunks, seed)
     counts = allocate(len(chunks) * n_per_chunk, parse_question_types(question_types))
     n_multi = sum(k for t, k in counts.items() if QUESTION_TYPES[t][0] > 1)
-    stages, prompts, emb = {}, Counter(), (0, 0)
-    def add(stage, reqs, reply):   # the requests a stage sends: their tokens and which of them the call cache holds
-        if not reqs: return
-        es = [llm.estimate([r]) for r in reqs]
-        stages[stage] = dict(calls=len(reqs), cached=sum(e['cached'] for e in es),
-                             prompt_tokens=sum(e['prompt_tokens'] for e in es),
-                             completion_tokens=sum(e['to_call'] for e in es) * reply)
-        for r, e in zip(reqs, es): prompts[r.prompt.id] += e['to_call']
+    tally = _Tally(llm)
+    add, stages, prompts, emb = tally.add, tally.stages, tally.prompts, (0, 0)
     links, terms = [], {}
     if n_multi:
         terms, noisy, ranked, pool = _link_pool(every, chunks, n_multi)

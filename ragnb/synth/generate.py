@@ -630,6 +630,7 @@ def _from_json(v):
     try: return json.loads(v)
     except ValueError: return v
 
+# %% ../../nbs/30_generate.ipynb #892bd457
 def read_rows(path,                                # A test set's file: JSONL (ragnb's or ragas' names) or Parquet
               question:tuple=('question', 'user_input'), # The fields of which each row must have one
               whole:bool=True,                     # Check the whole-number fields here (False: the caller checks rows)

@@ -5,6 +5,7 @@
 # %% ../../nbs/54_label.ipynb #572e562f
 from __future__ import annotations
 import html, sys
+from fastcore.basics import patch
 from pathlib import Path
 
 import numpy as np
@@ -49,46 +50,50 @@ class Labeller:
         "The next decision to label: (result, side, claim, ref), or None when all are labelled."
         return self.todo[0] if self.todo else None
 
-    def show(self, key=None) -> dict:
-        "What a person needs to decide `key` (default: the current decision): the texts and the judge's label."
-        q, side, i, ref = key or self.current
-        r = self.index[q]
-        claim = getattr(r, SIDES[side])[i]
-        if ref == MAIN[side]:
-            name, text = (('the ground-truth answer', r.gt_answer) if side == 'response'
-                          else ('the response', r.response))
-            judge = (getattr(r, FIELD[side, 'main']) or [None] * (i + 1))[i]
-        else:
-            c = (r.retrieved_context or [])[ref]
-            name, text = f"retrieved chunk {ref + 1} of {len(r.retrieved_context)}", c.get('text', '') if isinstance(
-                c, dict) else str(c)
-            judge = ((getattr(r, FIELD[side, 'chunk']) or [])[i:i + 1] or [[None] * (ref + 1)])[0][ref]
-        return dict(query=r.query, query_id=q, side='response' if side == 'response' else 'ground-truth', claim=claim
-                    if isinstance(claim, str) else '(' + ', '.join(map(str, claim)) + ')', ref=name, text=text or '',
-                    judge=judge)
+# %% ../../nbs/54_label.ipynb #1241c1a7
+@patch
+def show(self:Labeller, key=None) -> dict:
+    "What a person needs to decide `key` (default: the current decision): the texts and the judge's label."
+    q, side, i, ref = key or self.current
+    r = self.index[q]
+    claim = getattr(r, SIDES[side])[i]
+    if ref == MAIN[side]:
+        name, text = (('the ground-truth answer', r.gt_answer) if side == 'response'
+                      else ('the response', r.response))
+        judge = (getattr(r, FIELD[side, 'main']) or [None] * (i + 1))[i]
+    else:
+        c = (r.retrieved_context or [])[ref]
+        name, text = f"retrieved chunk {ref + 1} of {len(r.retrieved_context)}", c.get('text', '') if isinstance(
+            c, dict) else str(c)
+        judge = ((getattr(r, FIELD[side, 'chunk']) or [])[i:i + 1] or [[None] * (ref + 1)])[0][ref]
+    return dict(query=r.query, query_id=q, side='response' if side == 'response' else 'ground-truth', claim=claim
+                if isinstance(claim, str) else '(' + ', '.join(map(str, claim)) + ')', ref=name, text=text or '',
+                judge=judge)
 
-    def label(self, value:str # 'Entailment', 'Neutral' or 'Contradiction' (or e / n / c)
-             ) -> Labels:
-        "Record the person's label of the current decision (written to the file at once) and move on."
-        value = {'e': 'Entailment', 'n': 'Neutral', 'c': 'Contradiction'}.get(str(value).strip().lower()[:1]
-                                                                            if value not in LABELS else '', value)
-        if value not in LABELS:
-            raise ValueError(f"label must be one of {', '.join(LABELS)} (or e, n, c), not {value!r}")
-        if self.current is None: raise IndexError("every decision is labelled already")
-        q, s, i, ref = self.current
-        row = dict(result=q, side=s, claim=i, ref=ref, label=value, judge=self.show()['judge'])
-        self.labels = add_labels(self.path, self.results, [row], seed=self.seed, by=self.by, taken='skip')
-        done = self.labels.by_key()   # the file as it is now: another labeller's work is done too
-        self.note = (f"result {q}, {s} claim {i + 1}, against {ref}: labelled meanwhile by another labeller, so yours "
-                     "was not written; moved on" if self.labels.skipped else None)
-        self.todo = [k for k in self.todo if k not in done]
-        return self.labels
+@patch
+def label(self:Labeller, value:str # 'Entailment', 'Neutral' or 'Contradiction' (or e / n / c)
+         ) -> Labels:
+    "Record the person's label of the current decision (written to the file at once) and move on."
+    value = {'e': 'Entailment', 'n': 'Neutral', 'c': 'Contradiction'}.get(str(value).strip().lower()[:1]
+                                                                        if value not in LABELS else '', value)
+    if value not in LABELS:
+        raise ValueError(f"label must be one of {', '.join(LABELS)} (or e, n, c), not {value!r}")
+    if self.current is None: raise IndexError("every decision is labelled already")
+    q, s, i, ref = self.current
+    row = dict(result=q, side=s, claim=i, ref=ref, label=value, judge=self.show()['judge'])
+    self.labels = add_labels(self.path, self.results, [row], seed=self.seed, by=self.by, taken='skip')
+    done = self.labels.by_key()   # the file as it is now: another labeller's work is done too
+    self.note = (f"result {q}, {s} claim {i + 1}, against {ref}: labelled meanwhile by another labeller, so yours "
+                 "was not written; moved on" if self.labels.skipped else None)
+    self.todo = [k for k in self.todo if k not in done]
+    return self.labels
 
-    def progress(self) -> str:
-        "Claims done and decisions labelled, in words."
-        done = len(self.labels) if self.labels else 0
-        left = {k[:3] for k in self.todo}
-        return f"{self.n_claims - len(left)} of {self.n_claims} claims done, {done} decisions labelled"
+@patch
+def progress(self:Labeller) -> str:
+    "Claims done and decisions labelled, in words."
+    done = len(self.labels) if self.labels else 0
+    left = {k[:3] for k in self.todo}
+    return f"{self.n_claims - len(left)} of {self.n_claims} claims done, {done} decisions labelled"
 
 # %% ../../nbs/54_label.ipynb #87a915ac
 import ipywidgets as W
