@@ -128,7 +128,7 @@ def test_mix_and_quality_counts_are_shown(capsys):
 
 def test_kept_as_text_is_refused_as_every_reader_refuses_it(tmp_path, capsys):
     "`kept: \"false\"` would count as kept; `inspect` refuses it with the row and field, as `read_dataset` does."
-    from ragnb.rag.retrieval import read_dataset
+    from ragnb.synth.generate import read_dataset
     for text in ('false', 'no'):
         bad = write(tmp_path/f'{text}.jsonl', rows(kept=lambda i, r: text if i == 2 else True))
         assert main(['inspect', str(bad)]) == 1

@@ -11,7 +11,7 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.lazy import lazy
 from ..core.safe import write_text
-from .retrieval import read_dataset, check_rows, query_ids
+from ..synth.generate import read_dataset, check_rows, query_ids
 
 # %% auto #0
 __all__ = ['sections', 'coverage', 'TestSetReport', 'inspect_testset', 'compare_testsets']

@@ -13,7 +13,8 @@ from ..core.llm import LLM
 from ..core.calls import Request
 from ..core.prompts import get_prompt
 from ..core.safe import write_text
-from .retrieval import Retriever, read_dataset, check_columns, query_ids
+from .retrieval import Retriever
+from ..synth.generate import read_dataset, check_columns, query_ids
 from ..check.checker import run_checks
 from ..check.metrics import flat_metrics
 

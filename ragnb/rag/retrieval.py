@@ -20,12 +20,12 @@ from ragnb.docs.evidence import locate  # exact, then normalised, then fuzzy
 from ragnb.core.llm import LLM
 from ragnb.core.display import md_escape
 from ragnb.core.safe import write_text
-from ragnb.synth.generate import read_rows  # the one reader of a test-set file
+# the one reader of a test set, and its checks (`30_generate`)
+from ragnb.synth.generate import is_missing, read_dataset, query_ids, check_columns, check_rows
 
 # %% auto #0
-__all__ = ['Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'FunctionRetriever', 'read_dataset',
-           'query_ids', 'check_columns', 'check_rows', 'summarize', 'RetrievalReport', 'by_question_type', 'evaluate',
-           'compare_retrievers', 'sweep']
+__all__ = ['Relevance', 'relevance', 'Retriever', 'BM25Retriever', 'DenseRetriever', 'FunctionRetriever', 'summarize',
+           'RetrievalReport', 'by_question_type', 'evaluate', 'compare_retrievers', 'sweep']
 
 # %% ../../nbs/60_retrieval.ipynb #32ab806d
 _MEDIA = re.compile(r'^(table|image)_\d+$')
@@ -46,9 +46,6 @@ class Relevance:
         kind = 'any one of' if self.alternatives else 'all of'
         spans = ', '.join(f"{md_escape(g)} [{self.spans[g][0]:,}:{self.spans[g][1]:,}]" for g in self.gold)
         return f"**{md_escape(self.query_id)}** ({self.how}): {kind} {spans}"
-
-# %% ../../nbs/60_retrieval.ipynb #70947dbc
-def _missing(v)->bool: return v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v))
 
 # %% ../../nbs/60_retrieval.ipynb #583157e9
 def _mentions(c, name:str)->bool:
@@ -79,7 +76,7 @@ def relevance(
         if not gold: return none(f"no chunk holds {name}")
         return Relevance(query_id, gold, {g:(0,1) for g in gold}, 1, how=name.split('_')[0])
     how = 'offsets'
-    if _missing(s) or _missing(e) or not row.get('evidence_found', True) or int(e) <= int(s):
+    if is_missing(s) or is_missing(e) or not row.get('evidence_found', True) or int(e) <= int(s):
         if not isinstance(ev, str) or not ev.strip(): return none('no evidence offsets and no evidence text')
         how, span = 'search', None
         if doc_text is not None:
@@ -269,26 +266,6 @@ def score_ranking(
         out[f'ndcg@{k}'] = min(1.0, dcg(gains[:k]) / dcg(ideal[:k]))
     return out
 
-# %% ../../nbs/60_retrieval.ipynb #eba1d7c0
-def read_dataset(src,                # A DataFrame, a `generate.Dataset`, a list of dicts, or a JSONL/Parquet path
-                 kept_only:bool=True, # Leave out rows the critique dropped (`kept` false), if there is a `kept` column
-                ) -> pd.DataFrame:
-    "A dataset as a DataFrame, keeping only the questions that passed the critique."
-    df = _read(getattr(src, 'df', src))
-    if 'kept' in df:   # checked whether or not rows are left out: every reader of a dataset (inspect too) by one rule
-        what = str(src) if isinstance(src, (str, Path)) else 'dataset'
-        for i, v in zip(df.index, df.kept):
-            if not (_missing(v) or isinstance(v, (bool, np.bool_))):  # "false" would count as kept
-                raise ValueError(f"{what} row {i}: field 'kept' must be true or false, not {v!r}")
-    if kept_only and 'kept' in df: df = df[[bool(v) and not _missing(v) for v in df.kept]]
-    return df  # the index still numbers the rows of the source, for error messages
-
-# %% ../../nbs/60_retrieval.ipynb #428b6bd7
-def _read(src) -> pd.DataFrame:
-    if isinstance(src, pd.DataFrame): return src
-    if isinstance(src, (str, Path)): return read_rows(src, whole=False)   # fields' types: `check_rows`, by row
-    return pd.DataFrame(list(src))
-
 # %% ../../nbs/60_retrieval.ipynb #80d79d23
 def match_documents(
     df:pd.DataFrame,  # the dataset
@@ -303,59 +280,6 @@ def match_documents(
         outer = [i for i in ids if i.endswith('/' + src.lstrip('./'))]  # loaded from a higher root: must be unique
         return outer[0] if len(outer) == 1 else src
     return df.assign(source_doc=[find(str(s)) for s in df.source_doc])
-
-# %% ../../nbs/60_retrieval.ipynb #4736fa2d
-def query_ids(
-    df:pd.DataFrame   # the dataset
-)->list[str]:
-    for col in ('query_id', 'id'):
-        if col in df: return [str(v) for v in df[col]]
-    return [str(i) for i in range(len(df))]
-
-# %% ../../nbs/60_retrieval.ipynb #373efd87
-def check_columns(
-    df,              # the table to check
-    cols,            # columns it must have
-    what='dataset'   # its name in the error
-):
-    for col in cols:
-        if col not in df: raise KeyError(f"{what} has no {col!r} column (columns: {list(df.columns)})")
-        bad = df.index[df[col].isna()].tolist()
-        if bad: raise ValueError(f"{what} row {bad[0]}: field {col!r} is empty")
-
-_TYPES = {'question': 'text', 'source_doc': 'text', 'evidence': 'text', 'evidence_content': 'text',
-          'question_type': 'text', 'evidence_start': 'offset', 'evidence_end': 'offset', 'evidence_found': 'bool',
-          'query_id': 'id', 'id': 'id', 'hops': 'hops'}
-
-def _type_problem(kind:str, v) -> str|None:
-    "Why `v` is not a value of `kind`, or None (missing values are checked by `check_columns`)."
-    if _missing(v): return None
-    if kind == 'text': return None if isinstance(v, str) else 'must be a string'
-    if kind == 'bool': return None if isinstance(v, (bool, np.bool_)) else 'must be true or false'
-    if kind == 'id': return None if isinstance(v, (str, int, np.integer)) and not isinstance(v, bool) else \
-        'must be a string or an integer'
-    if kind == 'offset':
-        ok = (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))) or \
-             (isinstance(v, (float, np.floating)) and float(v).is_integer())
-        return None if ok and v >= 0 else 'must be a character offset (an integer, 0 or more)'
-    if isinstance(v, str):  # hops: a list of {doc_id, ...}, or that list as JSON
-        try: v = json.loads(v)
-        except ValueError: return 'must be a list of hops (or that list as JSON)'
-    if not isinstance(v, (list, np.ndarray)) or not all(isinstance(h, dict) and isinstance(h.get('doc_id'), str)
-                                                        for h in v):
-        return "must be a list of hops, each with a doc_id"
-    return None
-
-def check_rows(
-    df,              # the dataset
-    what='dataset'   # its name in the error (the file)
-):
-    "Raise `ValueError` naming the row and field of the first value of the wrong type (text, offset, boolean...)."
-    for col, kind in _TYPES.items():
-        if col not in df: continue
-        for i, v in zip(df.index, df[col]):
-            if why := _type_problem(kind, v):
-                raise ValueError(f"{what} row {i}: field {col!r} {why}, not {str(v)[:60]!r} ({type(v).__name__})")
 
 # %% ../../nbs/60_retrieval.ipynb #a581be9d
 def _ci(x:np.ndarray, confidence:float, n_resamples:int, seed:int) -> tuple[float, float]:

@@ -29,7 +29,7 @@ from ragnb.core.settings import env_model
 __all__ = ['SystemRun', 'run_system', 'compare', 'ComparisonViewer', 'from_ragas', 'load_system', 'evaluate_system']
 
 # %% ../../nbs/62_systems.ipynb #f2ca3da7
-from .retrieval import read_dataset
+from ..synth.generate import read_dataset
 
 # %% ../../nbs/62_systems.ipynb #e9e9956e
 _ASK = {'query': ('query', 'question', 'user_input'), 'gt_answer': ('gt_answer', 'answer', 'reference')}

@@ -27,8 +27,9 @@ from ragnb.core.safe import atomic_path, atomic_write, printable
 __all__ = ['CRITIQUE_PROFILES', 'SEED_EXAMPLE', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
            'failure_record', 'factoid_request', 'generate_questions', 'critic_profile', 'critic_profile_reason',
            'critique_request', 'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'read_rows',
-           'language_code', 'text_language', 'check_languages', 'sample_chunks', 'generate_dataset',
-           'estimate_generation', 'estimate_lines', 'all_calls_failed']
+           'read_dataset', 'query_ids', 'check_columns', 'check_rows', 'language_code', 'text_language',
+           'check_languages', 'sample_chunks', 'generate_dataset', 'estimate_generation', 'estimate_lines',
+           'all_calls_failed']
 
 # %% ../../nbs/30_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -665,6 +666,82 @@ def load(cls:Dataset, path # A file written by `save`
     "Read a dataset written by `save` (`read_rows`, every row with a `question`)."
     df = read_rows(path, question=('question',))
     return cls(df if len(df.columns) else pd.DataFrame(columns=[f.name for f in fields(QA)]))
+
+# %% ../../nbs/30_generate.ipynb #70947dbc
+def is_missing(v)->bool: return v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and math.isnan(v))
+
+# %% ../../nbs/30_generate.ipynb #eba1d7c0
+def read_dataset(src,                # A DataFrame, a `generate.Dataset`, a list of dicts, or a JSONL/Parquet path
+                 kept_only:bool=True, # Leave out rows the critique dropped (`kept` false), if there is a `kept` column
+                ) -> pd.DataFrame:
+    "A dataset as a DataFrame, keeping only the questions that passed the critique."
+    df = _read(getattr(src, 'df', src))
+    if 'kept' in df:   # checked whether or not rows are left out: every reader of a dataset (inspect too) by one rule
+        what = str(src) if isinstance(src, (str, Path)) else 'dataset'
+        for i, v in zip(df.index, df.kept):
+            if not (is_missing(v) or isinstance(v, (bool, np.bool_))):  # "false" would count as kept
+                raise ValueError(f"{what} row {i}: field 'kept' must be true or false, not {v!r}")
+    if kept_only and 'kept' in df: df = df[[bool(v) and not is_missing(v) for v in df.kept]]
+    return df  # the index still numbers the rows of the source, for error messages
+
+# %% ../../nbs/30_generate.ipynb #428b6bd7
+def _read(src) -> pd.DataFrame:
+    if isinstance(src, pd.DataFrame): return src
+    if isinstance(src, (str, Path)): return read_rows(src, whole=False)   # fields' types: `check_rows`, by row
+    return pd.DataFrame(list(src))
+
+# %% ../../nbs/30_generate.ipynb #4736fa2d
+def query_ids(
+    df:pd.DataFrame   # the dataset
+)->list[str]:
+    for col in ('query_id', 'id'):
+        if col in df: return [str(v) for v in df[col]]
+    return [str(i) for i in range(len(df))]
+
+# %% ../../nbs/30_generate.ipynb #373efd87
+def check_columns(
+    df,              # the table to check
+    cols,            # columns it must have
+    what='dataset'   # its name in the error
+):
+    for col in cols:
+        if col not in df: raise KeyError(f"{what} has no {col!r} column (columns: {list(df.columns)})")
+        bad = df.index[df[col].isna()].tolist()
+        if bad: raise ValueError(f"{what} row {bad[0]}: field {col!r} is empty")
+
+_TYPES = {'question': 'text', 'source_doc': 'text', 'evidence': 'text', 'evidence_content': 'text',
+          'question_type': 'text', 'evidence_start': 'offset', 'evidence_end': 'offset', 'evidence_found': 'bool',
+          'query_id': 'id', 'id': 'id', 'hops': 'hops'}
+
+def _type_problem(kind:str, v) -> str|None:
+    "Why `v` is not a value of `kind`, or None (missing values are checked by `check_columns`)."
+    if is_missing(v): return None
+    if kind == 'text': return None if isinstance(v, str) else 'must be a string'
+    if kind == 'bool': return None if isinstance(v, (bool, np.bool_)) else 'must be true or false'
+    if kind == 'id': return None if isinstance(v, (str, int, np.integer)) and not isinstance(v, bool) else \
+        'must be a string or an integer'
+    if kind == 'offset':
+        ok = (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))) or \
+             (isinstance(v, (float, np.floating)) and float(v).is_integer())
+        return None if ok and v >= 0 else 'must be a character offset (an integer, 0 or more)'
+    if isinstance(v, str):  # hops: a list of {doc_id, ...}, or that list as JSON
+        try: v = json.loads(v)
+        except ValueError: return 'must be a list of hops (or that list as JSON)'
+    if not isinstance(v, (list, np.ndarray)) or not all(isinstance(h, dict) and isinstance(h.get('doc_id'), str)
+                                                        for h in v):
+        return "must be a list of hops, each with a doc_id"
+    return None
+
+def check_rows(
+    df,              # the dataset
+    what='dataset'   # its name in the error (the file)
+):
+    "Raise `ValueError` naming the row and field of the first value of the wrong type (text, offset, boolean...)."
+    for col, kind in _TYPES.items():
+        if col not in df: continue
+        for i, v in zip(df.index, df[col]):
+            if why := _type_problem(kind, v):
+                raise ValueError(f"{what} row {i}: field {col!r} {why}, not {str(v)[:60]!r} ({type(v).__name__})")
 
 # %% ../../nbs/30_generate.ipynb #9bc0e958
 @patch
