@@ -22,10 +22,10 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
                                  check_unique_ids)
 
 # %% auto #0
-__all__ = ['CLAIM_FORMATS', 'Checker', 'SMALL_MAX_TOKENS', 'json_reply', 'Claims', 'claim_text', 'numbered', 'CheckTask',
-           'pairwise_checker', 'overlap_judge', 'judge_profile', 'profile_reason', 'profile_checker', 'extract_claims',
-           'check_tasks', 'check_claims', 'usage_table', 'estimate_checks', 'estimate_run', 'time_line',
-           'check_estimate_lines', 'CheckRun', 'check_texts', 'run_checks', 'add_judge_profile']
+__all__ = ['CLAIM_FORMATS', 'Checker', 'json_reply', 'Claims', 'claim_text', 'numbered', 'CheckTask', 'pairwise_checker',
+           'overlap_judge', 'judge_profile', 'profile_reason', 'profile_checker', 'extract_claims', 'check_tasks',
+           'check_claims', 'usage_table', 'estimate_checks', 'estimate_run', 'time_line', 'check_estimate_lines',
+           'CheckRun', 'check_texts', 'run_checks', 'add_judge_profile']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
