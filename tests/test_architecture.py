@@ -138,7 +138,7 @@ def test_modules_come_from_one_notebook():
 # Imports inside functions from another room: each defers a module to its first use (a command's --help, `import
 # ragnb.X` and the front door stay light) or draws a figure of a lower stage's result. None may be added: import at the
 # top of the module, or move the work to the room that owns it. Lower the count when one goes.
-MAX_DEFERRED = 28
+MAX_DEFERRED = 20
 
 def deferred_across_rooms() -> set:
     "(module, module it imports inside a function and not at its top) pairs whose subpackages differ."
@@ -152,7 +152,7 @@ def test_imports_inside_functions_across_rooms_do_not_grow():
     pairs = deferred_across_rooms()
     assert len(pairs) <= MAX_DEFERRED, (f"{len(pairs)} imports inside functions across rooms, more than {MAX_DEFERRED}: "
                                         f"{sorted(pairs)}")
-    assert ('view.audit', 'synth.generate') in pairs   # one is seen: `ragnb audit --review` reads a reviewed dataset
+    assert ('rag.retrieval', 'view.plots') in pairs   # one is seen: a retrieval report's `.plot()` draws in the view floor
 
 
 # Issue 52: the view floor draws and shows; it calls no model. A model is reached through `LLM` (or the checkers built

@@ -11,6 +11,11 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.lazy import lazy
 from ..core.safe import write_text
+from ..core.llm import LLM
+from ..core.options import add_call_options, call_options, no_endpoint
+from ..core.cache import CallCache
+from ..docs.documents import load_documents, split_documents
+from ..docs.evidence import locate
 from ..synth.generate import read_dataset, check_rows, query_ids
 
 # %% auto #0
@@ -103,7 +108,6 @@ def coverage(df:pd.DataFrame, # The test set (`read_testset`)
             if 'evidence_start' in k: at = k.evidence_start
             elif 'chunk_start' in k: at = k.chunk_start
             elif 'evidence' in k:   # no offsets (a hand-written or exported set): find the quote in the document
-                from ragnb.docs.evidence import locate
                 at = [m.start if (m := locate(str(e), texts[name])) else None for e in k.evidence]
             else: at = []
             hit = {_section_of(secs, a) for a in at if a is not None and a == a}
@@ -439,7 +443,6 @@ def _difficulty_measures(k, docs, th, llm) -> tuple:
     if 'context' in k and len(k):
         corpus = None
         if docs:
-            from ragnb.docs.documents import split_documents
             corpus = [(c.id, c.text) for c in split_documents(docs)]
             if 'chunk_id' not in k: corpus = None
         pq['keyword_rank'] = keyword_ranks(k.reset_index(drop=True), corpus)
@@ -564,15 +567,11 @@ def compare_testsets(a:TestSetReport, b:TestSetReport, # Two reports (`inspect_t
 def _cli_inspect(args) -> int:
     docs = None
     if args.docs:
-        from ragnb.docs.documents import load_documents
         docs = load_documents(*args.docs)
     split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
     asked = {c: split(getattr(args, c)) for c in ('persona', 'style', 'length', 'modality')}
     llm, src = None, args.dataset
     if args.model:   # the closed-book check: the estimate first, then the calls (none with --dry-run)
-        from ragnb.core.llm import LLM
-        from ragnb.core.options import call_options, no_endpoint
-        from ragnb.core.cache import CallCache
         if not args.dry_run and (msg := no_endpoint('inspect --model')): print(msg, file=sys.stderr); return 2
         df = src = read_testset(args.dataset)   # read once: the estimate and the report share it
         k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()
@@ -625,6 +624,5 @@ def add_cli(sub # `Subcommands` of the `ragnb` parser
     p.add_argument('--model', default=None, help='ask each kept question without its passage (closed book) with this '
                    'model, at OPENAI_BASE_URL: the share it answers from its own knowledge')
     p.add_argument('--dry-run', action='store_true', help='with --model: say the calls, tokens and price, then stop')
-    from ragnb.core.options import add_call_options
     add_call_options(p)
     p.set_defaults(func=_cli_inspect)

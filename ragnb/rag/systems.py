@@ -24,6 +24,7 @@ from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, load_resul
 from ragnb.synth.generate import QA, Dataset
 from ragnb.core.safe import csv_text, write_text
 from ragnb.core.settings import env_model
+from ragnb.core.llm import LLM
 
 # %% auto #0
 __all__ = ['SystemRun', 'run_system', 'compare', 'ComparisonViewer', 'from_ragas', 'load_system', 'evaluate_system']
@@ -855,7 +856,6 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
                     **run_kw # Passed to `run_system` (concurrency, timeout, retries, limit, progress)
                    ) -> tuple[SystemRun, CheckRun]:
     "Run a system, check its answers with RAGChecker, and write the answers, checked results, metrics and figures."
-    from ragnb.core.llm import LLM
     from ragnb.view.plots import plot_metrics, plot_claim_shares, save_figure
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     run = run_system(dataset, system, name, out=out/'answers.json', **run_kw)
@@ -920,7 +920,6 @@ def _cli_run(args) -> int:
 
 # %% ../../nbs/62_systems.ipynb #d12bcd47
 def _cli_evaluate(args) -> int:
-    from ragnb.core.llm import LLM
     from ragnb.core.options import no_endpoint
     from ragnb.check.checker import judge_profile, profile_reason, estimate_run, check_estimate_lines
     from ragnb.check.metrics import load_results

@@ -23,6 +23,7 @@ from ragnb.synth.generate import (QA, Dataset, generate_questions, critique, sel
                                   critic_profile, critic_profile_reason)
 from ragnb.core.display import md_escape
 from ragnb.core.settings import default_cache_dir
+from ragnb.core.cache import CallCache
 
 # %% auto #0
 __all__ = ['STYLES', 'LENGTHS', 'OUTCOMES', 'Persona', 'propose_personas', 'mixed_dataset', 'estimate_mixed', 'mix_table']
@@ -928,7 +929,6 @@ def _names(s:str|None)->list|None:
 def _say_estimate(args, docs):
     "Print what the run will send, cost and take, reading the call cache only."
     from ragnb.synth.generate import estimate_generation, estimate_lines, critic_profile, critic_profile_reason
-    from ragnb.core.cache import CallCache
     from ragnb.docs.documents import split_many
     say = lambda line: print(f"ragnb generate: {line}", file=sys.stderr)
     llm = LLM(model=args.model, cache=False, progress=False, **call_options(args))

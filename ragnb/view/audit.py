@@ -18,6 +18,7 @@ from ..core.options import add_call_options, call_options, no_endpoint
 from ..core.safe import csv_text, write_text
 from ..check.checker import add_judge_profile
 from ..check.audit import Audit, audit, metric_moves
+from ..synth.generate import Dataset
 from .widgets import Stepper, StepView
 
 # %% ../../nbs/53_audit.ipynb #5185485f
@@ -81,7 +82,6 @@ def _cli_audit(args) -> int:
     llm = LLM(**call_options(args))
     crit = None
     if args.review:
-        from ragnb.synth.generate import Dataset
         crit = Dataset.load(args.review)
     a = audit(args.reference, llm, args.judge_profile, args.checker_model, sample=args.sample, seed=args.seed,
               critics=crit)
