@@ -229,7 +229,7 @@ def test_a_broken_result_never_changes_the_others(rs, data):
 
 def test_a_results_file_of_20000_results_is_not_refused(tmp_path):
     "RAGChecker's output for 20,000 results with their passages (150 MB) is read; a file over the limit is refused."
-    from ragnb.check.metrics import RESULTS_LIMIT, read_json
+    from ragnb.core.safe import RESULTS_LIMIT, read_json
     from ragnb.core.safe import UnsafeInput
     example = (DATA/'checking_outputs.json').read_bytes()
     assert RESULTS_LIMIT > 20_000 * len(example) / 2 * 1.2   # the example holds 2 results; 20% to spare

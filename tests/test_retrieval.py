@@ -323,7 +323,7 @@ def test_5_a_chunk_holding_a_second_copy_of_the_evidence_is_relevant():
 def test_one_reader_gives_the_same_rows_from_parquet_and_jsonl(tmp_path):
     "`read_dataset`, `read_testset` and `Dataset.load` read files through one reader: hops come back as lists from both."
     from ragnb.synth.generate import Dataset, read_rows
-    from ragnb.rag.inspect import read_testset
+    from ragnb.synth.generate import read_testset
     hops = [[{'doc_id': 'a.md', 'chunk_id': 0, 'evidence': 'x'}, {'doc_id': 'b.md', 'chunk_id': 2, 'evidence': 'y'}], []]
     ds = Dataset(pd.DataFrame(dict(question=['Q1?', 'Q2?'], answer=['a', 'b'], source_doc=['a.md', 'b.md'],
                                    kept=[True, True], hops=hops, failures=[[], [{'stage': 'critique'}]])))

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/40_metrics.ipynb #6ff863f1
 from __future__ import annotations
-import html, json, re, sys
+import html, json, sys
 from itertools import chain
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +21,7 @@ from ragnb.core.safe import write_text
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES', 'CLAIM_FLAGS',
            'ResultError', 'CheckingDataError', 'LabelBatch', 'MetricSpec', 'register_metric', 'unregister_metric',
            'claim_metrics', 'overall', 'flat_metrics', 'Scores', 'check_unique_ids', 'score', 'score_many', 'compare',
-           'RAGResult', 'read_json', 'load_results', 'results_frame', 'attach_metrics', 'save_results']
+           'RAGResult', 'load_results', 'results_frame', 'attach_metrics', 'save_results']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -608,30 +608,9 @@ def from_dict(
     return cls(**kw)
 
 # %% ../../nbs/40_metrics.ipynb #fdbe620a
-from ..core.safe import read_text_bounded, lone_surrogate, MB
-
-# %% ../../nbs/40_metrics.ipynb #392debce
-# RAGChecker's output for 20,000 results with their passages is about 150 MB: over the 64 MB of other inputs
-RESULTS_LIMIT = 1024*MB
+from ..core.safe import read_json
 
 # %% ../../nbs/40_metrics.ipynb #b2b1f1b9
-def read_json(
-    path,                      # A JSON file
-    limit:int=RESULTS_LIMIT,   # The most bytes it may hold
-):
-    ("The JSON value in `path`, a file of at most `limit` bytes (undecodable bytes replaced); a `ValueError` naming "
-     "the field of a string with a lone surrogate (half a character, which no output file could hold).")
-    raw = read_text_bounded(path, limit, str(path))
-    v = json.loads(raw)
-    if at := lone_surrogate(raw, v):
-        if (m := re.match(r'results\[(\d+)\]\.(.+)', at)) and isinstance(r := v['results'][int(m[1])], dict):
-            raise ValueError(f"{path}: result {m[1]} (query_id {r.get('query_id')!r}), field {m[2]!r}: a lone "
-                             "surrogate (half a character, such as \\ud83d without its partner), which no file can "
-                             "hold: fix or remove it")
-        raise ValueError(f"{path}: field {at!r} holds a lone surrogate (half a character, such as \\ud83d without its "
-                         "partner), which no file can hold: fix or remove it")
-    return v
-
 @_gc_paused
 def load_results(
     src,  # a path to RAGChecker JSON, its dict, a list of dicts or `RAGResult`s, or a DataFrame

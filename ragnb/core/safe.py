@@ -4,12 +4,13 @@
 
 # %% ../../nbs/12_safe.ipynb #3d6bfb21
 from __future__ import annotations
-import contextlib, os, re, secrets, stat, zlib
+import contextlib, json, os, re, secrets, stat, zlib
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'lone_surrogate', 'iter_jsonl', 'inflate_bounded',
-           'printable', 'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes', 'file_lock', 'csv_text']
+__all__ = ['MB', 'UnsafeInput', 'inside', 'read_bounded', 'read_text_bounded', 'lone_surrogate', 'iter_jsonl', 'read_json',
+           'inflate_bounded', 'printable', 'redact', 'atomic_path', 'atomic_write', 'write_text', 'write_bytes',
+           'file_lock', 'csv_text']
 
 # %% ../../nbs/12_safe.ipynb #7728aaad
 class UnsafeInput(ValueError):
@@ -111,6 +112,28 @@ def read_jsonl(
 )->list[tuple[int, dict]]:
     "(line number, object) of each non-blank line; `UnsafeInput` naming the file and line of one that is not an object."
     return list(iter_jsonl(path, limit, what, max_rows))
+
+# %% ../../nbs/12_safe.ipynb #bd979a51
+# RAGChecker's output for 20,000 results with their passages is about 150 MB: over the 64 MB of other inputs
+RESULTS_LIMIT = 1024*MB
+
+# %% ../../nbs/12_safe.ipynb #9adcb7d5
+def read_json(
+    path,                      # A JSON file
+    limit:int=RESULTS_LIMIT,   # The most bytes it may hold
+):
+    ("The JSON value in `path`, a file of at most `limit` bytes (undecodable bytes replaced); a `ValueError` naming "
+     "the field of a string with a lone surrogate (half a character, which no output file could hold).")
+    raw = read_text_bounded(path, limit, str(path))
+    v = json.loads(raw)
+    if at := lone_surrogate(raw, v):
+        if (m := re.match(r'results\[(\d+)\]\.(.+)', at)) and isinstance(r := v['results'][int(m[1])], dict):
+            raise ValueError(f"{path}: result {m[1]} (query_id {r.get('query_id')!r}), field {m[2]!r}: a lone "
+                             "surrogate (half a character, such as \\ud83d without its partner), which no file can "
+                             "hold: fix or remove it")
+        raise ValueError(f"{path}: field {at!r} holds a lone surrogate (half a character, such as \\ud83d without its "
+                         "partner), which no file can hold: fix or remove it")
+    return v
 
 # %% ../../nbs/12_safe.ipynb #4c3fc232
 def inflate_bounded(

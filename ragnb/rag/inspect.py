@@ -16,7 +16,7 @@ from ..core.options import add_call_options, call_options, no_endpoint
 from ..core.cache import CallCache
 from ..docs.documents import load_documents, split_documents
 from ..docs.evidence import locate
-from ..synth.generate import read_dataset, check_rows, query_ids
+from ..synth.generate import read_testset, query_ids
 
 # %% auto #0
 __all__ = ['sections', 'coverage', 'TestSetReport', 'inspect_testset', 'compare_testsets']
@@ -26,27 +26,6 @@ pd = lazy('pandas')
 
 # %% ../../nbs/63_inspect.ipynb #76acf4a8
 from ..core.settings import default_cache_dir
-
-# %% ../../nbs/63_inspect.ipynb #dea5ed60
-def read_testset(src # A `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
-                ) -> pd.DataFrame:
-    "Every row of a test set (kept or not) with ragnb's column names; `ValueError` naming file and row if malformed."
-    what = str(src) if isinstance(src, (str, Path)) else 'dataset'
-    if isinstance(src, (str, Path)) and str(src).endswith('.json'):
-        from ragnb.check.metrics import read_json
-        d = read_json(src)
-        rows = d.get('results') if isinstance(d, dict) else d
-        if not isinstance(rows, list):
-            raise ValueError(f"{what}: expected RAGChecker's {{'results': [...]}} or a list")
-        df = pd.DataFrame([{'query_id': r.get('query_id'), 'question': r.get('query'), 'answer': r.get('gt_answer')}
-                           if isinstance(r, dict) else {} for r in rows])
-    else: df = read_dataset(src, kept_only=False)
-    df = df.rename(columns={'user_input': 'question', 'reference': 'answer'})
-    if 'question' not in df: raise ValueError(f"{what}: no question column (columns: {list(df.columns)[:12]})")
-    for i, q in zip(df.index, df.question):
-        if not isinstance(q, str) or not q.strip(): raise ValueError(f"{what} row {i}: field 'question' is empty")
-    check_rows(df, what)
-    return df.reset_index(drop=True)
 
 # %% ../../nbs/63_inspect.ipynb #b27f0c09
 THRESHOLDS = dict(

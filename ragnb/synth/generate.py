@@ -21,7 +21,7 @@ from ragnb.core.prompts import (get_prompt, labelled_fields, DEFAULT_AUDIENCE, C
                                 model_size, is_small_model)
 from ragnb.docs.documents import Document, Chunk, load_documents, split_many
 from ragnb.core.display import md_escape
-from ragnb.core.safe import atomic_path, atomic_write, printable
+from ragnb.core.safe import atomic_path, atomic_write, printable, read_json
 
 # %% auto #0
 __all__ = ['CRITIQUE_PROFILES', 'SEED_EXAMPLE', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
@@ -742,6 +742,26 @@ def check_rows(
         for i, v in zip(df.index, df[col]):
             if why := _type_problem(kind, v):
                 raise ValueError(f"{what} row {i}: field {col!r} {why}, not {str(v)[:60]!r} ({type(v).__name__})")
+
+# %% ../../nbs/30_generate.ipynb #dea5ed60
+def read_testset(src # A `Dataset`, DataFrame, rows, or a JSONL/Parquet/RAGChecker JSON path
+                ) -> pd.DataFrame:
+    "Every row of a test set (kept or not) with ragnb's column names; `ValueError` naming file and row if malformed."
+    what = str(src) if isinstance(src, (str, Path)) else 'dataset'
+    if isinstance(src, (str, Path)) and str(src).endswith('.json'):
+        d = read_json(src)
+        rows = d.get('results') if isinstance(d, dict) else d
+        if not isinstance(rows, list):
+            raise ValueError(f"{what}: expected RAGChecker's {{'results': [...]}} or a list")
+        df = pd.DataFrame([{'query_id': r.get('query_id'), 'question': r.get('query'), 'answer': r.get('gt_answer')}
+                           if isinstance(r, dict) else {} for r in rows])
+    else: df = read_dataset(src, kept_only=False)
+    df = df.rename(columns={'user_input': 'question', 'reference': 'answer'})
+    if 'question' not in df: raise ValueError(f"{what}: no question column (columns: {list(df.columns)[:12]})")
+    for i, q in zip(df.index, df.question):
+        if not isinstance(q, str) or not q.strip(): raise ValueError(f"{what} row {i}: field 'question' is empty")
+    check_rows(df, what)
+    return df.reset_index(drop=True)
 
 # %% ../../nbs/30_generate.ipynb #9bc0e958
 @patch
