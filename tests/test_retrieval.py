@@ -11,7 +11,8 @@ from ragnb.core.llm import LLM, Retries
 from ragnb.testing.scripted import ScriptedServer
 from ragnb.docs.evidence import locate as find_evidence
 from ragnb.rag.pipeline import rag_pipeline
-from ragnb.rag.retrieval import BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents, relevance, score_ranking, summarize, sweep, local_embedder
+from ragnb.rag.retrieval import (BM25Retriever, DenseRetriever, FunctionRetriever, Relevance, evaluate, match_documents,
+                             relevance, score_ranking, summarize, sweep, local_embedder)
 from ragnb.synth.generate import read_dataset
 from ragnb.view.plots import plot_by_k, plot_sweep
 from ragnb.app.cli import main

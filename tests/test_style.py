@@ -24,7 +24,7 @@ def source_cell(lines, row):
         if m := CELL.match(l): return m.groups()
     return None, None
 
-def long_lines(code='E501'):
+def ruff_findings(code='E501'):
     ("{notebook: ['ragnb/x.py:row (cell id): message', ...]} of ruff's findings with `code` (pyproject.toml selects "
      "E501, a line over 120 characters, and F401, an unused import), without the lines nbdev writes.")
     assert importlib.util.find_spec('ruff'), 'ruff is missing: pip install -e ".[dev]"'
@@ -41,14 +41,14 @@ def long_lines(code='E501'):
     return out
 
 def test_no_long_lines():
-    bad = [l for ls in long_lines().values() for l in ls]
+    bad = [l for ls in ruff_findings().values() for l in ls]
     assert not bad, f"{len(bad)} lines over 120 characters; wrap them in the notebook cell, then nbdev_export:\n" + '\n'.join(bad)
 
 def test_no_unused_imports():
     ("An exported cell imports only what its module uses: a name only the lesson's other cells use is imported in the "
      "lesson's plain import cell, so the module does not seem to offer it (and another module does not import it "
      "from there).")
-    bad = [l for ls in long_lines('F401').values() for l in ls]
+    bad = [l for ls in ruff_findings('F401').values() for l in ls]
     assert not bad, f"{len(bad)} unused imports; move each to the lesson's import cell, then nbdev_export:\n" + '\n'.join(bad)
 
 def test_nbdev_lines_are_left_out():
