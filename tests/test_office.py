@@ -6,7 +6,7 @@ import pytest
 from ragnb.docs.office import (docling_grids, docx_cells, docx_segments, grid_html, open_docx, open_pptx,
                           parse_office, pptx_cells, pptx_segments)
 from ragnb.docs.pages import DocumentError, expand, sanitize_html
-from ragnb.docs.parse import add_cli
+from ragnb.app.commands.documents import add_cli
 from ragnb.core.samples import sample_path
 
 DOCS = sample_path('documents')

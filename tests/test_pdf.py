@@ -3,7 +3,8 @@ import argparse, hashlib, io, json, sqlite3, subprocess, sys
 from contextlib import redirect_stdout
 from pathlib import Path
 import pymupdf, pytest
-from ragnb.docs.pdf import (DocumentError, Region, RegionCache, add_cli, detect_regions, doc_id, find_regions, fit_zoom, has_layout,
+from ragnb.app.commands.documents import add_cli
+from ragnb.docs.pdf import (DocumentError, Region, RegionCache, detect_regions, doc_id, find_regions, fit_zoom, has_layout,
                        icdar_tables, iou, mark_page, merge_rects, open_pdf, page_regions, pdf_regions, regions_many,
                        render_regions, table_boxes, table_grid)
 from ragnb.core.samples import sample_path
@@ -14,9 +15,8 @@ ICDAR = DOCS/'icdar2013'
 needs_layout = pytest.mark.skipif(not has_layout(), reason='the layout model needs pymupdf-layout (pip install "ragnb[layout]")')
 
 def run_cli(*argv):
-    "Run a `ragnb` subcommand (`regions` from ragnb.docs.pdf, `parse` from ragnb.synth.multimodal); return (exit code, stdout, stderr)."
-    from ragnb.docs.parse import add_cli as add_parse_cli
-    parser = argparse.ArgumentParser(prog='ragnb'); sub = parser.add_subparsers(); add_cli(sub); add_parse_cli(sub)
+    "Run `ragnb regions` or `ragnb parse` (ragnb.app.commands.documents); return (exit code, stdout, stderr)."
+    parser = argparse.ArgumentParser(prog='ragnb'); add_cli(parser.add_subparsers())
     args = parser.parse_args([str(a) for a in argv])
     out, err = io.StringIO(), io.StringIO()
     from contextlib import redirect_stderr

@@ -15,8 +15,8 @@ COMMANDS = {  # command: (module that defines it, one-line help)
                            'replayed or scripted)'),
     'generate': ('ragnb.synth.diversity', 'synthetic factoid QA with verbatim evidence from markdown, critiqued and '
                                     'filtered'),
-    'regions': ('ragnb.docs.pdf', 'find figure and table regions in a PDF (no model)'),
-    'parse': ('ragnb.docs.parse', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
+    'regions': ('ragnb.app.commands.documents', 'find figure and table regions in a PDF (no model)'),
+    'parse': ('ragnb.app.commands.documents', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.rag.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
     'check': ('ragnb.check.checker', "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
     'metrics': ('ragnb.check.corrected', "RAGChecker's 11 metrics from a checked results file (no model call); "

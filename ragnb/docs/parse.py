@@ -4,19 +4,12 @@
 
 # %% ../../nbs/25_parse.ipynb #70a53955
 from __future__ import annotations
-import contextlib, sys, tempfile
 from pathlib import Path
 from ragnb.core.llm import LLM
-from ragnb.core.settings import default_cache_dir
-from ragnb.core.options import add_call_options, call_options, endpoint_configured, in_range
-from ragnb.core.engine import add_engine_args
-from ragnb.core.batch import BatchAPI
-from ragnb.core.cache import CallCache
-from ragnb.docs.documents import DOCUMENT_FORMATS, DocumentFormat, format_names
-from ragnb.docs.pages import DocumentError, ParsedDoc, page_list
-from ragnb.docs.pdf import MAX_SIDE, MAX_PIXELS, MAX_IMAGE_PIXELS, page_estimate_lines
+from ragnb.docs.documents import DOCUMENT_FORMATS, DocumentFormat
+from ragnb.docs.pages import ParsedDoc
+from ragnb.docs.pdf import MAX_SIDE, MAX_PIXELS, MAX_IMAGE_PIXELS
 from ragnb.docs.office import MAX_IMAGE_BYTES, MAX_PART_BYTES, MAX_XML_ELEMENTS
-from ragnb.docs.ocr import OcrUnavailable, OCR_ENGINES
 
 # %% auto #0
 __all__ = ['parse_document']
@@ -46,118 +39,17 @@ def parse_document(
 )->ParsedDoc|None:
     ("Parse `path` into a `ParsedDoc` with the parser its suffix has in `DOCUMENT_FORMATS` (docs.documents): PDFs page "
      "by page, Word and PowerPoint files natively; a file of another suffix is read as a PDF.")
-    return _format_of(path).parse(
+    return parsed_format(path).parse(
         path, out_dir, llm=llm, offline=offline, pages=pages, engine=engine, workers=workers,
         max_image_bytes=max_image_bytes, max_part_bytes=max_part_bytes, max_side=max_side, max_pixels=max_pixels,
         max_image_pixels=max_image_pixels, max_xml_elements=max_xml_elements, ocr=ocr, ocr_engine=ocr_engine,
         ocr_dpi=ocr_dpi, ocr_language=ocr_language, ocr_max_pages=ocr_max_pages, before_calls=before_calls,
         region_cache=region_cache)
 
-def _format_of(path) -> DocumentFormat:
+
+# %% ../../nbs/25_parse.ipynb #8cb806cb
+def parsed_format(path) -> DocumentFormat:
     "The parsed format of `path` in the format table (a PDF for a suffix it does not parse)."
     f = DOCUMENT_FORMATS.get(Path(path).suffix.lower())
     return f if f is not None and f.parse is not None else DOCUMENT_FORMATS['.pdf']
 
-
-
-# %% ../../nbs/25_parse.ipynb #34f6fba7
-def _cli_parse(args)->int:
-    "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
-    try:
-        batch = BatchAPI() if args.batch else None
-        model = _format_of(args.file).model and not args.offline  # a DOCX or PPTX is read without a model
-        if model and not args.dry_run and not endpoint_configured():   # no model to ask: parse offline and say so
-            print(f"ragnb parse: no model endpoint is configured (OPENAI_BASE_URL, OPENAI_API_KEY): parsing "
-                  f"{args.file} offline (PyMuPDF's text and table finder, OCR for scanned pages). For vision parsing "
-                  "set OPENAI_BASE_URL and OPENAI_API_KEY to an endpoint with a vision model; --offline silences this.",
-                  file=sys.stderr)
-            args.offline, model = True, False
-        if args.dry_run and not model:
-            print(f"ragnb parse: {args.file} would be parsed offline: no model call", file=sys.stderr); return 0
-        llm = LLM(vision_model=args.model, batch=batch, **call_options(args),
-                  **({'cache': False} if args.dry_run else {})) if model else None
-        if args.dry_run:   # the call cache is only read, and the pages are drawn in a folder that goes away
-            path = default_cache_dir()/'calls.sqlite'
-            llm.cache = CallCache(path, readonly=True) if path.is_file() else None
-        def before(e):
-            secs = llm.cache.call_seconds(e['model'], [e['prompt']]) if llm.cache is not None else {}
-            for line in page_estimate_lines(e, secs, args.batch, args.dry_run):
-                print(f"ragnb parse: {line}", file=sys.stderr)
-            return not args.dry_run
-        with (tempfile.TemporaryDirectory(prefix='ragnb-dry-run-') if args.dry_run else
-              contextlib.nullcontext(args.out)) as out:
-            res = _parse(args, llm, out, before if model else None)
-    except (DocumentError, OcrUnavailable) as e:
-        print(f"error: {e}", file=sys.stderr); return 2
-    if res is None: return 0   # a dry run: the estimate is all, nothing written
-    return _report_parse(args, res)
-
-def _parse(args, llm, out, before):
-    "`parse_document` with the command's options, into `out`, `before` called before the first model call."
-    return parse_document(args.file, out, llm=llm, offline=args.offline, pages=args.pages,
-                          max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
-                          max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
-                          max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
-                          engine=args.engine, workers=args.workers, ocr=args.ocr, ocr_engine=args.ocr_engine,
-                          ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language, ocr_max_pages=args.ocr_max_pages,
-                          before_calls=before, region_cache=not args.dry_run)
-
-# %% ../../nbs/25_parse.ipynb #3c140d9e
-def _report_parse(args, res) -> int:
-    ok = len(res.pages) - len(res.failures)
-    print(f"{args.file}: {ok}/{len(res.pages)} pages parsed ({res.mode}) into {args.out}")
-    # a damaged file, a scanned page: said here, not only in the manifest
-    for w in res.warnings: print(f"  warning: {w}", file=sys.stderr)
-    for p in res.pages:
-        if p.ocr: print(f"  page {p.page}: read by OCR: {p.ocr['engine']}, {p.ocr['dpi']} dpi, {p.ocr['words']} words "
-                        f"in {p.ocr['seconds']:.1f} s ({p.ocr['reason']})", file=sys.stderr)
-        for w in p.warnings: print(f"  page {p.page}: warning: {w}", file=sys.stderr)
-        if p.failure is not None:
-            print(f"  page {p.page} failed: {p.failure.kind}: {p.failure.message}", file=sys.stderr)
-    return 1 if res.failures else 0
-
-# %% ../../nbs/25_parse.ipynb #66c08246
-def add_cli(
-    sub,  # the `argparse` subparsers of the `ragnb` command
-):
-    "Add the `parse` subcommand to the `ragnb` command."
-    p = sub.add_parser('parse')
-    p.add_argument('file', help=f'{format_names(parsed=True)} file')
-    p.add_argument('--out', required=True, metavar='DIR', help='output folder (one document per folder)')
-    p.add_argument('--offline', action='store_true', help='no model: PyMuPDF text and table finder')
-    p.add_argument('--model', help='vision model (default: env RAGNB_VISION_MODEL, else RAGNB_MODEL)')
-    p.add_argument('--dry-run', action='store_true', help='draw the pages and say the vision calls, tokens, price and '
-                   'time the parse would take, then stop: no call, nothing written')
-    p.add_argument('--pages', type=page_list, help='comma-separated page numbers, from 1 (default: all PDF pages)')
-    p.add_argument('--max-image-mb', type=float, default=MAX_IMAGE_BYTES / 1e6,
-                   help='DOCX/PPTX: pictures larger than this, uncompressed, are not read (default: %(default)g)')
-    p.add_argument('--max-part-mb', type=float, default=MAX_PART_BYTES / 1e6,
-                   help='DOCX/PPTX: any other part larger than this, uncompressed, makes the file unreadable '
-                        '(default: %(default)g)')
-    p.add_argument('--max-image-mpx', type=float, default=MAX_IMAGE_PIXELS / 1e6, metavar='MPX',
-                   help='pictures declaring more megapixels than this are not decoded: left blank in a PDF page, not '
-                        'read from a DOCX/PPTX (default: %(default)g, Pillow\'s decompression-bomb threshold)')
-    p.add_argument('--max-page-px', type=int, default=MAX_SIDE, metavar='PX',
-                   help='PDF: pixels on the longest side of a page image or crop; the zoom is lowered to fit '
-                        '(default: %(default)d, the square OpenAI scales images into)')
-    p.add_argument('--max-page-mpx', type=float, default=MAX_PIXELS / 1e6, metavar='MPX',
-                   help='PDF: megapixels of a page image or crop (default: %(default)g)')
-    p.add_argument('--max-xml-elements', type=int, default=MAX_XML_ELEMENTS, metavar='N',
-                   help='DOCX/PPTX: more XML elements than this in all its parts make the file unreadable, before '
-                        'anything is parsed (default: %(default)d)')
-    p.add_argument('--batch', action='store_true',
-                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
-                   "rerun resumes)")
-    p.add_argument('--ocr', choices=['auto', 'always', 'never'], default='auto',
-                   help='PDF: auto reads pages with no usable text layer (scans) by OCR when --offline; always reads '
-                        'every page by OCR; never')
-    p.add_argument('--ocr-engine', default='auto', choices=['auto', *OCR_ENGINES],
-                   help='PDF: the OCR engine (auto: the first installed)')
-    p.add_argument('--ocr-dpi', type=in_range(int, 50, 1200), default=300,
-                   help='PDF: resolution OCR reads pages at, 50-1200 (default: %(default)s)')
-    p.add_argument('--ocr-language', default='eng', help="PDF: Tesseract's language code(s), e.g. eng+deu")
-    p.add_argument('--ocr-max-pages', type=in_range(int, 1, None), default=100,
-                   help='PDF: the most pages OCR reads, the first that need it (default: %(default)s)')
-    add_call_options(p)
-    add_engine_args(p)
-    p.set_defaults(func=_cli_parse)

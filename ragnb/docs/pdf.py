@@ -4,7 +4,7 @@
 
 # %% ../../nbs/23_pdf.ipynb #48aa9a95
 from __future__ import annotations
-import argparse, hashlib, json, re, sys
+import hashlib, json, re
 from dataclasses import dataclass, asdict
 from html import escape
 from pathlib import Path
@@ -17,7 +17,7 @@ from ragnb.docs.documents import DocumentFormat, register_format
 from ragnb.docs.ocr import ocr_copy, OCR_MAX_PAGES
 from ragnb.docs.pages import (DocumentError, doc_id, png_html, TABLE_TAGS, sanitize_html, FENCED_TABLE, BARE_TABLE,
                               IMAGE_REF, TABLE_REF, OFFLINE_MARK, ParsedPage, ParsedDoc, claim_folder, cells_html,
-                              grid_html, page_list)
+                              grid_html)
 from ragnb.core.settings import default_cache_dir
 
 # %% auto #0
@@ -1104,8 +1104,6 @@ def page_messages(
     return msgs
 
 # %% ../../nbs/23_pdf.ipynb #2e1b9930
-from ..core.engine import add_engine_args
-
 def regions_many(
     paths,  # a PDF, or a list of PDFs
     pages:list[int]|None=None,  # page numbers from 1, in every file (default: all)
@@ -1128,8 +1126,6 @@ def find_regions(
 )->list[Region]:
     "`pdf_regions` on an engine: in this process, or page by page on workers."
     return regions_many(path, pages, engine, workers, **kwargs)[str(path)]
-
-
 
 # %% ../../nbs/23_pdf.ipynb #719f542f
 _FIRST = 10**9  # the number a page's first table gets while pages are parsed apart (renumbered after)
@@ -1400,60 +1396,3 @@ def _parse_as_document(path, out_dir, llm=None, offline=False, pages=None, engin
                      before_calls=before_calls, **({} if region_cache else {'cache': False}))
 
 register_format(DocumentFormat('.pdf', 'PDF', _parse_as_document, model=True))  # a row of the format table
-
-# %% ../../nbs/23_pdf.ipynb #7ab933f9
-REGIONS_JSON = """\
---json prints a JSON list with one object per region, in page order and, on a page, in reading order:
-  page    int, the page number counted from 1
-  index   int, the region's position on its page, from 1 (crops are named <doc>_<page>_<index>.png)
-  bbox    [x0, y0, x1, y1] in PDF points (1/72 inch), origin at the page's TOP-LEFT corner, y growing downwards
-          (PyMuPDF's convention; the PDF file itself counts y up from the bottom-left)
-  kind    "table", "figure" or "drawing" (found by the drawings detector alone, neither table nor figure)
-  source  list of the detectors that found it: "drawings" (vector drawings and images clustered, the seed's
-          gptpdf method), "tables" (PyMuPDF's rule-based table finder), "layout" (PyMuPDF's page-layout
-          model, ragnb[layout])
-  image   path of the rendered crop with --render DIR, else null
-Regions are cached per file content (SHA-256), page and settings in ragnb's cache folder ($RAGNB_CACHE_DIR)."""
-
-def _cli_regions(args)->int:
-    "Print the regions of a PDF, optionally rendering crops and marked pages."
-    pages = args.pages  # a list of page numbers, checked by argparse (`page_list`)
-    dets = ['drawings'] if args.seed else args.detectors.split(',') if args.detectors else None
-    kinds = set(args.kind.split(',')) if args.kind else set(KINDS)
-    if bad := kinds - set(KINDS):
-        print(f"error: unknown kind(s) {sorted(bad)}; choose from {', '.join(KINDS)}", file=sys.stderr); return 2
-    try:
-        regions = find_regions(args.file, pages, args.engine, args.workers, detectors=dets, cache=not args.no_cache,
-                               **(dict(decorations=True) if args.seed else {}))
-    except DocumentError as e:
-        print(f"error: {e}", file=sys.stderr); return 2
-    regions = [r for r in regions if r.kind in kinds]
-    if args.render:
-        render_regions(args.file, regions, args.render)
-        for pno in sorted({r.page for r in regions}):
-            mark_page(args.file, pno, [r for r in regions if r.page == pno], args.render)
-    if args.json: print('[' + ',\n '.join(json.dumps(r.to_dict()) for r in regions) + ']')  # one region per line
-    else:
-        for r in regions:
-            box = ', '.join(f'{v:.1f}' for v in r.bbox)
-            src = '+'.join(r.source)
-            print(f"page {r.page:>3} region {r.index:>2}  {r.kind:<7} bbox {box}  {src:<22} {r.image or ''}")
-    return 0
-
-# %% ../../nbs/23_pdf.ipynb #23023f11
-def add_cli(sub # `Subcommands` of the `ragnb` parser
-           ):
-    "Add the `regions` subcommand to the `ragnb` command."
-    p = sub.add_parser('regions', epilog=REGIONS_JSON, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('file', help='PDF file')
-    p.add_argument('--json', action='store_true', help='print a JSON list of regions (fields below)')
-    p.add_argument('--render', metavar='DIR', help='write region crops and marked pages to DIR')
-    p.add_argument('--pages', type=page_list, help='comma-separated page numbers, from 1 (default: all)')
-    p.add_argument('--detectors', metavar='LIST', help='comma-separated, from drawings,tables,layout '
-                   '(default: all three when the layout model is installed, else drawings,tables)')
-    p.add_argument('--seed', action='store_true',
-                   help="the seed's drawings method alone, unfiltered (reproduces the seed)")
-    p.add_argument('--kind', metavar='LIST', help='keep only these kinds, from table,figure,drawing (default: all)')
-    p.add_argument('--no-cache', action='store_true', help="detect again rather than reuse cached regions")
-    add_engine_args(p)
-    p.set_defaults(func=_cli_regions)
