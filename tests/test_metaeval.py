@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 
 from ragnb.check.metaeval import (ASPECTS, load_human, load_pair_scores, preference, correlations, bootstrap_ci,
-                            annotator_agreement, meta_evaluate, add_cli)
+                            annotator_agreement, meta_evaluate)
+from ragnb.app.commands.checking import add_cli
 from ragnb.core.samples import sample_path
 
 META = sample_path('ragchecker', 'meta_evaluation')

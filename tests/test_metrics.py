@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from ragnb.check.metrics import (METRICS, METRIC_GROUPS, METRIC_SPECS, MetricSpec, LabelBatch, CheckingDataError,
                            claim_metrics, score, compare, register_metric, unregister_metric)
-from ragnb.check.corrected import add_cli
+from ragnb.app.commands.checking import add_cli
 from ragnb.core.samples import sample_path
 
 DATA = sample_path('ragchecker', 'examples')

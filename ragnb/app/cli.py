@@ -18,8 +18,9 @@ COMMANDS = {  # command: (module that defines it, one-line help)
     'regions': ('ragnb.app.commands.documents', 'find figure and table regions in a PDF (no model)'),
     'parse': ('ragnb.app.commands.documents', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.rag.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
-    'check': ('ragnb.check.checker', "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
-    'metrics': ('ragnb.check.corrected', "RAGChecker's 11 metrics from a checked results file (no model call); "
+    'check': ('ragnb.app.commands.checking',
+              "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
+    'metrics': ('ragnb.app.commands.checking', "RAGChecker's 11 metrics from a checked results file (no model call); "
                 "--labels: corrected by your labels, with intervals"),
     'label': ('ragnb.view.label', "label a random sample of the judge's claim decisions (Entailment / Neutral / "
               'Contradiction) into a labels file, resumable'),
@@ -31,7 +32,7 @@ COMMANDS = {  # command: (module that defines it, one-line help)
                 'each with a verdict (no model)'),
     'compare': ('ragnb.rag.systems',
                 "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
-    'meta-eval': ('ragnb.check.metaeval', 'correlate metric preferences with human pairwise preferences'),
+    'meta-eval': ('ragnb.app.commands.checking', 'correlate metric preferences with human pairwise preferences'),
     'audit': ('ragnb.view.audit', "re-check a labelled RAGChecker file's claims with your judge: accuracy, kappa, "
               'confusion, metric moves'),
     'show': ('ragnb.view.trace', 'print the model exchanges behind one dataset row, checked result or parsed page'),

@@ -6,17 +6,15 @@
 from __future__ import annotations
 import dataclasses, html, json, math, os, re, sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 
-from ragnb.core.llm import LLM, Pacing
+from ragnb.core.llm import LLM
 from ragnb.core.settings import env_model, default_cache_dir
 from ragnb.core.calls import Request, ParseError
 from ragnb.core.cache import CallCache
-from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint, in_range
 from ragnb.core.prompts import get_prompt, model_size, is_small_model
 from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_results, score, attach_metrics,
                                  check_unique_ids)
@@ -247,7 +245,6 @@ LABELS_SCHEMA = {'title':'labels', 'type':'object', 'required':['labels'], 'addi
 
 # %% ../../nbs/41_checker.ipynb #145a2a55
 from ..core.llm import by_prefix
-from ..core.settings import default_concurrency
 
 # %% ../../nbs/41_checker.ipynb #77615aa8
 def _check_request(t:CheckTask, idx:list, rnd:int, last, model, check_p, repair_p) -> tuple:
@@ -884,57 +881,6 @@ def input_mismatch(done:list, # `RAGResult`s of an earlier run's output
                 return f"result {q!r}: its {f} differs"
     return None
 
-# %% ../../nbs/41_checker.ipynb #b2f4b566
-from ..core.batch import BatchAPI
-def _cli_check(args) -> int:
-    out = check_output(args.out)   # before any call: a missing folder fails now, not after the run
-    resume = out.exists() and not args.restart
-    src = out if resume else Path(args.input)
-    try: results = load_results(src)
-    except ValueError as e:
-        if resume:
-            raise ValueError(
-                f"cannot resume from {out} ({e}); pass --restart to start again from {args.input}") from None
-        raise
-    if resume and (why := input_mismatch(results, load_results(args.input))):
-        raise ValueError(f"{out} was not made from {args.input} ({why}): pass --restart to check {args.input} from "
-                         "the start and replace it, or --out another file")
-    if not results: raise ValueError(f"{src}: no results to check")
-    check_unique_ids(results, f"{src}: ")
-    check_texts(results, f"{src}: ", allow_empty=False)
-    print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
-    profile = judge_profile(args.judge_profile, args.checker_model or env_model())
-    e = estimate_run(results, profile, args.claim_format, args.claims_per_call)
-    print(f"ragnb check: judge profile {profile_reason(args.judge_profile, args.checker_model or env_model())}",
-          file=sys.stderr)
-    for line in check_estimate_lines(e, profile, args.claim_format, args.claims_per_call, args.extractor_model,
-                                     args.checker_model, args.batch, args.dry_run):
-        print(f"ragnb check: {line}", file=sys.stderr)
-    if args.dry_run: return 0
-    if e['calls'] and (msg := no_endpoint('check')):   # say how to get a model, call nothing; none needed: go on
-        print(msg, file=sys.stderr); return 2
-    llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()),
-              batch=BatchAPI() if args.batch else None, **call_options(args))
-    print(f"ragnb check: model {args.checker_model or llm.model} at {llm.base_url}; replies cached in "
-          f"{llm.cache.path if llm.cache else 'no cache'}", file=sys.stderr)
-    run = run_checks(results, llm, args.claim_format, args.extractor_model, args.checker_model, out=out,
-                     judge_profile=args.judge_profile, prefix_order=args.prefix_order,
-                     claims_per_call=args.claims_per_call, show_estimate=True)
-    with pd.option_context('display.width', 200): print(run.usage.to_string())
-    print(json.dumps(run.scores.overall, indent=2))
-    fails = [(r.query_id, f) for r in run.results for f in r.ragnb.get('failures', [])]
-    for q, f in fails: print(f"ragnb check: result {q!r}, field {f['field']!r}: {f['reason']}", file=sys.stderr)
-    for r in run.results:
-        for w in r.ragnb.get('warnings', []):
-            print(f"ragnb check: warning: result {r.query_id!r}, field {w['field']!r}: {w['reason']}", file=sys.stderr)
-    for q, ms in run.scores.per_result.excluded.items():
-        if ms:
-            print(f"ragnb check: result {q!r} left out of {', '.join(ms)} (no claims extracted), not scored 0",
-                  file=sys.stderr)
-    print(f"ragnb check: metrics: {run.scores.coverage_line()}", file=sys.stderr)
-    print(f"ragnb check: wrote {out}; {llm.usage}", file=sys.stderr)
-    return 1 if fails else 0
-
 # %% ../../nbs/41_checker.ipynb #7f6f680f
 def add_judge_profile(p # An argparse (sub)parser
                      ):
@@ -944,32 +890,3 @@ def add_judge_profile(p # An argparse (sub)parser
                    "(Yes/No per claim, for models of 3B parameters or fewer), auto (the default: small for such "
                    f"models, by the model's name); small is small@{SMALL_VERSION}, small@2 puts the claim last (the "
                    "prompt before it shared by a reference's claims)")
-
-# %% ../../nbs/41_checker.ipynb #8f0e680f
-def add_cli(sub # `Subcommands` of the `ragnb` parser
-           ):
-    "Register `ragnb check`."
-    p = sub.add_parser('check')
-    p.add_argument('input', help="RAGChecker input JSON ({'results': [...]})")
-    p.add_argument('--out', required=True, help='output JSON; resumed from when it exists')
-    p.add_argument('--extractor-model', default=None)
-    p.add_argument('--checker-model', default=None)
-    p.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
-    add_judge_profile(p)
-    p.add_argument('--concurrency', type=int, default=None,
-                   help='model calls in flight at once (default: 16; for an endpoint on this machine 1, or as many as '
-                   'it says it serves at once: llama.cpp --parallel, vLLM)')
-    p.add_argument('--no-prefix-order', dest='prefix_order', action='store_false',
-                   help='send the calls in the order of the results, not grouped by how their prompts start (default: '
-                   'grouped, so a server with a prompt cache reads a shared start once)')
-    p.add_argument('--batch', action='store_true',
-                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
-                   "rerun resumes)")
-    p.add_argument('--claims-per-call', type=in_range(int, 1, 64), default=1, metavar='N',
-                   help=f"small judge profile: claims of one reference asked about in one call (default 1: one call "
-                   f"per claim; e.g. {SMALL_BATCH}: fewer calls, each claim still labelled on its own line)")
-    p.add_argument('--dry-run', action='store_true',
-                   help='print the calls and tokens the run would send, and send nothing')
-    p.add_argument('--restart', action='store_true', help='ignore an existing OUTPUT and start from INPUT')
-    add_call_options(p)
-    p.set_defaults(func=_cli_check)

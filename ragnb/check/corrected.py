@@ -11,11 +11,10 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..core.lazy import lazy
-from ..core.options import in_range
 
 # %% auto #0
 __all__ = ['MAIN', 'FIELD', 'LabelsError', 'claim_refs', 'labels_path', 'Labels', 'read_labels', 'add_labels', 'label_plan',
-           'usable_results', 'Corrected', 'corrected_metrics', 'plan_labels', 'compare_corrected', 'add_cli']
+           'usable_results', 'Corrected', 'corrected_metrics', 'plan_labels', 'compare_corrected']
 
 # %% ../../nbs/43_corrected.ipynb #17ac2428
 pd = lazy('pandas')  # imported on first use: `ragnb metrics --help` stays light
@@ -552,46 +551,3 @@ def to_dict(self:Corrected) -> dict:
     return {'note': self.note, 'decisions_labelled': self.labels, 'claims_labelled': self.claims_labelled,
             'confidence': 1 - self.alpha,
             'metrics': {m: {k: f(v) for k, v in r.items()} for m, r in self.table.to_dict('index').items()}}
-
-# %% ../../nbs/43_corrected.ipynb #b3ea42c4
-import sys
-from . import metrics as _metrics
-
-def _cli_metrics(args) -> int:
-    if not args.labels:
-        rc = _metrics._cli_metrics(args)
-        print(f"ragnb metrics: {args.file}: uncorrected: these are the judge's figures; label a sample of its "
-              f"decisions (ragnb label {args.file}) and pass --labels to correct them, with 95% intervals",
-              file=sys.stderr)
-        return rc
-    try:
-        results = load_results(args.file)
-        labels = read_labels(args.labels, results)
-    except (LabelsError, ValueError, OSError, UnsafeInput) as e:
-        print(f"ragnb metrics: {e}", file=sys.stderr); return 2
-    c = corrected_metrics(results, labels, alpha=1 - args.confidence, seed=args.seed)
-    s = _metrics.score(results)
-    print(json.dumps({'metrics': s.overall, 'corrected': c.to_dict()}, indent=2))
-    t = c.table[['judge', 'corrected', 'low', 'high', 'method']].round(1)
-    print(f"ragnb metrics: {args.file}: corrected by {args.labels}: {c.note}\n{t.to_string()}", file=sys.stderr)
-    plan = plan_labels(c, args.half_width)
-    more = plan.more_claims.max()
-    if more == more and more > 0:
-        print(f"ragnb metrics: for every interval within +/- {args.half_width:g} points, label about {int(more)} more "
-              f"claims (~{int(plan.more_decisions.max())} decisions)", file=sys.stderr)
-    for e in s.errors: print(f"ragnb metrics: {args.file}: {e}", file=sys.stderr)
-    return 1 if s.errors else 0
-
-def add_cli(sub # the `argparse` subparsers of the `ragnb` command
-           ):
-    "Register `ragnb metrics` (RAGChecker's 11 metrics) with `--labels` (corrected by a person's labels)."
-    p = _metrics.metrics_args(sub.add_parser('metrics'))
-    p.add_argument('--labels', help="a person's labels of the judge's decisions (ragnb label): correct the metrics and "
-                                   "give each a confidence interval")
-    p.add_argument('--confidence', type=in_range(float, 0, 1, open_lo=True, open_hi=True), default=0.95,
-                   help="the intervals' coverage, between 0 and 1")
-    p.add_argument('--half-width', type=in_range(float, 0, 100, open_lo=True), default=5.0,
-                   help='the interval half width (points) the labelling planner aims at')
-    p.add_argument('--seed', type=int, default=0, help='seed of the imputation draws and bootstrap')
-    p.set_defaults(func=_cli_metrics)
-    return p

@@ -12,7 +12,6 @@ import numpy as np
 from ragnb.core.lazy import lazy
 pd, stats = lazy('pandas'), lazy('scipy.stats')  # imported on first use, so `ragnb meta-eval --help` starts at once
 from ragnb.core.prices import cost_of, price_line
-from ragnb.core.settings import default_concurrency
 
 # %% auto #0
 __all__ = ['meta_evaluate', 'MetaEvalRun']
@@ -464,70 +463,3 @@ def _meta_table(sel, results, scorer, est, spent, n_boot, seed) -> MetaEvalRun:
                                                    ).set_index(['aspect', 'scorer', 'correlation'])
     t = t[~t.index.duplicated()]
     return MetaEvalRun(t, jp, stored, results, _failures(results), left, est, spent, scorer)
-
-# %% ../../nbs/42_metaeval.ipynb #7f13363c
-def _cli_meta_eval(args) -> int:
-    if args.run: return _cli_run(args)
-    if not (args.human and args.scores):
-        raise ValueError("give --human and --scores (stored scores), or --run to check the pairs with your judge")
-    human, pairs = load_human(args.human), load_pair_scores(args.scores, args.system)
-    t = meta_evaluate(human, pairs, metrics=args.metric or None, system=args.system or Path(args.scores).stem,
-                      n_boot=args.boot, seed=args.seed)
-    with pd.option_context('display.width', 200, 'display.max_rows', 500):
-        print(t.to_string())
-    return 0
-
-# %% ../../nbs/42_metaeval.ipynb #f562a469
-def _cli_run(args) -> int:
-    from ragnb.core.llm import LLM, Pacing
-    from ragnb.core.options import call_options, check_output
-    from ragnb.core.options import no_endpoint
-    out = check_output(args.out) if args.out else None   # before any call: a missing folder fails now
-    if args.human: load_meta_pairs(args.human)   # a bad file is named before anything about the endpoint
-    if msg := no_endpoint('meta-eval --run'): print(msg, file=sys.stderr); return 2
-    llm = LLM(pacing=Pacing(concurrency=args.concurrency or default_concurrency()), **call_options(args))
-    run = run_meta_eval(llm, args.sample, args.seed, args.judge_profile, args.human, out, args.restart,
-                        args.claim_format, args.boot)
-    with pd.option_context('display.width', 250, 'display.max_columns', 20):
-        print(f"Table 2 (correlation x100 with human preferences, 95% bootstrap interval), {len(run.pairs)} pairs:")
-        print(run.table2.to_string())
-    print(run.width_line())
-    for f in run.failures.itertuples():
-        print(f"ragnb meta-eval: result {f.result!r}, field {f.field!r}: {f.reason}", file=sys.stderr)
-    if run.left_out:
-        print(f"ragnb meta-eval: {len(run.left_out)} pair(s) left out of the table (a call failed): "
-              f"{', '.join(run.left_out[:10])}; rerun{' with the same --out' if out else ''} to retry them",
-              file=sys.stderr)
-    if out: print(f"ragnb meta-eval: wrote {out}", file=sys.stderr)
-    return 1 if len(run.failures) else 0
-
-# %% ../../nbs/42_metaeval.ipynb #7ace281b
-def add_cli(
-    sub   # the `ragnb` command's subparsers
-):
-    "Register `ragnb meta-eval`."
-    from ragnb.core.options import add_call_options
-    from ragnb.check.checker import add_judge_profile, CLAIM_FORMATS
-    p = sub.add_parser('meta-eval')
-    p.add_argument('--human', help="human labels (RAGChecker's human_labeled_data.json format); with --run, pairs "
-                   "with texts (default: the 280 pairs shipped with ragnb)")
-    p.add_argument('--scores', help="per-pair scores (RAGChecker's baseline_*.json format); not with --run")
-    p.add_argument('--system', default=None, help='key of the scores inside model1/model2 (found when there is one)')
-    p.add_argument('--metric', action='append',
-                   help='metric to correlate with every aspect (repeatable); default: same-named')
-    p.add_argument('--boot', type=int, default=1000, help='bootstrap resamples for the confidence intervals')
-    p.add_argument('--seed', type=int, default=0, help='seed of the bootstrap and of --sample')
-    g = p.add_argument_group('--run: check the pairs with your judge')
-    g.add_argument('--run', action='store_true', help="extract and check the pairs' claims with the configured model "
-                   "and print RAGChecker's Table 2 with its row beside RAGChecker's stored one")
-    g.add_argument('--sample', type=int, default=None, help='check only N pairs, drawn with --seed (default: all)')
-    g.add_argument('--out', default=None, help='JSON of the checked results, written as the run goes and resumed '
-                   'from when it exists (default: none; a rerun is then answered from the call cache)')
-    g.add_argument('--restart', action='store_true', help='ignore an existing --out and start again')
-    g.add_argument('--claim-format', choices=CLAIM_FORMATS, default='triplet')
-    add_judge_profile(g)
-    g.add_argument('--concurrency', type=int, default=None,
-                   help='model calls in flight at once (default: 16; for an endpoint on this machine 1, or as many as '
-                   'it says it serves at once: llama.cpp --parallel, vLLM)')
-    add_call_options(p)
-    p.set_defaults(func=_cli_meta_eval)

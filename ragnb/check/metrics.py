@@ -4,7 +4,7 @@
 
 # %% ../../nbs/40_metrics.ipynb #6ff863f1
 from __future__ import annotations
-import html, json, sys
+import html, json
 from itertools import chain
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +19,9 @@ from ragnb.core.safe import write_text
 
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES', 'CLAIM_FLAGS',
-           'ResultError', 'CheckingDataError', 'LabelBatch', 'MetricSpec', 'register_metric', 'unregister_metric',
-           'claim_metrics', 'overall', 'flat_metrics', 'Scores', 'check_unique_ids', 'score', 'score_many', 'compare',
-           'RAGResult', 'load_results', 'results_frame', 'attach_metrics', 'save_results']
+           'ResultError', 'CheckingDataError', 'LabelBatch', 'gc_paused', 'MetricSpec', 'register_metric',
+           'unregister_metric', 'claim_metrics', 'overall', 'flat_metrics', 'Scores', 'check_unique_ids', 'score',
+           'score_many', 'compare', 'RAGResult', 'load_results', 'results_frame', 'attach_metrics', 'save_results']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -137,7 +137,7 @@ class LabelBatch:
 # %% ../../nbs/40_metrics.ipynb #0ba14d67
 import functools, gc
 
-def _gc_paused(f):
+def gc_paused(f):
     "`f` with Python's cyclic garbage collector paused while it runs (then back as it was)."
     @functools.wraps(f)
     def run(*args, **kw):
@@ -447,7 +447,7 @@ def check_unique_ids(
                          + "; every result needs its own query_id")
 
 # %% ../../nbs/40_metrics.ipynb #b6f93732
-@_gc_paused
+@gc_paused
 def score(
     results,              # RAGChecker results: dicts, objects, a DataFrame or a `LabelBatch`
     name:str='system',    # the system's name in tables and figures
@@ -611,7 +611,7 @@ def from_dict(
 from ..core.safe import read_json
 
 # %% ../../nbs/40_metrics.ipynb #b2b1f1b9
-@_gc_paused
+@gc_paused
 def load_results(
     src,  # a path to RAGChecker JSON, its dict, a list of dicts or `RAGResult`s, or a DataFrame
 ) -> list[RAGResult]:
@@ -670,11 +670,8 @@ def save_results(
     write_text(path, json.dumps(doc, indent=2, ensure_ascii=False))  # whole or not at all; no stray temporary file
     return s
 
-# %% ../../nbs/40_metrics.ipynb #e7626c51
-from ragnb.core.engine import add_engine_args
-from ragnb.core.safe import UnsafeInput
-
-def _extras_problem(results:list) -> str|None:
+# %% ../../nbs/40_metrics.ipynb #d0d33e37
+def results_problem(results:list) -> str|None:
     "The first result whose shape or `ragnb` record cannot be read, named by index and field; None when all can."
     for i, r in enumerate(results):
         if not isinstance(r, Mapping): return f"result {i}: expected an object, got {type(r).__name__}"
@@ -684,32 +681,3 @@ def _extras_problem(results:list) -> str|None:
             return f"{at}, field 'ragnb': expected an object, got {type(x).__name__}"
         if x is not None and (why := _warnings_problem(x)): return f"{at}, field 'ragnb.warnings': {why}"
     return None
-
-@_gc_paused
-def _cli_metrics(args) -> int:
-    try: d = read_json(args.file)
-    except (OSError, json.JSONDecodeError, UnsafeInput) as e:
-        print(f"ragnb metrics: cannot read {args.file}: {e}", file=sys.stderr); return 2
-    except RecursionError:
-        print(f"ragnb metrics: cannot read {args.file}: JSON nested too deeply", file=sys.stderr); return 2
-    if not isinstance(d, dict) or not isinstance(d.get('results'), list):
-        print(f"ragnb metrics: {args.file}: expected an object with a 'results' list", file=sys.stderr); return 2
-    if why := _extras_problem(d['results']):
-        print(f"ragnb metrics: {args.file}: {why}", file=sys.stderr); return 2
-    if dup := duplicate_ids(d['results']):
-        print(f"ragnb metrics: {args.file}: query_id(s) occur more than once: {', '.join(map(repr, dup[:10]))}",
-              file=sys.stderr); return 2
-    s = score_many(d['results'], engine=args.engine, workers=args.workers)
-    print(json.dumps(s.overall, indent=2))
-    for e in s.errors: print(f"ragnb metrics: {args.file}: {e}", file=sys.stderr)
-    print(f"ragnb metrics: {args.file}: {s.coverage_line()}", file=sys.stderr)
-    return 1 if s.errors else 0
-
-def metrics_args(
-    p,  # the parser of `ragnb metrics` (`ragnb.check.corrected.add_cli` makes it and adds `--labels`)
-):
-    "The arguments of `ragnb metrics` and its handler."
-    p.add_argument('file', help='RAGChecker JSON with the four label matrices per result')
-    add_engine_args(p)
-    p.set_defaults(func=_cli_metrics)
-    return p
