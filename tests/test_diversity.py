@@ -10,7 +10,8 @@ from ragnb.docs.documents import Document, Chunk, load_folder, split_documents
 from ragnb.synth.generate import generate_dataset, Dataset, sample_chunks, text_language, check_languages
 from ragnb.synth.diversity import (QUESTION_TYPES, parse_question_types, allocate, parse_typed, parse_entities, parse_personas,
                              as_personas, link_chunks, noisy_terms, offline_terms, mixed_dataset, cost_by_type, mix_table,
-                             outcome, scenarios, STYLES, LENGTHS, MixedQA, link_passages, add_cli)
+                             outcome, scenarios, STYLES, LENGTHS, MixedQA, link_passages)
+from ragnb.app.commands.testsets import add_cli
 from ragnb.rag.retrieval import evaluate, BM25Retriever, by_question_type
 from ragnb.view.widgets import highlight_spans, review_html
 

@@ -10,7 +10,7 @@ from ragnb.docs.documents import Document, load_folder, split_document, split_do
 from ragnb.docs.evidence import locate, ground, normalise
 from ragnb.synth.generate import (parse_factoid, parse_rating, generate_questions, critique, select, generate_dataset,
                             Dataset, QA, SEED_EXAMPLE, CRITERIA)
-from ragnb.synth.diversity import add_cli  # `ragnb generate` lives above both dataset builders
+from ragnb.app.commands.testsets import add_cli  # `ragnb generate` lives above both dataset builders
 from ragnb.testing.rules import scripted_factoid
 from ragnb.core.samples import sample_path
 

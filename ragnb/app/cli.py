@@ -13,8 +13,8 @@ __all__ = ['main']
 COMMANDS = {  # command: (module that defines it, one-line help)
     'demo': ('ragnb.app.demo', 'run the whole pipeline end to end on bundled documents, with a report (live, local, '
                            'replayed or scripted)'),
-    'generate': ('ragnb.synth.diversity', 'synthetic factoid QA with verbatim evidence from markdown, critiqued and '
-                                    'filtered'),
+    'generate': ('ragnb.app.commands.testsets',
+                 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
     'regions': ('ragnb.app.commands.documents', 'find figure and table regions in a PDF (no model)'),
     'parse': ('ragnb.app.commands.documents', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
     'retrieval': ('ragnb.rag.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
@@ -28,8 +28,9 @@ COMMANDS = {  # command: (module that defines it, one-line help)
             'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
     'evaluate': ('ragnb.rag.systems',
                  'run a RAG system on a test set, check it with RAGChecker, write metrics and figures'),
-    'inspect': ('ragnb.rag.inspect', 'score a test set itself: coverage, redundancy, difficulty, mix and quality, '
-                'each with a verdict (no model)'),
+    'inspect': ('ragnb.app.commands.testsets',
+                'score a test set itself: coverage, redundancy, difficulty, mix and quality, each with a verdict '
+                '(no model)'),
     'compare': ('ragnb.rag.systems',
                 "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
     'meta-eval': ('ragnb.app.commands.checking', 'correlate metric preferences with human pairwise preferences'),

@@ -4,17 +4,13 @@
 
 # %% ../../nbs/63_inspect.ipynb #38d435b0
 from __future__ import annotations
-import html, json, re, sys
+import html, re
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..core.lazy import lazy
-from ..core.safe import write_text
-from ..core.llm import LLM
-from ..core.options import add_call_options, call_options, no_endpoint
-from ..core.cache import CallCache
-from ..docs.documents import load_documents, split_documents
+from ..docs.documents import split_documents
 from ..docs.evidence import locate
 from ..synth.generate import read_testset, query_ids
 
@@ -25,7 +21,8 @@ __all__ = ['sections', 'coverage', 'TestSetReport', 'inspect_testset', 'compare_
 pd = lazy('pandas')
 
 # %% ../../nbs/63_inspect.ipynb #76acf4a8
-from ..core.settings import default_cache_dir
+#| export
+
 
 # %% ../../nbs/63_inspect.ipynb #b27f0c09
 THRESHOLDS = dict(
@@ -541,67 +538,3 @@ def compare_testsets(a:TestSetReport, b:TestSetReport, # Two reports (`inspect_t
                          high=None if hi is None else round(float(hi), 3),
                          verdicts=f"{ta.verdict.get(m, 'n/a')} / {tb.verdict.get(m, 'n/a')}"))
     return pd.DataFrame(rows).set_index('measure')
-
-# %% ../../nbs/63_inspect.ipynb #c94b19f1
-def _cli_inspect(args) -> int:
-    docs = None
-    if args.docs:
-        docs = load_documents(*args.docs)
-    split = lambda s: [x.strip() for x in s.split(',') if x.strip()] if s else None
-    asked = {c: split(getattr(args, c)) for c in ('persona', 'style', 'length', 'modality')}
-    llm, src = None, args.dataset
-    if args.model:   # the closed-book check: the estimate first, then the calls (none with --dry-run)
-        if not args.dry_run and (msg := no_endpoint('inspect --model')): print(msg, file=sys.stderr); return 2
-        df = src = read_testset(args.dataset)   # read once: the estimate and the report share it
-        k = df[df.kept.astype(bool)].copy() if 'kept' in df else df.copy()
-        k['qid'] = query_ids(k)
-        probe = LLM(model=args.model, cache=False, progress=False, **call_options(args))
-        path = default_cache_dir()/'calls.sqlite'   # read only for the estimate: a dry run writes nothing
-        probe.cache = CallCache(path, readonly=True) if path.is_file() else None
-        print(f"ragnb inspect: {'would send' if args.dry_run else 'will send'}: {closed_book_estimate(k, probe)}",
-              file=sys.stderr)
-        if args.dry_run: return 0
-        llm = LLM(model=args.model, **call_options(args))
-    rep = inspect_testset(src, docs, split(args.languages), split(args.question_types), asked=asked,
-                          name=Path(args.dataset).name, llm=llm)
-    print(rep)
-    if args.against:
-        other = inspect_testset(args.against, docs, split(args.languages), split(args.question_types), asked=asked)
-        if other.name == rep.name: other.name = f"{other.name} (against)"
-        with pd.option_context('display.width', 200):
-            print(f"\nagainst {args.against}: difference {other.name} - {rep.name}, 95% bootstrap interval over "
-                  "questions where the measure is a share of them\n" + compare_testsets(rep, other).to_string())
-    if len(rep.duplicates): print(f"\nnear-duplicates (first 10):\n{rep.duplicates.head(10).to_string(index=False)}")
-    if 'closed_book' in rep.per_question and (hit := rep.per_question[rep.per_question.closed_book == True]).size:
-        print("\nanswered without the passage (first 10):\n" + hit[['id', 'closed_book_reply', 'closed_book_f1']]
-              .head(10).to_string(index=False))
-    if rep.uncovered:
-        print("\nnot covered (first 10): " + '; '.join(f"{d}: {s or '(start)'}" for d, s in rep.uncovered[:10]))
-    if args.out: write_text(args.out, json.dumps(rep.to_dict(), indent=1, default=str)); print(f"wrote {args.out}")
-    if args.figure:
-        from ragnb.view.plots import save_figure
-        save_figure(rep.plot(), args.figure); print(f"wrote {args.figure}")
-    return 1 if any(m.verdict == 'check' for m in rep.measures) and args.strict else 0
-
-# %% ../../nbs/63_inspect.ipynb #ef347bae
-def add_cli(sub # `Subcommands` of the `ragnb` parser
-           ):
-    "Register `ragnb inspect`."
-    p = sub.add_parser('inspect')
-    p.add_argument('dataset', help='a test set: ragnb JSONL/Parquet, RAGChecker JSON, or a ragas JSONL')
-    p.add_argument('--docs', nargs='*', help='the corpus (folders, files): coverage by section, BM25 over all of it')
-    p.add_argument('--languages', help='languages asked for, e.g. en,de: each must be present')
-    p.add_argument('--question-types', help='question types asked for, e.g. factoid,multi_hop')
-    for opt, key, eg in (('personas', 'persona', 'student,expert'), ('styles', 'style', 'web_search,conversational'),
-                         ('lengths', 'length', 'short,long'), ('modalities', 'modality', 'text,table,image')):
-        p.add_argument(f'--{opt}', dest=key, help=f'{opt} asked for, e.g. {eg}: each present, none under half its '
-                                                  'even share')
-    p.add_argument('--against', help='another test set to put side by side (differences with bootstrap intervals)')
-    p.add_argument('--figure', help='write the questions-per-document figure (.png, .svg or .pdf)')
-    p.add_argument('--out', help='write the report as JSON')
-    p.add_argument('--strict', action='store_true', help='exit 1 when a measure says check')
-    p.add_argument('--model', default=None, help='ask each kept question without its passage (closed book) with this '
-                   'model, at OPENAI_BASE_URL: the share it answers from its own knowledge')
-    p.add_argument('--dry-run', action='store_true', help='with --model: say the calls, tokens and price, then stop')
-    add_call_options(p)
-    p.set_defaults(func=_cli_inspect)

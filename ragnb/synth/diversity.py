@@ -4,26 +4,21 @@
 
 # %% ../../nbs/31_diversity.ipynb #1d0e572e
 from __future__ import annotations
-import itertools, math, random, re, sys, time
+import itertools, math, random, re, time
 from collections import Counter
 from dataclasses import dataclass, field, asdict
-from pathlib import Path
 import numpy as np
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use: `ragnb generate` starts at once
-from ragnb.core.llm import LLM, Pacing
+from ragnb.core.llm import LLM
 from ragnb.core.calls import Request, Usage, ParseError, LLMError
-from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint
 from ragnb.core.prompts import get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA
-from ragnb.docs.documents import Document, Chunk, load_documents, split_documents, DEFAULT_GLOB
+from ragnb.docs.documents import Document, Chunk, split_documents
 from ragnb.docs.evidence import ground
 from ragnb.synth.generate import (QA, Dataset, generate_questions, critique, select, sample_chunks, parse_rating,
                                   clean_field, failure_record, language_code, text_language, check_languages,
-                                  generate_dataset, all_calls_failed, critic_consistency, CRITIQUE_PROFILES,
-                                  critic_profile, critic_profile_reason)
+                                  critic_profile)
 from ragnb.core.display import md_escape
-from ragnb.core.settings import default_cache_dir
-from ragnb.core.cache import CallCache
 
 # %% auto #0
 __all__ = ['STYLES', 'LENGTHS', 'OUTCOMES', 'Persona', 'propose_personas', 'mixed_dataset', 'estimate_mixed', 'mix_table']
@@ -855,143 +850,3 @@ def cost_by_type(
                          calls_per_kept=round((own + shared) / kept, 2) if kept else float('nan')))
     order = {q: i for i, q in enumerate(QUESTION_TYPES)}
     return pd.DataFrame(rows).sort_values('question_type', key=lambda c: c.map(order)).set_index('question_type')
-
-# %% ../../nbs/31_diversity.ipynb #ce9ccc42
-from ..core.engine import add_engine_args
-from ..core.batch import BatchAPI
-
-# %% ../../nbs/31_diversity.ipynb #993a60d2
-def add_cli(sub # `Subcommands` of the `ragnb` parser
-           ):
-    "Add `ragnb generate` to the command line."
-    p = sub.add_parser('generate')
-    p.add_argument('src', nargs='+', help='git clone URLs, local repositories, folders or files')
-    p.add_argument('--out', required=True, help='dataset file: .jsonl (default) or .parquet')
-    p.add_argument('--model', default=None, help='chat model (default: RAGNB_MODEL or gpt-4o-mini)')
-    p.add_argument('--audience', default=DEFAULT_AUDIENCE, help='who the questions should be useful to')
-    p.add_argument('--chunk-size', type=int, default=3000, help='characters per passage')
-    p.add_argument('--chunk-overlap', type=int, default=300, help='characters shared by neighbouring passages')
-    p.add_argument('--max-chunks', type=int, default=None, help='passages to use, a random sample (default: all)')
-    p.add_argument('--seed', type=int, default=0, help='seed of the passage sample')
-    p.add_argument('--min-score', type=int, default=3, help='lowest score kept on every criterion')
-    p.add_argument('--concurrency', type=int, default=None, help='model calls in flight at once (default: 16, or for '
-                   'an endpoint on this machine as many as it says it serves at once, else 1)')
-    p.add_argument('--batch', action='store_true',
-                   help="send the model calls through the provider's Batch API (half the price, replies within 24 h; a "
-                   "rerun resumes)")
-    p.add_argument('--questions-per-chunk', type=int, default=1, help='questions written per passage')
-    p.add_argument('--language', default='English', help='language of questions and answers')
-    p.add_argument('--glob', action='append', default=None,
-                   help=f"file pattern (repeatable; default {' and '.join(map(repr, DEFAULT_GLOB))}: the text formats)")
-    p.add_argument('--branch', default=None, help='branch of git sources')
-    p.add_argument('--encoding', default='utf-8', help='text encoding of the files, e.g. latin-1 (default: utf-8)')
-    p.add_argument('--structured', action='store_true',
-                   help='questions and ratings as JSON where the endpoint takes a JSON schema')
-    p.add_argument('--critic-samples', type=int, default=1,
-                   help='self-consistency: ratings per criterion (extra ones sampled)')
-    p.add_argument('--second-critic-model', default=None,
-                   help='self-consistency: a second critic model on the same endpoint')
-    p.add_argument('--require-consistent', action='store_true',
-                   help='drop questions whose critique votes disagree about keeping them')
-    p.add_argument('--keep-unfound-evidence', action='store_true',
-                   help='keep questions whose evidence is not in the passage (models that paraphrase; default: drop)')
-    p.add_argument('--keep-all', action='store_true',
-                   help='also write dropped and failed rows (with kept and drop_reason)')
-    p.add_argument('--question-types', default=None, help="mix of question types with optional weights, e.g. "
-                   "'factoid:2,multi_hop:1,comparative,reasoning,conditional' (default: factoids only)")
-    p.add_argument('--personas', default=None, help="personas asking the questions, 'name: need' separated by ';', "
-                   "or a file with one per line (default: proposed from the corpus)")
-    p.add_argument('--styles', default=None,
-                   help='comma-separated query styles: web_search,misspelled,perfect_grammar,poor_grammar')
-    p.add_argument('--lengths', default=None, help='comma-separated query lengths: short,medium,long')
-    p.add_argument('--no-language-check', action='store_true', help='keep questions and answers in another language')
-    p.add_argument('--critique-profile', choices=CRITIQUE_PROFILES, default='auto',
-                   help="the critics' prompts: default (the seed's 1-5 ratings with a rationale), small (one Yes/No "
-                   "question per criterion, for models of 3B parameters or fewer), auto (small when the model's name "
-                   "says 3B or fewer; default: %(default)s)")
-    p.add_argument('--dry-run', action='store_true',
-                   help='say the calls, tokens, price and time the run would take, then stop: no call, nothing written')
-    add_call_options(p)
-    add_engine_args(p)
-    p.set_defaults(func=_cli_generate)
-
-# %% ../../nbs/31_diversity.ipynb #8e2b7ba6
-def _personas_arg(s:str|None)->list|None:
-    "`--personas`: 'name: need' separated by ';', or a file with one a line."
-    if not s: return None
-    p = Path(s)
-    return p.read_text(encoding='utf-8').splitlines() if p.is_file() else s.split(';')
-
-def _names(s:str|None)->list|None:
-    "A comma-separated option's values (`--styles`, `--lengths`), None when not given."
-    return [x.strip() for x in s.split(',') if x.strip()] if s else None
-
-def _say_estimate(args, docs):
-    "Print what the run will send, cost and take, reading the call cache only."
-    from ragnb.synth.generate import estimate_generation, estimate_lines, critic_profile, critic_profile_reason
-    from ragnb.docs.documents import split_many
-    say = lambda line: print(f"ragnb generate: {line}", file=sys.stderr)
-    llm = LLM(model=args.model, cache=False, progress=False, **call_options(args))
-    path = default_cache_dir()/'calls.sqlite'   # read only: a dry run writes nothing, the cache folder included
-    llm.cache = CallCache(path, readonly=True) if path.is_file() else None
-    if args.dry_run:
-        say(f"model {llm.model} at {llm.base_url}; replies would be cached in {path}")
-        say(f"critique profile {critic_profile_reason(args.critique_profile, llm.model)}")
-    if args.question_types is not None:   # the mixed flow: its plan, stage by stage
-        e = estimate_mixed(docs, llm, args.question_types, args.audience, args.questions_per_chunk, args.language,
-                           args.chunk_size, args.chunk_overlap, args.max_chunks, args.seed,
-                           _personas_arg(args.personas), _names(args.styles), _names(args.lengths),
-                           critique_profile=args.critique_profile)
-        secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
-        for line in mixed_estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
-        return
-    chunks = sample_chunks(split_many(docs, args.chunk_size, args.chunk_overlap, args.engine, args.workers),
-                           args.max_chunks, args.seed)
-    profile = critic_profile(args.critique_profile, llm.model)
-    e = estimate_generation(chunks, llm, args.audience, args.questions_per_chunk, args.language, args.structured,
-                            profile, args.critic_samples, args.second_critic_model is not None)
-    secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
-    for line in estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
-
-# %% ../../nbs/31_diversity.ipynb #9e63b470
-def _cli_generate(args)->int:
-    check_output(args.out, make_parents=True)  # before any call: a folder given as --out fails now, not after the run
-    if not args.dry_run and (msg := no_endpoint('generate')):   # say how to get a model, call nothing
-        print(msg, file=sys.stderr); return 2
-    docs = load_documents(*args.src, branch=args.branch, encoding=args.encoding,
-                          **({'glob': tuple(args.glob)} if args.glob else {}))
-    for i in docs.issues: print(f"skipped {i.path}: {i.reason}", file=sys.stderr)
-    if not docs: print("no documents loaded", file=sys.stderr); return 1
-    if args.dry_run: _say_estimate(args, docs); return 0   # what a run would send; no call, nothing written
-    llm = LLM(model=args.model, pacing=Pacing(concurrency=args.concurrency), batch=BatchAPI() if args.batch else None,
-              **call_options(args))
-    cached = llm.cache.path if llm.cache else 'no cache'
-    print(f"ragnb generate: model {llm.model} at {llm.base_url}; replies cached in {cached}",
-          file=sys.stderr)
-    critic2 = (LLM(model=args.second_critic_model, pacing=Pacing(concurrency=args.concurrency), progress=False,
-                   **call_options(args))
-               if args.second_critic_model else None)
-    personas = _personas_arg(args.personas)
-    common = dict(audience=args.audience, n_per_chunk=args.questions_per_chunk, language=args.language,
-                  chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, max_chunks=args.max_chunks,
-                  seed=args.seed, min_score=args.min_score, require_evidence=not args.keep_unfound_evidence,
-                  check_language=not args.no_language_check, critique_profile=args.critique_profile)
-    print(f"ragnb generate: critique profile {critic_profile_reason(args.critique_profile, llm.model)}",
-          file=sys.stderr)
-    _say_estimate(args, docs)   # before the first call
-    if args.question_types is None:  # the seed's factoids: `30_generate`'s flow
-        ds = generate_dataset(docs, llm, **common, structured=args.structured, critic_samples=args.critic_samples,
-                              second_critic=critic2, require_consistent=args.require_consistent, engine=args.engine,
-                              workers=args.workers)
-    else: ds = mixed_dataset(docs, llm, args.question_types, **common, personas=personas, styles=_names(args.styles),
-                             lengths=_names(args.lengths))
-    if msg := all_calls_failed(ds, llm): print(f"ragnb generate: {msg}", file=sys.stderr); return 1
-    for f in ds.failed.df.failures.explode().dropna().head(5):
-        print(f"failed {f['stage']} ({f['kind']}): {f['message'][:200]}", file=sys.stderr)
-    path = (ds if args.keep_all else ds.kept).save(args.out)
-    print(f"documents: {len(docs)}" + (f" ({len(docs.issues)} skipped)" if docs.issues else ''))
-    print(ds.report())
-    if args.critic_samples > 1 or critic2 is not None:
-        with pd.option_context('display.width', 200): print(critic_consistency(ds, args.min_score).to_string())
-    print(f"wrote {path}")
-    return 0 if ds.counts()['questions'] else 2
