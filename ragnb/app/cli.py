@@ -17,21 +17,21 @@ COMMANDS = {  # command: (module that defines it, one-line help)
                  'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
     'regions': ('ragnb.app.commands.documents', 'find figure and table regions in a PDF (no model)'),
     'parse': ('ragnb.app.commands.documents', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
-    'retrieval': ('ragnb.rag.retrieval', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
+    'retrieval': ('ragnb.app.commands.systems', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
     'check': ('ragnb.app.commands.checking',
               "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
     'metrics': ('ragnb.app.commands.checking', "RAGChecker's 11 metrics from a checked results file (no model call); "
                 "--labels: corrected by your labels, with intervals"),
     'label': ('ragnb.view.label', "label a random sample of the judge's claim decisions (Entailment / Neutral / "
               'Contradiction) into a labels file, resumable'),
-    'run': ('ragnb.rag.systems',
+    'run': ('ragnb.app.commands.systems',
             'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
-    'evaluate': ('ragnb.rag.systems',
+    'evaluate': ('ragnb.app.commands.systems',
                  'run a RAG system on a test set, check it with RAGChecker, write metrics and figures'),
     'inspect': ('ragnb.app.commands.testsets',
                 'score a test set itself: coverage, redundancy, difficulty, mix and quality, each with a verdict '
                 '(no model)'),
-    'compare': ('ragnb.rag.systems',
+    'compare': ('ragnb.app.commands.systems',
                 "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
     'meta-eval': ('ragnb.app.commands.checking', 'correlate metric preferences with human pairwise preferences'),
     'audit': ('ragnb.view.audit', "re-check a labelled RAGChecker file's claims with your judge: accuracy, kappa, "

@@ -19,7 +19,6 @@ from ragnb.docs.documents import Document, split_documents
 from ragnb.docs.evidence import locate  # exact, then normalised, then fuzzy
 from ragnb.core.llm import LLM
 from ragnb.core.display import md_escape
-from ragnb.core.safe import write_text
 # the one reader of a test set, and its checks (`30_generate`)
 from ragnb.synth.generate import is_missing, read_dataset, query_ids, check_columns, check_rows
 
@@ -478,7 +477,7 @@ class Sweep:
                self.results[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}")
 
 # %% ../../nbs/60_retrieval.ipynb #bb3aa26a
-def _overlap(size:int, ov:float) -> int: return int(round(ov * size)) if 0 < ov < 1 else int(ov)
+def overlap_chars(size:int, ov:float) -> int: return int(round(ov * size)) if 0 < ov < 1 else int(ov)
 
 # %% ../../nbs/60_retrieval.ipynb #2811953d
 def sweep(
@@ -497,7 +496,7 @@ def sweep(
     t0 = time.perf_counter()
     for size in chunk_sizes:
         for ov in overlaps:
-            o = _overlap(size, ov)
+            o = overlap_chars(size, ov)
             if o >= size: raise ValueError(f"overlap {ov} is not smaller than chunk size {size}")
             cs = splitter(docs, chunk_size=size, chunk_overlap=o)
             r = retriever()
@@ -523,10 +522,11 @@ def plot(self:Sweep,
 
 # %% ../../nbs/60_retrieval.ipynb #c0c187de
 from ..docs.documents import read_text, load_documents, LoadError
-from ..core.options import add_call_options, call_options
 from ..core.safe import inside
 
-def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8', what:str='dataset') -> list:
+
+# %% ../../nbs/60_retrieval.ipynb #1d2fb6f1
+def dataset_documents(df, docs_path, glob, base:Path, encoding:str='utf-8', what:str='dataset') -> list:
     "Documents from `--docs` (folder, file or git URL), else the files `source_doc` names inside the dataset's folder."
     if docs_path:
         s = str(docs_path)
@@ -553,57 +553,3 @@ def _docs_for(df, docs_path, glob, base:Path, encoding:str='utf-8', what:str='da
         out.append(Document(text, str(path.parent), src, path.name, path.suffix, id=src))
     return out
 
-# %% ../../nbs/60_retrieval.ipynb #8966f98a
-def _make_retriever(args):
-    if args.retriever == 'bm25': return BM25Retriever
-    if args.retriever == 'local':
-        embed = local_embedder()
-        return lambda: DenseRetriever(embed, name='minilm-local')
-    llm = LLM(embed_model=args.embed_model, **call_options(args))
-    return lambda: DenseRetriever(llm, name=f'dense ({llm.embed_model})')
-
-# %% ../../nbs/60_retrieval.ipynb #4debbdff
-def _cli_retrieval(args) -> int:
-    df = read_dataset(args.dataset)
-    check_columns(df, ['question', 'source_doc'], args.dataset); check_rows(df, args.dataset)
-    docs = _docs_for(df, args.docs, args.glob, Path(args.dataset).parent, args.encoding, args.dataset)
-    ks = [int(k) for k in str(args.k).split(',') if k.strip()]
-    factory = _make_retriever(args)
-    if len(args.chunk_size) * len(args.chunk_overlap) == 1:
-        chunks = split_documents(docs, chunk_size=args.chunk_size[0],
-                                 chunk_overlap=_overlap(args.chunk_size[0], args.chunk_overlap[0]))
-        rep = evaluate(df, chunks, factory(), ks, docs=docs)
-        print(f"{len(docs)} documents, {len(chunks)} chunks of at most {args.chunk_size[0]} characters")
-        print(rep)
-        if 'question_type' in rep.per_question: print('\nby question type\n' + by_question_type(rep, ks).to_string())
-        if args.out: write_text(args.out, rep.per_question.to_json(orient='records', lines=True))
-    else:
-        sw = sweep(docs, df, factory, args.chunk_size, args.chunk_overlap, ks)
-        cols = ['chunk_size', 'chunk_overlap', 'k', 'n_chunks', 'context_chars', *RETRIEVAL_METRICS]
-        print(sw.results[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-        print(f"sweep: {len(sw.reports)} chunkings in {sw.seconds:.1f} s")
-        if args.out: write_text(args.out, sw.results.to_json(orient='records', lines=True))
-    return 0
-
-# %% ../../nbs/60_retrieval.ipynb #f0ad53ec
-def add_cli(
-    sub   # the `ragnb` command's subparsers
-):
-    "Add the `retrieval` subcommand to the `ragnb` command."
-    p = sub.add_parser('retrieval')
-    p.add_argument('dataset', help='JSONL (or Parquet) dataset with question, source_doc, evidence and its offsets')
-    p.add_argument('--docs', help="folder, file or git URL (cloned) of the source documents (default: the files "
-                   "source_doc names, inside the dataset's folder; a dataset's doc_source is never followed)")
-    p.add_argument('--glob', default='*.md,*.mdx', type=lambda s: tuple(s.split(',')),
-                   help='file patterns under --docs')
-    p.add_argument('--retriever', choices=['bm25', 'dense', 'local'], default='bm25',
-                   help='bm25; dense (OpenAI-compatible embeddings); local (offline MiniLM, the local extra)')
-    p.add_argument('--k', default='1,3,5,10', help='comma-separated cut-offs')
-    p.add_argument('--chunk-size', type=int, nargs='+', default=[1000], help='characters; several values sweep')
-    p.add_argument('--chunk-overlap', type=float, nargs='+', default=[0.2],
-                   help='characters, or a fraction of the chunk size if below 1; several values sweep')
-    p.add_argument('--embed-model', help='embedding model for --retriever dense (default: env RAGNB_EMBED_MODEL)')
-    p.add_argument('--out', help='write per-question scores (or the sweep) as JSONL here')
-    p.add_argument('--encoding', default='utf-8', help='text encoding of the documents, e.g. latin-1 (default: utf-8)')
-    add_call_options(p)
-    p.set_defaults(func=_cli_retrieval)

@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Any, Callable, Mapping
-from ragnb.core.options import in_range
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -22,8 +21,7 @@ from ragnb.core.prices import duration
 from ragnb.core.limits import RETRYABLE, backoff_delay, error_kind
 from ragnb.check.metrics import METRICS, METRIC_GROUPS, METRIC_SPECS, load_results, score
 from ragnb.synth.generate import QA, Dataset
-from ragnb.core.safe import csv_text, write_text
-from ragnb.core.settings import env_model
+from ragnb.core.safe import write_text
 from ragnb.core.llm import LLM
 
 # %% auto #0
@@ -298,7 +296,7 @@ async def arun_system(dataset, # The test set (see `read_questions`)
                       progress:bool=True # A tqdm progress bar
                      ) -> SystemRun:
     "Async `run_system`, for code that already runs an event loop."
-    qs, name = read_questions(dataset, limit), name or _name(system)
+    qs, name = read_questions(dataset, limit), name or system_name(system)
     sem = asyncio.Semaphore(concurrency)
     bar = tqdm(total=len(qs), desc=name, disable=not progress or len(qs) < 2, leave=False)
     async def one(pool, qid, q):
@@ -313,10 +311,12 @@ async def arun_system(dataset, # The test set (see `read_questions`)
         if hasattr(system, 'aclose'): await system.aclose()
     return _collect(name, qs, outs, time.perf_counter() - t0, concurrency)
 
-# %% ../../nbs/62_systems.ipynb #0f831afe
-def _name(system) -> str:
+# %% ../../nbs/62_systems.ipynb #69479989
+def system_name(system) -> str:
+    "A system's name: its `name`, else its `__name__`, else its type's."
     return getattr(system, 'name', None) or getattr(system, '__name__', None) or type(system).__name__
 
+# %% ../../nbs/62_systems.ipynb #0f831afe
 def _collect(name, qs, outs, wall, concurrency) -> SystemRun:
     "Results and failures, in the test set's order."
     results, failures, secs = [], [], {}
@@ -390,7 +390,7 @@ _WRAPPERS.append(lambda o: LangChainSystem(o) if type(o).__module__.startswith('
                  else None)
 
 # %% ../../nbs/62_systems.ipynb #a47a51dd
-from ..check.checker import CheckRun, claim_text, run_checks, usage_table, add_judge_profile
+from ..check.checker import CheckRun, claim_text, run_checks, usage_table
 
 def _abbrev(m:str) -> str: return METRIC_SPECS[m].abbrev  # the paper's Table 3 column name, from the metric table
 def _lower_better() -> str: return ', '.join(s.abbrev for s in METRIC_SPECS.values() if s.lower_is_better)
@@ -874,11 +874,6 @@ def evaluate_system(dataset, # The test set (see `read_questions`)
     return run, chk
 
 # %% ../../nbs/62_systems.ipynb #66ced539
-def _http_kw(args) -> dict:
-    kw = dict(answer_path=args.answer_path, contexts_path=args.contexts_path, question_field=args.question_field,
-              max_bytes=args.max_reply_bytes)
-    return {k: v for k, v in kw.items() if v} | {'timeout': args.timeout or None}
-
 def run_estimate_lines(asked:int,       # Questions the run asks
                        total:int,       # Questions of the test set
                        name:str,        # The system's name
@@ -902,158 +897,3 @@ def run_estimate_lines(asked:int,       # Questions the run asks
                      "left once questions are asked")
     return out
 
-def _cli_run(args) -> int:
-    qs = read_questions(args.dataset)
-    system = load_system(args.system, **_http_kw(args))
-    asked = len(qs) if args.limit is None else min(args.limit, len(qs))
-    for line in run_estimate_lines(asked, len(qs), args.name or _name(system), args.concurrency, args.out,
-                                   args.dry_run):
-        print(f"ragnb run: {line}", file=sys.stderr)
-    if args.dry_run: return 0
-    run = run_system(args.dataset, system, args.name, args.concurrency,
-                     args.timeout or None, args.retries, args.limit, progress=sys.stderr.isatty(), out=args.out)
-    for f in run.failures: print(f"ragnb run: question {f}", file=sys.stderr)
-    s = run.timings().seconds
-    print(f"{run.name}: {len(run.results)} answered, {len(run.failures)} failed; {run.wall:.1f} s "
-          f"(per question median {s.median():.3f} s, max {s.max():.3f} s); wrote {args.out}")
-    return 1 if run.failures else 0
-
-# %% ../../nbs/62_systems.ipynb #d12bcd47
-def _cli_evaluate(args) -> int:
-    from ragnb.core.options import no_endpoint
-    from ragnb.check.checker import judge_profile, profile_reason, estimate_run, check_estimate_lines
-    from ragnb.check.metrics import load_results
-    if not args.dry_run and (msg := no_endpoint('evaluate')):   # answers are checked by a model: say how to get one
-        print(msg, file=sys.stderr); return 2
-    say = lambda line: print(f"ragnb evaluate: {line}", file=sys.stderr)
-    qs, system = read_questions(args.dataset), load_system(args.system, **_http_kw(args))
-    asked = len(qs) if args.limit is None else min(args.limit, len(qs))
-    for line in run_estimate_lines(asked, len(qs), args.name or _name(system), args.concurrency,
-                                   Path(args.out)/'answers.json', args.dry_run): say(line)
-    model = args.model or env_model()
-    profile = judge_profile(args.judge_profile, model)
-    say(f"checking: judge profile {profile_reason(args.judge_profile, model)}; its calls, price and time are said "
-        "once the answers are in, before the first checking call")
-    if args.dry_run: return 0
-    llm = LLM(model=args.model, progress=sys.stderr.isatty())
-    def before_check(results):   # the answers are in: what checking them will send, cost and take
-        e = estimate_run(load_results(results), profile, args.claim_format)
-        for line in check_estimate_lines(e, profile, args.claim_format, extract_model=llm.model,
-                                         check_model=llm.model): say(f"checking {line}")
-    run, chk = evaluate_system(args.dataset, system, args.out, llm, args.name, args.claim_format, args.judge_profile,
-                               before_check, concurrency=args.concurrency, timeout=args.timeout or None,
-                               retries=args.retries, limit=args.limit, progress=sys.stderr.isatty())
-    for f in run.failures: print(f"ragnb evaluate: question {f}", file=sys.stderr)
-    for e in chk.scores.errors: print(f"ragnb evaluate: not scored: {e}", file=sys.stderr)
-    print(json.dumps(chk.scores.overall, indent=1))
-    print(f"{run.name}: {len(run.results)} answered, {len(run.failures)} failed, {len(chk.scores.per_result)} scored; "
-          f"wrote {args.out}/")
-    return 1 if run.failures or chk.scores.errors else 0
-
-# %% ../../nbs/62_systems.ipynb #3e2ebee3
-def _corrected_pairs(args, names:list) -> list:
-    "With `--labels`: each file's metrics corrected by its labels; (baseline, other, `compare_corrected` table) pairs."
-    from ragnb.check.corrected import corrected_metrics, compare_corrected, read_labels
-    from ragnb.check.metrics import load_results
-    if len(args.labels) != len(args.files):
-        raise ValueError(f"--labels: give one labels file per results file ({len(args.files)}), '-' for none")
-    cs = []
-    for f, l in zip(args.files, args.labels):
-        if l == '-': cs.append(None); continue
-        rs = load_results(f)
-        cs.append(corrected_metrics(rs, read_labels(l, rs), alpha=1 - args.confidence, seed=args.seed))
-    return [(names[0], n, compare_corrected(cs[0], c, (names[0], n))) for n, c in zip(names[1:], cs[1:])
-            if cs[0] is not None and c is not None]
-
-def _cli_compare(args) -> int:
-    pairs = None
-    if args.labels:   # read every labels file before anything is printed or written: a bad one stops the command
-        from ragnb.check.corrected import LabelsError
-        names = args.names or [Path(f).stem for f in args.files]
-        try: pairs = _corrected_pairs(args, names)
-        except (LabelsError, ValueError, OSError) as e: print(f"ragnb compare: {e}", file=sys.stderr); return 2
-    cmp = compare(*args.files, names=args.names, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
-    print(cmp)
-    if pairs is not None:
-        for a, b, t in pairs:
-            print(f"\ncorrected by the labels, {b} - {a} (percent, {args.confidence:.0%} intervals):\n"
-                  f"{t.round(1).to_string()}")
-        if not pairs: print("\n--labels: the baseline and at least one other file need labels to compare corrected "
-                            "figures", file=sys.stderr)
-    moves = []
-    for b in cmp.names[1:]:
-        mv = claim_moves(cmp, cmp.baseline, b)
-        moves.append(mv.assign(a=cmp.baseline, b=b))
-        c = mv.groupby(['move', 'cause']).size().to_dict()
-        unmatched = (f"; {mv.attrs['unmatched']} claim(s) of {cmp.baseline} not found in {b} (other extraction): "
-                     "not compared" if mv.attrs['unmatched'] else '')
-        print(f"\nground-truth claims, {cmp.baseline} -> {b}: "
-              + (', '.join(f"{m} ({why}) {n}" for (m, why), n in c.items()) or 'none moved') + unmatched)
-        for m in mv.head(args.moves).itertuples(): print(f"  {m.move:6} {m.cause:9} {m.query_id}: {m.claim}")
-    if args.out:
-        out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
-        # text from the input files (system names, query ids, claims) that a spreadsheet would run is neutralised
-        write_text(out/'table.csv', csv_text(cmp.table(), index=True))
-        write_text(out/'deltas.csv', csv_text(cmp.deltas))
-        write_text(out/'claim_moves.csv', csv_text(pd.concat(moves)))
-        if pairs: write_text(out/'corrected.csv', csv_text(pd.concat([t.assign(a=x, b=y) for x, y, t in pairs])))
-        from ragnb.view.plots import save_figure
-        save_figure(cmp.plot(), out/'comparison.png')
-        print(f"\nwrote {out}/: table.csv, deltas.csv, claim_moves.csv, comparison.png")
-    return 0
-
-# %% ../../nbs/62_systems.ipynb #8853b5f1
-QUESTION_TIMEOUT = 300.0   # seconds per question on the command line: a service that trickles bytes is cut off
-
-def _system_args(p):
-    p.add_argument('dataset',
-                   help='test set: ragnb JSONL/Parquet, RAGChecker JSON, or a ragas JSONL (user_input, reference)')
-    p.add_argument('--system', required=True, help='module:attribute, path/to/file.py:attribute, or an http(s) URL')
-    p.add_argument('--name', help='name of the system in tables and figures')
-    p.add_argument('--concurrency', type=int, default=4, help='questions in flight at once')
-    p.add_argument('--timeout', type=float, default=QUESTION_TIMEOUT,
-                   help=f'seconds per question, in all; past it the question is a timeout failure (default '
-                        f'{QUESTION_TIMEOUT:g}; 0: none)')
-    p.add_argument('--max-reply-bytes', type=int, default=MAX_REPLY_BYTES,
-                   help=f"URL systems: most bytes of a reply read, after decompression (default {MAX_REPLY_BYTES:,})")
-    p.add_argument('--retries', type=int, default=1,
-                   help='retries of rate limits, server errors, timeouts, lost connections')
-    p.add_argument('--limit', type=int, help='only the first N questions')
-    for a, h in (('--answer-path', "URL systems: the answer's path in the reply (default answer)"),
-                 ('--contexts-path', "URL systems: the contexts' path (default contexts)"),
-                 ('--question-field', 'URL systems: the request key (default question)')):
-        p.add_argument(a, help=h)
-
-# %% ../../nbs/62_systems.ipynb #c304eec2
-def add_cli(sub # argparse's subparsers of the `ragnb` command
-           ):
-    "Register `ragnb run`, `ragnb evaluate` and `ragnb compare`."
-    p = sub.add_parser('run')
-    _system_args(p); p.add_argument('--out', required=True, help='RAGChecker input JSON to write')
-    p.add_argument('--dry-run', action='store_true',
-                   help='say the questions and the time the run would take, then stop: no question asked, nothing '
-                        'written')
-    p.set_defaults(func=_cli_run)
-    p = sub.add_parser('evaluate')
-    _system_args(p)
-    p.add_argument('--out', required=True, help='folder for answers.json, checked.json, metrics.json, figures')
-    p.add_argument('--model', help='model that extracts and checks claims (default: RAGNB_MODEL or gpt-4o-mini)')
-    p.add_argument('--claim-format', choices=['triplet', 'sentence'], default='triplet')
-    add_judge_profile(p)
-    p.add_argument('--dry-run', action='store_true',
-                   help='say the questions, the time and the judge profile, then stop: no question asked, no model '
-                        'call, nothing written')
-    p.set_defaults(func=_cli_evaluate)
-    p = sub.add_parser('compare')
-    p.add_argument('files', nargs='+', help='checked RAGChecker JSON files (ragnb check / evaluate output, or '
-                                            'RAGChecker output); the first is the baseline')
-    p.add_argument('--names', nargs='+', help='one name per file (default: the file names)')
-    p.add_argument('--confidence', type=in_range(float, 0, 1, open_lo=True, open_hi=True), default=0.95,
-                   help="the intervals' coverage, between 0 and 1")
-    p.add_argument('--resamples', type=int, default=2000)
-    p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--moves', type=int, default=10, help='claims that move to print per pair')
-    p.add_argument('--out', help='folder for table.csv, deltas.csv, claim_moves.csv and comparison.png')
-    p.add_argument('--labels', nargs='+', help="one labels file per results file (ragnb label; '-' for none): also "
-                                              "compare the figures corrected by them, with intervals")
-    p.set_defaults(func=_cli_compare)
