@@ -10,33 +10,31 @@ import argparse, importlib, sys
 __all__ = ['main']
 
 # %% ../../nbs/80_cli.ipynb #29d6ebc5
+_C = 'ragnb.app.commands.'   # the app layer's command modules, one per stage
 COMMANDS = {  # command: (module that defines it, one-line help)
     'demo': ('ragnb.app.demo', 'run the whole pipeline end to end on bundled documents, with a report (live, local, '
-                           'replayed or scripted)'),
-    'generate': ('ragnb.app.commands.testsets',
-                 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
-    'regions': ('ragnb.app.commands.documents', 'find figure and table regions in a PDF (no model)'),
-    'parse': ('ragnb.app.commands.documents', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
-    'retrieval': ('ragnb.app.commands.systems', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
-    'check': ('ragnb.app.commands.checking',
-              "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
-    'metrics': ('ragnb.app.commands.checking', "RAGChecker's 11 metrics from a checked results file (no model call); "
-                "--labels: corrected by your labels, with intervals"),
-    'label': ('ragnb.view.label', "label a random sample of the judge's claim decisions (Entailment / Neutral / "
+             'replayed or scripted)'),
+    'generate': (_C + 'testsets', 'synthetic factoid QA with verbatim evidence from markdown, critiqued and filtered'),
+    'regions': (_C + 'documents', 'find figure and table regions in a PDF (no model)'),
+    'parse': (_C + 'documents', 'parse a PDF (or DOCX/PPTX) into markdown pages, HTML tables and images'),
+    'retrieval': (_C + 'systems', 'score a retriever on a QA dataset: hit rate, recall, MRR, nDCG by k'),
+    'check': (_C + 'checking', "RAGChecker claim extraction and checking; writes RAGChecker's JSON with metrics"),
+    'metrics': (_C + 'checking', "RAGChecker's 11 metrics from a checked results file (no model call); --labels: "
+                "corrected by your labels, with intervals"),
+    'label': (_C + 'views', "label a random sample of the judge's claim decisions (Entailment / Neutral / "
               'Contradiction) into a labels file, resumable'),
-    'run': ('ragnb.app.commands.systems',
-            'ask a RAG system every question of a test set; writes RAGChecker input with timings and failures'),
-    'evaluate': ('ragnb.app.commands.systems',
-                 'run a RAG system on a test set, check it with RAGChecker, write metrics and figures'),
-    'inspect': ('ragnb.app.commands.testsets',
-                'score a test set itself: coverage, redundancy, difficulty, mix and quality, each with a verdict '
-                '(no model)'),
-    'compare': ('ragnb.app.commands.systems',
-                "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the claims that move"),
-    'meta-eval': ('ragnb.app.commands.checking', 'correlate metric preferences with human pairwise preferences'),
-    'audit': ('ragnb.view.audit', "re-check a labelled RAGChecker file's claims with your judge: accuracy, kappa, "
+    'run': (_C + 'systems', 'ask a RAG system every question of a test set; writes RAGChecker input with timings and '
+            'failures'),
+    'evaluate': (_C + 'systems', 'run a RAG system on a test set, check it with RAGChecker, write metrics and '
+                 'figures'),
+    'inspect': (_C + 'testsets', 'score a test set itself: coverage, redundancy, difficulty, mix and quality, each '
+                'with a verdict (no model)'),
+    'compare': (_C + 'systems', "compare checked runs: RAGChecker's Table 3 with paired bootstrap intervals, and the "
+                'claims that move'),
+    'meta-eval': (_C + 'checking', 'correlate metric preferences with human pairwise preferences'),
+    'audit': (_C + 'views', "re-check a labelled RAGChecker file's claims with your judge: accuracy, kappa, "
               'confusion, metric moves'),
-    'show': ('ragnb.view.trace', 'print the model exchanges behind one dataset row, checked result or parsed page'),
+    'show': (_C + 'views', 'print the model exchanges behind one dataset row, checked result or parsed page'),
     'local': ('ragnb.app.local', 'the local model: install it (explicitly), serve it on 127.0.0.1, show its status'),
     'scripted-server': ('ragnb.testing.scripted', "run ragnb's scripted OpenAI-compatible test server on 127.0.0.1"),
 }

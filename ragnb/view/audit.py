@@ -6,19 +6,13 @@
 __all__ = ['plot_audit', 'DisagreementViewer']
 
 # %% ../../nbs/53_audit.ipynb #e8596e9c
-import html, json, sys
-from pathlib import Path
+import html
 
 import pandas as pd
 from matplotlib.figure import Figure
 from .plots import DisplayFigure
 
-from ..core.llm import LLM
-from ..core.options import add_call_options, call_options, no_endpoint
-from ..core.safe import csv_text, write_text
-from ..check.checker import add_judge_profile
-from ..check.audit import Audit, audit, metric_moves
-from ..synth.generate import Dataset
+from ..check.audit import Audit, metric_moves
 from .widgets import Stepper, StepView
 
 # %% ../../nbs/53_audit.ipynb #5185485f
@@ -73,56 +67,3 @@ class DisagreementViewer:
                              title=f'{len(self.rows)} disagreements of {len(a.pairs)} checks',
                              subtitle=f'judge: {a.model} ({a.profile} profile)')
     def _repr_mimebundle_(self, include=None, exclude=None): return self.view._repr_mimebundle_(include, exclude)
-
-# %% ../../nbs/53_audit.ipynb #b419672d
-def _cli_audit(args) -> int:
-    out = Path(args.out) if args.out else None
-    if out and not out.parent.exists(): raise ValueError(f"{out.parent} does not exist")
-    if msg := no_endpoint('audit'): print(msg, file=sys.stderr); return 2   # the judge is a model: say how to get one
-    llm = LLM(**call_options(args))
-    crit = None
-    if args.review:
-        crit = Dataset.load(args.review)
-    a = audit(args.reference, llm, args.judge_profile, args.checker_model, sample=args.sample, seed=args.seed,
-              critics=crit)
-    s = a.summary
-    print(f"judge {a.model} ({a.profile} profile) against {args.reference}: {s['labelled']} of {s['checks']} checks "
-          f"labelled")
-    print(f"3-way accuracy {s['accuracy']:.1%}, entailment-vs-not {s['binary_accuracy']:.1%}, "
-          f"kappa {s['kappa']:.3f} (3-way) {s['binary_kappa']:.3f} (binary)")
-    with pd.option_context('display.width', 200):
-        print('\nconfusion (rows: reference, columns: judge)\n' + a.confusion.to_string())
-        print('\nper field\n' + a.by_field.to_string())
-        moves = metric_moves(a.reference, a.judged) if a.judged else None
-        if moves is not None:
-            print(f"\nmetrics over {moves.attrs['results']} result(s), points\n" + moves.to_string())
-            print(f"mean absolute difference: {moves.attrs['mean_abs_difference']} points")
-        else: print('\n(a sample: the metrics need every label and are not compared)')
-        if a.critics is not None: print('\ncritics against the human review\n' + a.critics.to_string())
-    if out:
-        out.mkdir(exist_ok=True)   # each file whole or not written (a full disk names the file), text cells that a
-        write_text(out/'pairs.csv', csv_text(a.pairs))   # spreadsheet would run as formulas neutralised
-        write_text(out/'summary.json', json.dumps(dict(summary=s, usage=a.usage, estimated=a.estimated,
-                                                       profile=a.profile, model=a.model,
-                                                       metrics=None if moves is None else moves.to_dict('index')),
-                                                  indent=2))
-        from ragnb.view.plots import save_figure
-        save_figure(plot_audit(a, moves), out/'audit.png', dpi=110)
-        print(f"ragnb audit: wrote {out}/pairs.csv, summary.json, audit.png", file=sys.stderr)
-    return 0
-
-# %% ../../nbs/53_audit.ipynb #97aa0b6f
-def add_cli(sub # `Subcommands` of the `ragnb` parser
-           ):
-    "Register `ragnb audit`."
-    p = sub.add_parser('audit')
-    p.add_argument('reference', help='RAGChecker output JSON with claims and trusted labels')
-    p.add_argument('--checker-model', default=None, help='the judge (default: RAGNB_MODEL)')
-    add_judge_profile(p)
-    p.add_argument('--sample', type=int, help='re-check only N claims, drawn with --seed')
-    p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--review', help="a reviewed dataset (ragnb generate's output after the review widget): how far "
-                   "each critic agrees with the human decisions")
-    p.add_argument('--out', help='folder for pairs.csv, summary.json and audit.png')
-    add_call_options(p)
-    p.set_defaults(func=_cli_audit)

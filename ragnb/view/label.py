@@ -173,27 +173,6 @@ def label_loop(lab:Labeller, # The labeller
     print(lab.progress(), file=out)
     return n
 
-def _cli_label(args) -> int:
-    try: lab = Labeller(args.results, args.labels, args.seed, args.by)
-    except (LabelsError, ValueError, OSError) as e: print(f"ragnb label: {e}", file=sys.stderr); return 2
-    for e in lab.errors: print(f"ragnb label: {args.results}: left out: {e}", file=sys.stderr)
-    print(f"ragnb label: {len(lab.todo)} decisions left; labels go to {lab.path}", file=sys.stderr)
-    n = label_loop(lab, limit=args.limit)
-    print(f"ragnb label: {n} labelled this time. Correct the metrics: ragnb metrics {args.results} --labels "
-          f"{lab.path}", file=sys.stderr)
-    return 0
-
-# %% ../../nbs/54_label.ipynb #c88403b1
-def add_cli(sub # the `argparse` subparsers of the `ragnb` command
-           ):
-    "Register `ragnb label`."
-    p = sub.add_parser('label')
-    p.add_argument('results', help='checked RAGChecker JSON (ragnb check / evaluate output)')
-    p.add_argument('--labels', help='the labels file (default: beside the results, <name>.labels.jsonl)')
-    p.add_argument('--seed', type=int, default=0, help="a new file's sampling seed (an existing file keeps its own)")
-    p.add_argument('--limit', type=int, help='stop after this many claims')
-    p.add_argument('--by', help='who labels (recorded with each label)')
-    p.set_defaults(func=_cli_label)
 
 # %% ../../nbs/54_label.ipynb #eebdd31e
 def plot_corrected(c:Corrected, # Corrected metrics (`corrected_metrics`)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/52_trace.ipynb #3c6391ed
 from __future__ import annotations
-import hashlib, html, json, re, sys
+import hashlib, html, json, re
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any, Callable
@@ -400,7 +400,7 @@ def offline_note(path:str|Path # A parse folder or its manifest
                      + (f"; failed: {f.get('kind')}: {f.get('message')}" if f else ''))
     return '\n'.join(lines)
 
-def _show(path, item_id, cache=None, full=False) -> tuple[str, int]:
+def show_counted(path, item_id, cache=None, full=False) -> tuple[str, int]:
     cache = Path(cache) if cache else calls_beside(path) or default_cache_dir()/'calls.sqlite'
     st = trace_of(path, cache).goto(item_id)
     n = len(chain_exchanges(st.steps()))
@@ -413,35 +413,11 @@ def show(path:str|Path, # A dataset, RAGChecker results, or a parse folder / man
          full:bool=False # Prompts and replies in full
         ) -> str:
     "The chain behind one item of the file at `path`, as text."
-    return _show(path, item_id, cache, full)[0]
+    return show_counted(path, item_id, cache, full)[0]
 
 # %% ../../nbs/52_trace.ipynb #be33c0c6
-from ..core.safe import printable
+#| export
 
-# %% ../../nbs/52_trace.ipynb #826b9617
-def add_cli(sub # The `ragnb` command's subparsers
-           ):
-    "Register `ragnb show`."
-    p = sub.add_parser('show')
-    p.add_argument('file',
-                   help='a dataset (.jsonl/.parquet), RAGChecker results (.json), or a parse folder / manifest.json')
-    p.add_argument('id', help='row id, query id, or page number')
-    p.add_argument('--cache', default=None,
-                   help='call cache file (default: RAGNB_CACHE_DIR or the user cache, calls.sqlite)')
-    p.add_argument('--full', action='store_true', help='print prompts and replies in full')
-    p.set_defaults(func=_cli_show)
-
-# %% ../../nbs/52_trace.ipynb #ad71c07f
-def _cli_show(args) -> int:
-    if note := offline_note(args.file):   # no model was called: say so, and what the parse holds
-        print(printable(note)); return 0
-    out, n = _show(args.file, args.id, args.cache, args.full)
-    print(printable(out))  # a reply's or a page's escape sequences shown, never obeyed
-    if n == 0:
-        print("ragnb show: no exchange found: give the cache the run used (--cache), or re-run it (a cache made before "
-              "traces holds replies without requests)", file=sys.stderr)
-        return 1
-    return 0
 
 # %% ../../nbs/52_trace.ipynb #431b1902
 EXTRACT_PROMPTS = ('extract_claims_triplet', 'extract_claims_sentence', 'repair_json')
