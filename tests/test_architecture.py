@@ -9,7 +9,7 @@ MODULES = sorted('.'.join(p.relative_to(PKG).with_suffix('').parts) for p in PKG
 # The subpackages' floors, from the ground floor up (see ARCHITECTURE.md): a module imports only from its own
 # subpackage or one on a lower floor.
 FLOORS = {'core': 1, 'docs': 2, 'synth': 3, 'check': 4, 'view': 5, 'rag': 6, 'testing': 7, 'app': 8}
-ENTRY = {'testing.scripted', 'app.cli', 'app.demo'}  # may import the scripted model
+ENTRY = {'testing.scripted', 'app.cli', 'app.demo', 'app.commands.scripted'}  # may import the scripted model
 MODEL = {'testing.scripted', 'testing.rules'}  # the scripted model: the test server and its rules
 
 LOADERS = {'lazy', 'import_module', '__import__', 'find_spec'}  # calls that import a module named by a string
@@ -156,28 +156,41 @@ def test_imports_inside_functions_across_rooms_do_not_grow():
 
 
 # Issue 52: the view floor draws and shows; it calls no model. A model is reached through `LLM` (or the checkers built
-# on it), so a view module names them only inside a command (`_cli_*`), which builds the judge from its options.
+# on it); the commands that build one from their options (`ragnb audit`) are in the app layer.
 MODEL_NAMES = {'LLM', 'profile_checker', 'llm_checker', 'small_checker', 'run_checks', 'extract_claims', 'audit',
                'generate_dataset', 'mixed_dataset', 'multimodal_dataset', 'run_system', 'evaluate_system'}
 
 def model_uses(src:str) -> list:
-    "(function, name) for each call of a model-calling name outside a `_cli_*` function."
+    "(function, name) for each call of a model-calling name."
     out = []
     def walk(node, fn):
         for ch in ast.iter_child_nodes(node):
             f = ch.name if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
-            if (isinstance(ch, ast.Call) and getattr(ch.func, 'id', getattr(ch.func, 'attr', None)) in MODEL_NAMES
-                    and not (f or '').startswith('_cli_')):
+            if isinstance(ch, ast.Call) and getattr(ch.func, 'id', getattr(ch.func, 'attr', None)) in MODEL_NAMES:
                 out.append((f, getattr(ch.func, 'id', getattr(ch.func, 'attr', None))))
             walk(ch, f)
     walk(ast.parse(src), None)
     return out
 
 def test_views_call_no_model():
-    assert model_uses("def _cli_x(args):\n    a = audit(r, LLM())\ndef f(x): return LLM()\n") == [('f', 'LLM')]
+    assert model_uses("def _cli_x(args):\n    a = audit(r, LLM())\ndef f(x): return LLM()\n") == [
+        ('_cli_x', 'audit'), ('_cli_x', 'LLM'), ('f', 'LLM')]
     for m in [m for m in MODULES if m.startswith('view.')]:
         assert not model_uses((PKG/(m.replace('.', '/') + '.py')).read_text()), \
-            f"ragnb.{m} calls a model outside a command: move that to the check, synth or rag floor"
+            f"ragnb.{m} calls a model: move that to the check, synth or rag floor (a command: to ragnb.app.commands)"
+
+def commands_below_the_app(src:str) -> list:
+    "Names of the top-level command definitions in `src`: `add_cli` and `_cli_*` functions."
+    return [n.name for n in ast.parse(src).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (n.name == 'add_cli' or n.name.startswith('_cli_'))]
+
+def test_every_command_is_in_the_app_layer():
+    "A stage's module holds its logic; the commands that read options and print to a terminal are `ragnb.app`'s."
+    assert commands_below_the_app("def add_cli(sub): pass\ndef _cli_x(a): pass\ndef run(x): pass\n") == [
+        'add_cli', '_cli_x']
+    for m in [m for m in MODULES if floor(m) < FLOORS['app']]:
+        assert not commands_below_the_app((PKG/(m.replace('.', '/') + '.py')).read_text()), \
+            f"ragnb.{m} defines a command: move it to ragnb.app.commands (one module per stage)"
 
 
 def ragnb_imports(src:str) -> list:

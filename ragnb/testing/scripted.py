@@ -557,25 +557,6 @@ def _run_batch(self:ScriptedServer, bid:str):
 
 ScriptedServer.batch_api = batch_api
 
-# %% ../../nbs/00_scripted.ipynb #dacdd03b
-def add_cli(sub # `Subcommands` of the `ragnb` parser
-           ):
-    p = sub.add_parser('scripted-server')
-    p.add_argument('--port', type=int, default=8765)
-    p.add_argument('--latency', type=float, default=0.0, help='seconds per reply')
-    p.add_argument('--fault-rate', type=float, default=0.0, help='share of requests answered 429/500 (half each)')
-    p.set_defaults(func=_cli_serve)
-
-# %% ../../nbs/00_scripted.ipynb #62e9e3ff
-def _cli_serve(args) -> int:
-    srv = ScriptedServer(port=args.port, latency=args.latency,
-                         faults={'429':args.fault_rate/2, '500':args.fault_rate/2}).start()
-    print(f"serving on {srv.base_url} (Ctrl-C to stop)", flush=True)
-    try:
-        while True: time.sleep(3600)
-    except KeyboardInterrupt: srv.stop()
-    return 0
-
 # %% ../../nbs/00_scripted.ipynb #6019d88d
 LESSON_ENDPOINT = 'http://127.0.0.1:8765/v1'  # the name recorded lesson calls are filed under
 LESSON_MODEL = 'scripted-test-model'
