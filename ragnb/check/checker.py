@@ -23,7 +23,7 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
 __all__ = ['CLAIM_FORMATS', 'Checker', 'json_reply', 'Claims', 'claim_text', 'numbered', 'CheckTask', 'pairwise_checker',
            'overlap_judge', 'judge_profile', 'profile_reason', 'profile_checker', 'extract_claims', 'check_tasks',
            'check_claims', 'usage_table', 'estimate_checks', 'estimate_run', 'time_line', 'check_estimate_lines',
-           'CheckRun', 'check_texts', 'run_checks', 'add_judge_profile']
+           'CheckRun', 'check_texts', 'run_checks']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -880,13 +880,3 @@ def input_mismatch(done:list, # `RAGResult`s of an earlier run's output
             if (f in _INPUT_FIELDS or v is not None) and _as_json(v) != _as_json(getattr(a[q], f)):
                 return f"result {q!r}: its {f} differs"
     return None
-
-# %% ../../nbs/41_checker.ipynb #7f6f680f
-def add_judge_profile(p # An argparse (sub)parser
-                     ):
-    "Add `--judge-profile` (small, default or auto) to a command that checks claims."
-    p.add_argument('--judge-profile', choices=JUDGE_PROFILES, default='auto',
-                   help="how to ask the judge: default (all claims of a reference in one call, 3-way labels), small "
-                   "(Yes/No per claim, for models of 3B parameters or fewer), auto (the default: small for such "
-                   f"models, by the model's name); small is small@{SMALL_VERSION}, small@2 puts the claim last (the "
-                   "prompt before it shared by a reference's claims)")

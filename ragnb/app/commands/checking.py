@@ -16,9 +16,10 @@ from ragnb.core.safe import UnsafeInput, read_json
 from ragnb.core.settings import default_concurrency, env_model
 from ragnb.check.metrics import (check_unique_ids, duplicate_ids, gc_paused, load_results, results_problem, score,
                                  score_many)
-from ragnb.check.checker import (CLAIM_FORMATS, SMALL_BATCH, add_judge_profile, check_estimate_lines, check_texts,
-                                 estimate_run, input_mismatch, judge_profile, profile_reason, run_checks)
+from ragnb.check.checker import (CLAIM_FORMATS, SMALL_BATCH, check_estimate_lines, check_texts, estimate_run,
+                                 input_mismatch, run_checks)
 from ragnb.check.corrected import LabelsError, corrected_metrics, plan_labels, read_labels
+from ragnb.app.commands.options import Profile, add_judge_profile
 from ragnb.check.metaeval import load_human, load_meta_pairs, load_pair_scores, meta_evaluate, run_meta_eval
 
 # %% auto #0
@@ -42,11 +43,10 @@ def _cli_check(args) -> int:
     check_unique_ids(results, f"{src}: ")
     check_texts(results, f"{src}: ", allow_empty=False)
     print(f"ragnb check: {len(results)} results from {src}" + (' (resuming)' if resume else ''), file=sys.stderr)
-    profile = judge_profile(args.judge_profile, args.checker_model or env_model())
-    e = estimate_run(results, profile, args.claim_format, args.claims_per_call)
-    print(f"ragnb check: judge profile {profile_reason(args.judge_profile, args.checker_model or env_model())}",
-          file=sys.stderr)
-    for line in check_estimate_lines(e, profile, args.claim_format, args.claims_per_call, args.extractor_model,
+    profile = Profile.judge(args.judge_profile, args.checker_model or env_model())   # resolved once
+    e = estimate_run(results, profile.name, args.claim_format, args.claims_per_call)
+    print(f"ragnb check: judge profile {profile.reason}", file=sys.stderr)
+    for line in check_estimate_lines(e, profile.name, args.claim_format, args.claims_per_call, args.extractor_model,
                                      args.checker_model, args.batch, args.dry_run):
         print(f"ragnb check: {line}", file=sys.stderr)
     if args.dry_run: return 0

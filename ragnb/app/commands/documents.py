@@ -4,7 +4,7 @@
 
 # %% ../../../nbs/80a_documents.ipynb #4a0b3f66
 from __future__ import annotations
-import argparse, contextlib, json, sys, tempfile
+import argparse, contextlib, dataclasses, json, sys, tempfile
 from ragnb.core.llm import LLM
 from ragnb.core.settings import default_cache_dir
 from ragnb.core.options import add_call_options, call_options, endpoint_configured, in_range
@@ -79,6 +79,24 @@ def _add_regions(sub # `Subcommands` of the `ragnb` parser
     add_engine_args(p)
     p.set_defaults(func=_cli_regions)
 
+# %% ../../../nbs/80a_documents.ipynb #4e308e16
+@dataclasses.dataclass(frozen=True)
+class ParseOptions:
+    "`ragnb parse`'s limits, engine and OCR options, read once from the command line in `parse_document`'s units."
+    max_image_bytes:int; max_part_bytes:int; max_side:int; max_pixels:int; max_image_pixels:int; max_xml_elements:int
+    engine:str; workers:int|None
+    ocr:str; ocr_engine:str; ocr_dpi:int; ocr_language:str; ocr_max_pages:int
+
+    @classmethod
+    def of(cls, args # Parsed arguments of `ragnb parse`
+          ) -> ParseOptions:
+        "The options of parsed arguments: megabytes and megapixels become bytes and pixels."
+        return cls(max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
+                   max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
+                   max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
+                   engine=args.engine, workers=args.workers, ocr=args.ocr, ocr_engine=args.ocr_engine,
+                   ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language, ocr_max_pages=args.ocr_max_pages)
+
 # %% ../../../nbs/80a_documents.ipynb #34f6fba7
 def _cli_parse(args)->int:
     "Parse a document into a folder; exit code 1 when some pages failed, 2 when the document cannot be read."
@@ -114,12 +132,8 @@ def _cli_parse(args)->int:
 def _parse(args, llm, out, before):
     "`parse_document` with the command's options, into `out`, `before` called before the first model call."
     return parse_document(args.file, out, llm=llm, offline=args.offline, pages=args.pages,
-                          max_image_bytes=int(args.max_image_mb * 1e6), max_part_bytes=int(args.max_part_mb * 1e6),
-                          max_side=args.max_page_px, max_pixels=round(args.max_page_mpx * 1e6),
-                          max_image_pixels=round(args.max_image_mpx * 1e6), max_xml_elements=args.max_xml_elements,
-                          engine=args.engine, workers=args.workers, ocr=args.ocr, ocr_engine=args.ocr_engine,
-                          ocr_dpi=args.ocr_dpi, ocr_language=args.ocr_language, ocr_max_pages=args.ocr_max_pages,
-                          before_calls=before, region_cache=not args.dry_run)
+                          **dataclasses.asdict(ParseOptions.of(args)), before_calls=before,
+                          region_cache=not args.dry_run)
 
 # %% ../../../nbs/80a_documents.ipynb #3c140d9e
 def _report_parse(args, res) -> int:

@@ -15,7 +15,8 @@ from ragnb.core.settings import env_model
 from ragnb.docs.documents import split_documents
 from ragnb.synth.generate import check_columns, check_rows, read_dataset
 from ragnb.check.metrics import load_results
-from ragnb.check.checker import add_judge_profile, check_estimate_lines, estimate_run, judge_profile, profile_reason
+from ragnb.check.checker import check_estimate_lines, estimate_run
+from ragnb.app.commands.options import Profile, add_judge_profile
 from ragnb.check.corrected import LabelsError, compare_corrected, corrected_metrics, read_labels
 from ragnb.rag.retrieval import (RETRIEVAL_METRICS, BM25Retriever, DenseRetriever, by_question_type,
                                  dataset_documents, evaluate, local_embedder, overlap_chars, sweep)
@@ -111,15 +112,14 @@ def _cli_evaluate(args) -> int:
     asked = len(qs) if args.limit is None else min(args.limit, len(qs))
     for line in run_estimate_lines(asked, len(qs), args.name or system_name(system), args.concurrency,
                                    Path(args.out)/'answers.json', args.dry_run): say(line)
-    model = args.model or env_model()
-    profile = judge_profile(args.judge_profile, model)
-    say(f"checking: judge profile {profile_reason(args.judge_profile, model)}; its calls, price and time are said "
+    profile = Profile.judge(args.judge_profile, args.model or env_model())   # resolved once
+    say(f"checking: judge profile {profile.reason}; its calls, price and time are said "
         "once the answers are in, before the first checking call")
     if args.dry_run: return 0
     llm = LLM(model=args.model, progress=sys.stderr.isatty())
     def before_check(results):   # the answers are in: what checking them will send, cost and take
-        e = estimate_run(load_results(results), profile, args.claim_format)
-        for line in check_estimate_lines(e, profile, args.claim_format, extract_model=llm.model,
+        e = estimate_run(load_results(results), profile.name, args.claim_format)
+        for line in check_estimate_lines(e, profile.name, args.claim_format, extract_model=llm.model,
                                          check_model=llm.model): say(f"checking {line}")
     run, chk = evaluate_system(args.dataset, system, args.out, llm, args.name, args.claim_format, args.judge_profile,
                                before_check, concurrency=args.concurrency, timeout=args.timeout or None,

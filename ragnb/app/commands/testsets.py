@@ -17,10 +17,10 @@ from ragnb.core.prompts import DEFAULT_AUDIENCE
 from ragnb.core.safe import write_text
 from ragnb.core.settings import default_cache_dir
 from ragnb.docs.documents import DEFAULT_GLOB, load_documents, split_many
-from ragnb.synth.generate import (CRITIQUE_PROFILES, all_calls_failed, critic_consistency, critic_profile,
-                                  critic_profile_reason, estimate_generation, estimate_lines, generate_dataset,
-                                  query_ids, read_testset, sample_chunks)
+from ragnb.synth.generate import (CRITIQUE_PROFILES, all_calls_failed, critic_consistency, estimate_generation,
+                                  estimate_lines, generate_dataset, query_ids, read_testset, sample_chunks)
 from ragnb.synth.diversity import estimate_mixed, mixed_dataset, mixed_estimate_lines
+from ragnb.app.commands.options import Profile
 from ragnb.rag.inspect import closed_book_estimate, compare_testsets, inspect_testset
 
 # %% auto #0
@@ -92,15 +92,16 @@ def _names(s:str|None)->list|None:
     "A comma-separated option's values (`--styles`, `--lengths`), None when not given."
     return [x.strip() for x in s.split(',') if x.strip()] if s else None
 
-def _say_estimate(args, docs):
-    "Print what the run will send, cost and take, reading the call cache only."
+def _say_estimate(args, docs, profile:Profile|None=None):
+    "Print what the run will send, cost and take, reading the call cache only (`profile`: the critique profile)."
     say = lambda line: print(f"ragnb generate: {line}", file=sys.stderr)
     llm = LLM(model=args.model, cache=False, progress=False, **call_options(args))
     path = default_cache_dir()/'calls.sqlite'   # read only: a dry run writes nothing, the cache folder included
     llm.cache = CallCache(path, readonly=True) if path.is_file() else None
+    profile = profile or Profile.critique(args.critique_profile, llm.model)
     if args.dry_run:
         say(f"model {llm.model} at {llm.base_url}; replies would be cached in {path}")
-        say(f"critique profile {critic_profile_reason(args.critique_profile, llm.model)}")
+        say(f"critique profile {profile.reason}")
     if args.question_types is not None:   # the mixed flow: its plan, stage by stage
         e = estimate_mixed(docs, llm, args.question_types, args.audience, args.questions_per_chunk, args.language,
                            args.chunk_size, args.chunk_overlap, args.max_chunks, args.seed,
@@ -111,9 +112,8 @@ def _say_estimate(args, docs):
         return
     chunks = sample_chunks(split_many(docs, args.chunk_size, args.chunk_overlap, args.engine, args.workers),
                            args.max_chunks, args.seed)
-    profile = critic_profile(args.critique_profile, llm.model)
     e = estimate_generation(chunks, llm, args.audience, args.questions_per_chunk, args.language, args.structured,
-                            profile, args.critic_samples, args.second_critic_model is not None)
+                            profile.name, args.critic_samples, args.second_critic_model is not None)
     secs = llm.cache.call_seconds(llm.model, list(e['prompts'])) if llm.cache is not None else {}
     for line in estimate_lines(e, llm.model, secs, args.batch, args.dry_run): say(line)
 
@@ -140,9 +140,9 @@ def _cli_generate(args)->int:
                   chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, max_chunks=args.max_chunks,
                   seed=args.seed, min_score=args.min_score, require_evidence=not args.keep_unfound_evidence,
                   check_language=not args.no_language_check, critique_profile=args.critique_profile)
-    print(f"ragnb generate: critique profile {critic_profile_reason(args.critique_profile, llm.model)}",
-          file=sys.stderr)
-    _say_estimate(args, docs)   # before the first call
+    profile = Profile.critique(args.critique_profile, llm.model)   # resolved once
+    print(f"ragnb generate: critique profile {profile.reason}", file=sys.stderr)
+    _say_estimate(args, docs, profile)   # before the first call
     if args.question_types is None:  # the seed's factoids: `30_generate`'s flow
         ds = generate_dataset(docs, llm, **common, structured=args.structured, critic_samples=args.critic_samples,
                               second_critic=critic2, require_consistent=args.require_consistent, engine=args.engine,

@@ -11,7 +11,7 @@ from ragnb.core.llm import LLM
 from ragnb.core.options import add_call_options, call_options, no_endpoint
 from ragnb.core.safe import csv_text, printable, write_text
 from ragnb.synth.generate import Dataset
-from ragnb.check.checker import add_judge_profile
+from ragnb.app.commands.options import add_judge_profile
 from ragnb.check.audit import audit, metric_moves
 from ragnb.check.corrected import LabelsError
 from ragnb.view.plots import save_figure   # loaded already: the audit's figure is drawn in the view floor
