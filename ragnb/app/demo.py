@@ -10,7 +10,7 @@ from pathlib import Path
 from ..core.llm import LLM, Endpoint, Pacing, Replies
 from ..core.calls import Usage
 from ..core.cache import CallCache
-from ..core.options import add_call_options, call_options
+from .commands.options import add_call_options, call_options
 from ..core.safe import atomic_write, write_text
 
 # %% auto #0

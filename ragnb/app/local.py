@@ -8,7 +8,7 @@ import hashlib, importlib.util, json, os, re, secrets, shutil, socket, subproces
 import urllib.error, urllib.request
 from fastcore.basics import patch
 from pathlib import Path
-from ..core.options import in_range
+from .commands.options import in_range
 from ..core.llm import LLM, Endpoint, Pacing
 from ..core.settings import default_cache_dir
 

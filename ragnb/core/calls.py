@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ragnb.core.display import md_escape, fenced
 
 # %% auto #0
-__all__ = ['text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request']
+__all__ = ['text_part', 'image_part', 'Usage', 'Failure', 'LLMError', 'ParseError', 'Result', 'Request', 'calls_failed_message']
 
 # %% ../../nbs/14e_calls.ipynb #ee5f19b2
 def text_part(text:str # The text
@@ -130,3 +130,38 @@ class Request:
     model:str|None=None
     params:dict=field(default_factory=dict)
     schema:dict|None=None  # JSON schema of the reply, sent as `response_format` where the endpoint takes one
+
+# %% ../../nbs/14e_calls.ipynb #fc77c69c
+FIXES = {   # failure kind (`core.calls.Failure.kind`) -> what usually fixes it
+    'connection': "check that the server is running and that OPENAI_BASE_URL names it (scheme, host, port, /v1)",
+    'timeout': "the server is slow or busy: raise --first-token-timeout / --timeout, or lower --concurrency",
+    'interrupted': "this server cuts a stream short when another call arrives: run with --concurrency 1",
+    'auth': "check OPENAI_API_KEY: it is missing, wrong, or for another endpoint",
+    'rate_limit': "the endpoint's quota is spent: lower --concurrency, or wait and run again (done calls are cached)",
+    'server_error': "the server failed (HTTP 5xx): see its log; a run again reuses every reply already cached",
+    'bad_request': ("the endpoint refused the request: check the model name (RAGNB_MODEL or --model) against its "
+                    "/v1/models, and that it serves chat completions"),
+    'empty': ("the server answered with no text: a model still loading, or a chat template that does not fit it; "
+              "send it one prompt by hand (curl .../chat/completions), or try --no-stream"),
+    'bad_reply': ("the server's reply is not an OpenAI chat completion: check that OPENAI_BASE_URL is the API's /v1 "
+                  "address, or try --no-stream"),
+    'truncated': "the replies hit the token cap: raise --max-tokens",
+    'parse': "the model does not follow the reply format: use a larger model, or a small-model profile",
+    'replay_miss': "this recording has no reply for these settings: run with a live endpoint, or the recorded settings",
+}
+
+def failure_fix(kind:str # A failure's kind
+               ) -> str:
+    "What usually fixes a failure of this kind, in one line."
+    return FIXES.get(kind, "see the first failure above, and `ragnb show` on the output for every exchange")
+
+# %% ../../nbs/14e_calls.ipynb #47d85900
+def calls_failed_message(n:int, # Calls made
+                         kind:str, # The first failure's kind
+                         message:str, # The first failure's message
+                         model:str|None=None, # The model asked
+                         endpoint:str|None=None # Its base URL
+                        ) -> str:
+    "'all N calls failed: <first reason> (model M at E); likely fix: ...'."
+    at = f" (model {model} at {endpoint})" if model or endpoint else ''
+    return f"all {n} calls failed: {message}{at}; likely fix: {failure_fix(kind)}"

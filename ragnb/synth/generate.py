@@ -16,7 +16,7 @@ from rapidfuzz import fuzz, process, utils
 from ragnb.docs.evidence import ground
 from ragnb.core.llm import LLM, by_prefix
 from ragnb.core.calls import Request, Result, Usage, ParseError
-from ragnb.core.options import calls_failed_message
+from ragnb.core.calls import calls_failed_message
 from ragnb.core.prompts import (get_prompt, labelled_fields, DEFAULT_AUDIENCE, CRITERIA, SMALL_CRITIQUE_PROMPTS,
                                 model_size, is_small_model)
 from ragnb.docs.documents import Document, Chunk, load_documents, split_many

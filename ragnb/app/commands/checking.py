@@ -11,7 +11,8 @@ pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at 
 from ragnb.core.llm import LLM, Pacing
 from ragnb.core.batch import BatchAPI
 from ragnb.core.engine import add_engine_args
-from ragnb.core.options import add_call_options, call_options, check_output, in_range, no_endpoint
+from ragnb.app.commands.options import (Profile, add_call_options, add_judge_profile, call_options, check_output,
+                                       in_range, no_endpoint)
 from ragnb.core.safe import UnsafeInput, read_json
 from ragnb.core.settings import default_concurrency, env_model
 from ragnb.check.metrics import (check_unique_ids, duplicate_ids, gc_paused, load_results, results_problem, score,
@@ -19,7 +20,6 @@ from ragnb.check.metrics import (check_unique_ids, duplicate_ids, gc_paused, loa
 from ragnb.check.checker import (CLAIM_FORMATS, SMALL_BATCH, check_estimate_lines, check_texts, estimate_run,
                                  input_mismatch, run_checks)
 from ragnb.check.corrected import LabelsError, corrected_metrics, plan_labels, read_labels
-from ragnb.app.commands.options import Profile, add_judge_profile
 from ragnb.check.metaeval import load_human, load_meta_pairs, load_pair_scores, meta_evaluate, run_meta_eval
 
 # %% auto #0

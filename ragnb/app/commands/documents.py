@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, contextlib, dataclasses, json, sys, tempfile
 from ragnb.core.llm import LLM
 from ragnb.core.settings import default_cache_dir
-from ragnb.core.options import add_call_options, call_options, endpoint_configured, in_range
+from ragnb.app.commands.options import add_call_options, call_options, endpoint_configured, in_range
 from ragnb.core.engine import add_engine_args
 from ragnb.core.batch import BatchAPI
 from ragnb.core.cache import CallCache

@@ -9,14 +9,14 @@ from pathlib import Path
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use: `ragnb compare --help` starts at once
 from ragnb.core.llm import LLM
-from ragnb.core.options import add_call_options, call_options, in_range, no_endpoint
+from ragnb.app.commands.options import (Profile, add_call_options, add_judge_profile, call_options, in_range,
+                                       no_endpoint)
 from ragnb.core.safe import csv_text, write_text
 from ragnb.core.settings import env_model
 from ragnb.docs.documents import split_documents
 from ragnb.synth.generate import check_columns, check_rows, read_dataset
 from ragnb.check.metrics import load_results
 from ragnb.check.checker import check_estimate_lines, estimate_run
-from ragnb.app.commands.options import Profile, add_judge_profile
 from ragnb.check.corrected import LabelsError, compare_corrected, corrected_metrics, read_labels
 from ragnb.rag.retrieval import (RETRIEVAL_METRICS, BM25Retriever, DenseRetriever, by_question_type,
                                  dataset_documents, evaluate, local_embedder, overlap_chars, sweep)

@@ -12,7 +12,7 @@ from ragnb.core.llm import LLM, Pacing
 from ragnb.core.batch import BatchAPI
 from ragnb.core.cache import CallCache
 from ragnb.core.engine import add_engine_args
-from ragnb.core.options import add_call_options, call_options, check_output, no_endpoint
+from ragnb.app.commands.options import Profile, add_call_options, call_options, check_output, no_endpoint
 from ragnb.core.prompts import DEFAULT_AUDIENCE
 from ragnb.core.safe import write_text
 from ragnb.core.settings import default_cache_dir
@@ -20,7 +20,6 @@ from ragnb.docs.documents import DEFAULT_GLOB, load_documents, split_many
 from ragnb.synth.generate import (CRITIQUE_PROFILES, all_calls_failed, critic_consistency, estimate_generation,
                                   estimate_lines, generate_dataset, query_ids, read_testset, sample_chunks)
 from ragnb.synth.diversity import estimate_mixed, mixed_dataset, mixed_estimate_lines
-from ragnb.app.commands.options import Profile
 from ragnb.rag.inspect import closed_book_estimate, compare_testsets, inspect_testset
 
 # %% auto #0
