@@ -21,9 +21,8 @@ from ragnb.check.metrics import (LABELS, RAGResult, Scores, load_results, save_r
 
 # %% auto #0
 __all__ = ['CLAIM_FORMATS', 'Checker', 'json_reply', 'Claims', 'claim_text', 'numbered', 'CheckTask', 'pairwise_checker',
-           'overlap_judge', 'judge_profile', 'profile_reason', 'profile_checker', 'extract_claims', 'check_tasks',
-           'check_claims', 'usage_table', 'estimate_checks', 'estimate_run', 'time_line', 'check_estimate_lines',
-           'CheckRun', 'check_texts', 'run_checks']
+           'overlap_judge', 'judge_profile', 'profile_checker', 'extract_claims', 'check_tasks', 'check_claims',
+           'usage_table', 'estimate_checks', 'estimate_run', 'time_line', 'CheckRun', 'check_texts', 'run_checks']
 
 # %% ../../nbs/41_checker.ipynb #2f0e22fb
 def json_reply(text:str # A model reply
@@ -758,6 +757,7 @@ def time_line(e:dict, # From `estimate_run`
 # %% ../../nbs/41_checker.ipynb #338794a7
 from ..core.prices import cost_of, price_line
 
+# %% ../../nbs/41_checker.ipynb #08ff8c32
 def check_estimate_lines(e:dict, # From `estimate_run`
                          profile:str, # The judge profile, resolved
                          claim_format:str='triplet', # 'triplet' or 'sentence'

@@ -19,9 +19,9 @@ from ragnb.core.safe import write_text
 
 # %% auto #0
 __all__ = ['LABELS', 'ENTAILMENT', 'NEUTRAL', 'CONTRADICTION', 'METRIC_SPECS', 'METRICS', 'METRIC_GROUPS', 'SIDES', 'CLAIM_FLAGS',
-           'ResultError', 'CheckingDataError', 'LabelBatch', 'gc_paused', 'MetricSpec', 'register_metric',
-           'unregister_metric', 'claim_metrics', 'overall', 'flat_metrics', 'Scores', 'check_unique_ids', 'score',
-           'score_many', 'compare', 'RAGResult', 'load_results', 'results_frame', 'attach_metrics', 'save_results']
+           'ResultError', 'CheckingDataError', 'LabelBatch', 'MetricSpec', 'register_metric', 'unregister_metric',
+           'claim_metrics', 'overall', 'flat_metrics', 'Scores', 'check_unique_ids', 'score', 'score_many', 'compare',
+           'RAGResult', 'load_results', 'results_frame', 'attach_metrics', 'save_results']
 
 # %% ../../nbs/40_metrics.ipynb #8afc6e5b
 LABELS = ('Entailment', 'Neutral', 'Contradiction')
@@ -137,6 +137,7 @@ class LabelBatch:
 # %% ../../nbs/40_metrics.ipynb #0ba14d67
 import functools, gc
 
+# %% ../../nbs/40_metrics.ipynb #9156577a
 def gc_paused(f):
     "`f` with Python's cyclic garbage collector paused while it runs (then back as it was)."
     @functools.wraps(f)

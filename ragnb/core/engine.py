@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['map_items', 'add_engine_args']
+__all__ = ['map_items']
 
 # %% ../../nbs/16_engine.ipynb #d879f961
 ENGINES = ('local', 'ray')

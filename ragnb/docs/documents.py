@@ -15,8 +15,8 @@ from ragnb.core.display import md_escape, fenced
 
 # %% auto #0
 __all__ = ['DOCUMENT_FORMATS', 'DEFAULT_GLOB', 'Document', 'LoadIssue', 'LoadError', 'read_text', 'Documents', 'DocumentFormat',
-           'register_format', 'format_names', 'load_folder', 'clone', 'load_documents', 'Chunk', 'split_document',
-           'split_documents', 'split_many']
+           'register_format', 'load_folder', 'clone', 'load_documents', 'Chunk', 'split_document', 'split_documents',
+           'split_many']
 
 # %% ../../nbs/20_documents.ipynb #39b44a47
 def _preview(text:str, n:int=600)->str:
@@ -133,12 +133,14 @@ def register_format(fmt:DocumentFormat # The format's row
     DOCUMENT_FORMATS[fmt.suffix] = fmt
     return fmt
 
+# %% ../../nbs/20_documents.ipynb #f284c197
 def format_names(parsed:bool # The parsed formats (`ragnb parse`), else the text ones
                 ) -> str:
     "The registered formats of one kind in alphabetical order, for a help text, e.g. 'DOCX, PDF or PPTX'."
     ns = sorted(f.name for f in DOCUMENT_FORMATS.values() if (f.parse is not None) == parsed)
     return ' or '.join([', '.join(ns[:-1]), ns[-1]] if len(ns) > 1 else ns)
 
+# %% ../../nbs/20_documents.ipynb #95618b13
 for _f in (DocumentFormat('.md', 'Markdown'), DocumentFormat('.mdx', 'MDX')): register_format(_f)
 
 # %% ../../nbs/20_documents.ipynb #a1119dda

@@ -16,7 +16,7 @@ from ..core.safe import write_text
 # %% auto #0
 __all__ = ['TABLE_TAGS', 'FENCED_TABLE', 'BARE_TABLE', 'IMAGE_REF', 'TABLE_REF', 'OFFLINE_MARK', 'DocumentError', 'doc_id',
            'png_html', 'sanitize_html', 'grid_html', 'expand', 'cells_html', 'Segment', 'ParsedPage', 'ParsedDoc',
-           'claim_folder', 'page_list']
+           'claim_folder']
 
 # %% ../../nbs/22_pages.ipynb #62e619e6
 class DocumentError(ValueError):

@@ -23,7 +23,7 @@ from ragnb.core.settings import default_cache_dir
 # %% auto #0
 __all__ = ['MAX_IMAGE_PIXELS', 'MAX_SIDE', 'MAX_PIXELS', 'drawing_rects', 'image_rects', 'merge_rects', 'page_regions',
            'has_layout', 'detect_regions', 'Region', 'pdf_regions', 'render_regions', 'mark_page', 'regions_many',
-           'find_regions', 'page_estimate_lines', 'parse_pdf']
+           'find_regions', 'parse_pdf']
 
 # %% ../../nbs/23_pdf.ipynb #a23ced0c
 def open_pdf(
@@ -1301,6 +1301,7 @@ def page_estimate_lines(e:dict,              # From `estimate_pages`
             f"~{e['completion_tokens']:,} completion tokens",
             price_line(e['cost'], e['model'], batch), time_line({e['prompt']: e['to_call']}, seconds or {}, e['model'])]
 
+# %% ../../nbs/23_pdf.ipynb #663f1515
 def _parse_vision(path:Path, did:str, out:Path, pnos:list, by_page:dict, marked:dict, llm:LLM|None,
                   prompt:Prompt|str, model:str|None, doc:pymupdf.Document, before_calls=None) -> ParsedDoc|None:
     ("The pages parsed by a vision model from their marked images; a failed call leaves its page with the failure. "

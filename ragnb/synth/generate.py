@@ -25,11 +25,10 @@ from ragnb.core.safe import atomic_path, atomic_write, printable, read_json
 
 # %% auto #0
 __all__ = ['CRITIQUE_PROFILES', 'SEED_EXAMPLE', 'REPLY_TOKENS', 'parse_factoid', 'Critique', 'parse_rating', 'QA', 'clean_field',
-           'failure_record', 'factoid_request', 'generate_questions', 'critic_profile', 'critic_profile_reason',
-           'critique_request', 'critique', 'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'read_rows',
-           'read_dataset', 'query_ids', 'check_columns', 'check_rows', 'language_code', 'text_language',
-           'check_languages', 'sample_chunks', 'generate_dataset', 'estimate_generation', 'estimate_lines',
-           'all_calls_failed']
+           'failure_record', 'factoid_request', 'generate_questions', 'critic_profile', 'critique_request', 'critique',
+           'critic_consistency', 'critic_agreement', 'select', 'Dataset', 'read_rows', 'read_dataset', 'query_ids',
+           'check_columns', 'check_rows', 'language_code', 'text_language', 'check_languages', 'sample_chunks',
+           'generate_dataset', 'estimate_generation', 'all_calls_failed']
 
 # %% ../../nbs/30_generate.ipynb #93b421c0
 _LABEL = r'[ \t>#*_\-]*(?:\*\*|__)?[ \t]*'
@@ -297,6 +296,7 @@ def critic_profile(profile:str, # 'default', 'small' or 'auto'
     if profile != 'auto': return profile
     return 'small' if is_small_model(model) else 'default'
 
+# %% ../../nbs/30_generate.ipynb #c19bb4ff
 def critic_profile_reason(profile:str, # As asked
                           model:str|None # The critic's model name
                          ) -> str:
@@ -994,6 +994,7 @@ def estimate_generation(chunks:list[Chunk], # The passages a run will write ques
                          **{(get_prompt(SMALL_CRITIQUE_PROMPTS[k]) if profile == 'small' else
                              get_prompt(f'critique_{k}')).id: crit // len(CRITERIA) for k in CRITERIA}})
 
+# %% ../../nbs/30_generate.ipynb #0118b808
 def estimate_lines(e:dict, # From `estimate_generation`
                    model:str, # The model's name
                    seconds:dict|None=None, # Prompt id -> seconds of earlier calls (`CallCache.call_seconds`)
