@@ -2,7 +2,7 @@
 import gc, json, subprocess, sys
 import pytest
 from ragnb.app.cli import COMMANDS
-from ragnb.core.llm import follows_schema, schema_error
+from ragnb.core.schema import follows_schema, schema_error
 from ragnb.check.metrics import CheckingDataError, score
 
 HEAVY = ('jsonschema', 'openai', 'pandas', 'langchain_text_splitters', 'scipy', 'matplotlib', 'aiohttp', 'bm25s')
@@ -28,7 +28,7 @@ def test_command_help_loads_no_heavy_library(command):
     assert loaded_after(code) == []
 
 def test_ragnb_schemas_checked_without_jsonschema():
-    code = ("from ragnb.core.llm import follows_schema\nfrom ragnb.synth.generate import QA_SCHEMA, RATING_SCHEMA\n"
+    code = ("from ragnb.core.schema import follows_schema\nfrom ragnb.synth.generate import QA_SCHEMA, RATING_SCHEMA\n"
             "from ragnb.check.checker import LABELS_SCHEMA, claims_schema\n"
             "assert follows_schema('{\"question\": \"q\", \"answer\": \"a\"}', QA_SCHEMA)\n"
             "assert follows_schema('{\"evaluation\": \"e\", \"total_rating\": 4}', RATING_SCHEMA) is None\n"

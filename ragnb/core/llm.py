@@ -20,6 +20,7 @@ from ragnb.core.settings import (DEADLINES, DEFAULT_EMBED_MODEL, Progress, defau
                                  env_model, env_number, is_local, show_progress, task_cap)
 from ragnb.core.limits import (BadReply, NotSent, RETRYABLE, RateLimiter, backoff_delay, error_kind, retry_after,
                                http_lib, http_request, Interrupted)
+from ragnb.core.schema import follows_schema
 openai = lazy('openai')  # imported at the first call: see below
 
 # %% auto #0
@@ -238,70 +239,6 @@ def refuses_format(f:Failure # The failure of a call
                   ) -> bool:
     "Whether a failed call was the endpoint refusing `response_format`: a 4xx or 5xx whose message names it."
     return f.kind in ('bad_request', 'server_error') and bool(_FORMAT_WORDS.search(f.message))
-
-# %% ../../nbs/14_llm.ipynb #7201d258
-_TYPES = {'object': dict, 'array': list, 'string': str, 'boolean': bool, 'null': type(None)}
-_KEYWORDS = {'title', 'description', 'type', 'properties', 'required', 'additionalProperties', 'items', 'enum',
-             'minItems', 'maxItems', 'minimum', 'maximum', 'minLength', 'maxLength'}
-
-def _simple(schema) -> bool:
-    "Whether `schema` uses only `_KEYWORDS` (and boolean `additionalProperties`), all the way down."
-    if not isinstance(schema, dict) or not set(schema) <= _KEYWORDS: return False
-    if not isinstance(schema.get('additionalProperties', False), bool): return False
-    subs = list((schema.get('properties') or {}).values()) + ([schema['items']] if 'items' in schema else [])
-    return all(_simple(s) for s in subs)
-
-def _is_type(v, t:str) -> bool:
-    if t in ('integer', 'number'):
-        if isinstance(v, bool) or not isinstance(v, (int, float)): return False
-        return t == 'number' or isinstance(v, int) or float(v).is_integer()
-    return isinstance(v, _TYPES[t])
-
-# %% ../../nbs/14_llm.ipynb #212613b4
-def schema_error(v, # A JSON value
-                 schema:dict, # A JSON schema of `_KEYWORDS` only (`_simple`)
-                 at:str='' # Where `v` is in the reply, for the message
-                ) -> str|None:
-    "What first breaks `schema` in `v` (messages as jsonschema's), or None."
-    where = f" at {at}" if at else ''
-    t = schema.get('type')
-    if t is not None and not any(_is_type(v, x) for x in (t if isinstance(t, list) else [t])):
-        return f"{v!r} is not of type {t!r}{where}"
-    if 'enum' in schema and not any(v == e and isinstance(v, bool) == isinstance(e, bool) for e in schema['enum']):
-        return f"{v!r} is not one of {schema['enum']!r}{where}"
-    n = len(v) if isinstance(v, (str, list)) else None
-    lo, hi = ('minItems', 'maxItems') if isinstance(v, list) else ('minLength', 'maxLength')
-    if n is not None and n < schema.get(lo, 0): return f"{v!r} is too short{where}"
-    if n is not None and hi in schema and n > schema[hi]: return f"{v!r} is too long{where}"
-    num = isinstance(v, (int, float)) and not isinstance(v, bool)
-    if num and 'minimum' in schema and v < schema['minimum']: return f"{v!r} is less than {schema['minimum']}{where}"
-    if num and 'maximum' in schema and v > schema['maximum']: return f"{v!r} is more than {schema['maximum']}{where}"
-    if isinstance(v, dict):
-        props = schema.get('properties') or {}
-        if (k := next((k for k in schema.get('required', []) if k not in v), None)) is not None:
-            return f"{k!r} is a required property{where}"
-        if schema.get('additionalProperties', True) is False and (extra := [k for k in v if k not in props]):
-            return f"Additional properties are not allowed ({extra[0]!r} was unexpected){where}"
-        for k, s in props.items():
-            if k in v and (e := schema_error(v[k], s, f"{at}.{k}" if at else k)): return e
-    if isinstance(v, list) and isinstance(schema.get('items'), dict):
-        for i, x in enumerate(v):
-            if (e := schema_error(x, schema['items'], f"{at}[{i}]")): return e
-    return None
-
-# %% ../../nbs/14_llm.ipynb #0aa522b6
-def follows_schema(text:str, # A reply
-                   schema:dict # The JSON schema it was asked to follow
-                  ) -> str|None:
-    "None when `text` is one bare JSON value valid under `schema`, else what is wrong with it."
-    try: v = json.loads(text)
-    except (json.JSONDecodeError, TypeError): return f"not bare JSON: {str(text)[:60]!r}"
-    if _simple(schema): err = schema_error(v, schema)
-    else:  # other keywords: jsonschema, imported here (with its format checkers it takes a second or more)
-        import jsonschema
-        e = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(v))
-        err = None if e is None else e.message
-    return None if err is None else f"does not follow the schema: {err[:120]}"
 
 # %% ../../nbs/14_llm.ipynb #f7265b1d
 _SECRET = re.compile(r'\b(sk|az|key)-[\w-]{6,}', re.I)
