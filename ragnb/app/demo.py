@@ -12,6 +12,11 @@ from ..core.calls import Usage
 from ..core.cache import CallCache
 from .commands.options import add_call_options, call_options
 from ..core.safe import atomic_write, write_text
+# loaded already through the command options (check.checker, synth.generate): at the top, not deferred
+from ..docs.documents import load_documents, split_documents
+from ..synth.generate import all_calls_failed, generate_dataset
+from ..check.metrics import load_results
+from ..check.checker import judge_profile, run_checks
 
 # %% auto #0
 __all__ = ['sample_docs', 'few']
@@ -546,7 +551,6 @@ def save_figures(out:Path, # The run's folder
     if lp.exists():
         from ragnb.check.corrected import LabelsError, corrected_metrics, read_labels
         from ragnb.view.label import plot_corrected
-        from ragnb.check.metrics import load_results
         try:
             rs = load_results(checked)
             c = corrected_metrics(rs, read_labels(lp, rs))
@@ -563,7 +567,6 @@ def save_figures(out:Path, # The run's folder
 # %% ../../nbs/82_demo.ipynb #86d4da41
 def _demo_questions(docs, m, out:Path, st, max_chunks, log, passage_size:int=DEFAULTS['passage_size']) -> 'Dataset':
     "Step 2: questions generated and critiqued, the dataset saved; raises when no question can be evaluated."
-    from ragnb.synth.generate import generate_dataset, all_calls_failed
     with st('questions'):   # the critics' and the judge's profiles follow the model's size (small for 3B or fewer)
         ds = generate_dataset(docs, m.llm, max_chunks=max_chunks, min_score=KEEP, chunk_size=passage_size,
                               chunk_overlap=passage_size // 10, critique_profile='auto')
@@ -580,10 +583,8 @@ def _demo_questions(docs, m, out:Path, st, max_chunks, log, passage_size:int=DEF
 def _demo_checks(docs, kept, m, out:Path, st, info:dict, chunk_size:int, k:int, log) -> tuple:
     ("Steps 3 and 4: BM25 retrieval scored on the kept questions, the baseline RAG's answers written and checked with "
      "RAGChecker; returns the chunks, the retrieval report, the RAG run and the checking run.")
-    from ragnb.docs.documents import split_documents
     from ragnb.rag.retrieval import BM25Retriever, evaluate
     from ragnb.rag.pipeline import rag_pipeline
-    from ragnb.check.checker import run_checks
     with st('retrieval'):
         chunks = split_documents(docs, chunk_size=chunk_size, chunk_overlap=chunk_size // 10)
         report = evaluate(kept, chunks, BM25Retriever(), ks=(1, 3, 5, 10), docs=docs)
@@ -605,7 +606,6 @@ def _demo_summary(m, info:dict, params:dict, docs, ds, chunks, report, rag, run,
     from ragnb import __version__
     rec = m.recorded if m.mode == 'replayed' else None
     shares = plots.claim_shares({'run': run.scores.overall}).iloc[0].round(4).to_dict() if n_claims else {}
-    from ragnb.check.checker import judge_profile
     summary = dict(run=info, params=params, keep=KEEP, documents=len(docs), document_names=[d.id for d in docs],
                    profiles=dict(critique=ds.stats.get('critique_profile'), judge=judge_profile('auto', m.model)),
                    dataset={'chunks': ds.stats.get('chunks'), **ds.counts()},
@@ -674,7 +674,6 @@ def run_demo(out:str|Path='demo-out', # Folder for the dataset, RAGChecker files
             ) -> dict:
     ("Generate a QA dataset, score BM25 retrieval on it, diagnose a baseline RAG with RAGChecker, save figures and a "
      "report.")
-    from ragnb.docs.documents import load_documents
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     params = dict(max_chunks=max_chunks, chunk_size=chunk_size, k=k, passage_size=passage_size,
                   src=[str(x) for x in src] if src else None)
