@@ -192,6 +192,18 @@ def test_every_command_is_in_the_app_layer():
         assert not commands_below_the_app((PKG/(m.replace('.', '/') + '.py')).read_text()), \
             f"ragnb.{m} defines a command: move it to ragnb.app.commands (one module per stage)"
 
+def imports_argparse(src:str) -> bool:
+    "Whether `src` imports argparse anywhere (a parser, an option type, an `ArgumentTypeError`)."
+    return any(isinstance(n, ast.Import) and any(a.name == 'argparse' for a in n.names)
+               or isinstance(n, ast.ImportFrom) and n.module == 'argparse' for n in ast.walk(ast.parse(src)))
+
+def test_only_the_app_layer_knows_argparse():
+    "Options are read by the commands (`ragnb.app.commands`); a stage takes them as arguments of its functions."
+    assert imports_argparse("def f():\n    import argparse\n") and not imports_argparse("import json\n")
+    for m in [m for m in MODULES if floor(m) < FLOORS['app']]:
+        assert not imports_argparse((PKG/(m.replace('.', '/') + '.py')).read_text()), \
+            f"ragnb.{m} imports argparse: its options belong to a command in ragnb.app.commands"
+
 
 def ragnb_imports(src:str) -> list:
     "(module, name) of every `from ragnb... import name` in `src` (a notebook's magics and shell lines left out)."

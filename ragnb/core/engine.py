@@ -79,12 +79,3 @@ def map_items(fn:Callable, # A module-level function of one item (workers import
     for o in out:
         if isinstance(o, ItemError): raise o.error
     return out
-
-# %% ../../nbs/16_engine.ipynb #c7554785
-def add_engine_args(p # An argparse parser
-                   ):
-    "Add `--engine` and `--workers` to a command."
-    p.add_argument('--engine', choices=ENGINES, default='local',
-                   help='local: this machine; ray: a Ray Data pipeline (a local Ray, or the cluster at RAY_ADDRESS)')
-    p.add_argument('--workers', type=int, default=None,
-                   help='local processes (default 1), or CPUs of a local Ray (default: all)')

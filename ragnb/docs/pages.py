@@ -4,7 +4,7 @@
 
 # %% ../../nbs/22_pages.ipynb #453cc021
 from __future__ import annotations
-import argparse, base64, hashlib, json, re
+import base64, hashlib, json, re
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -226,16 +226,3 @@ def save(
                     failures=[dict(page=q['page'], **q['failure']) for q in pages if q['failure']])
     write_text(out/'manifest.json', json.dumps(manifest, indent=1))  # last: a manifest names only files written whole
     return out/'manifest.json'
-
-# %% ../../nbs/22_pages.ipynb #0dc77e7a
-def page_list(
-    s:str,  # comma-separated page numbers, e.g. '1,3,5'
-)->list[int]:
-    "Page numbers from 1 (an argparse `type`); anything else raises `argparse.ArgumentTypeError` naming it."
-    out = []
-    for item in s.split(','):
-        if not item.strip().isdigit() or int(item) < 1:
-            raise argparse.ArgumentTypeError(f"{item.strip()!r} is not a page number "
-                                             "(whole numbers from 1, comma-separated: 1,3,5)")
-        out.append(int(item))
-    return out

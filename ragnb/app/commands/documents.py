@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse, contextlib, dataclasses, json, sys, tempfile
 from ragnb.core.llm import LLM
 from ragnb.core.settings import default_cache_dir
-from ragnb.app.commands.options import add_call_options, call_options, endpoint_configured, in_range
-from ragnb.core.engine import add_engine_args
+from ragnb.app.commands.options import (add_call_options, add_engine_args, call_options, endpoint_configured,
+                                       in_range)
 from ragnb.core.batch import BatchAPI
 from ragnb.core.cache import CallCache
 from ragnb.docs.documents import format_names
-from ragnb.docs.pages import DocumentError, page_list
+from ragnb.docs.pages import DocumentError
 from ragnb.docs.pdf import (KINDS, MAX_IMAGE_PIXELS, MAX_PIXELS, MAX_SIDE, find_regions, mark_page, page_estimate_lines,
                             render_regions)
 from ragnb.docs.office import MAX_IMAGE_BYTES, MAX_PART_BYTES, MAX_XML_ELEMENTS
@@ -21,6 +21,19 @@ from ragnb.docs.parse import parse_document, parsed_format
 
 # %% auto #0
 __all__ = []
+
+# %% ../../../nbs/80a_documents.ipynb #0dc77e7a
+def page_list(
+    s:str,  # comma-separated page numbers, e.g. '1,3,5'
+)->list[int]:
+    "Page numbers from 1 (an argparse `type`); anything else raises `argparse.ArgumentTypeError` naming it."
+    out = []
+    for item in s.split(','):
+        if not item.strip().isdigit() or int(item) < 1:
+            raise argparse.ArgumentTypeError(f"{item.strip()!r} is not a page number "
+                                             "(whole numbers from 1, comma-separated: 1,3,5)")
+        out.append(int(item))
+    return out
 
 # %% ../../../nbs/80a_documents.ipynb #7ab933f9
 REGIONS_JSON = """\

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from ...core.llm import Deadlines, Replies, Retries
 from ...core.settings import DEADLINES, TASK_CAPS
+from ...core.engine import ENGINES
 from ...check.checker import JUDGE_PROFILES, SMALL_VERSION, judge_profile, profile_reason
 from ...synth.generate import critic_profile, critic_profile_reason
 
@@ -116,6 +117,15 @@ def in_range(kind=float, # `int` or `float`
         return v
     parse.__name__ = kind.__name__
     return parse
+
+# %% ../../../nbs/80g_options.ipynb #c7554785
+def add_engine_args(p # An argparse parser
+                   ):
+    "Add `--engine` and `--workers` to a command."
+    p.add_argument('--engine', choices=ENGINES, default='local',
+                   help='local: this machine; ray: a Ray Data pipeline (a local Ray, or the cluster at RAY_ADDRESS)')
+    p.add_argument('--workers', type=int, default=None,
+                   help='local processes (default 1), or CPUs of a local Ray (default: all)')
 
 # %% ../../../nbs/80g_options.ipynb #6901f195
 @dataclass(frozen=True)
