@@ -74,3 +74,13 @@ def test_score_leaves_the_garbage_collector_as_it_was():
         score(bad[:0])
         assert not gc.isenabled()
     finally: gc.enable()
+
+@pytest.mark.parametrize('command', ['regions', 'parse', 'local'])
+def test_commands_that_judge_nothing_load_no_judge(command):
+    "A command that judges and critiques nothing does not load the checking and test-set rooms for its --help."
+    code = ("import contextlib, io, json, sys\nfrom ragnb.app.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit): main([{command!r}, '--help'])\n"
+            "print(json.dumps([m for m in ('ragnb.check.checker', 'ragnb.synth.generate') if m in sys.modules]))")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-800:]
+    assert json.loads(r.stdout.splitlines()[-1]) == []

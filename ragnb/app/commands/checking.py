@@ -10,8 +10,9 @@ from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use, so `ragnb check --help` starts at once
 from ragnb.core.llm import LLM, Pacing
 from ragnb.core.batch import BatchAPI
-from ragnb.app.commands.options import (Profile, add_call_options, add_engine_args, add_judge_profile, call_options,
-                                       check_output, in_range, no_endpoint)
+from ragnb.app.commands.options import (add_call_options, add_engine_args, call_options, check_output, in_range,
+                                        no_endpoint)
+from ragnb.app.commands.profiles import Profile, add_judge_profile
 from ragnb.core.safe import UnsafeInput, read_json
 from ragnb.core.settings import default_concurrency, env_model
 from ragnb.check.metrics import (check_unique_ids, duplicate_ids, gc_paused, load_results, results_problem, score,

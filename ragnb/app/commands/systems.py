@@ -9,8 +9,8 @@ from pathlib import Path
 from ragnb.core.lazy import lazy
 pd = lazy('pandas')  # imported on first use: `ragnb compare --help` starts at once
 from ragnb.core.llm import LLM
-from ragnb.app.commands.options import (Profile, add_call_options, add_judge_profile, call_options, in_range,
-                                       no_endpoint)
+from ragnb.app.commands.options import add_call_options, call_options, in_range, no_endpoint
+from ragnb.app.commands.profiles import Profile, add_judge_profile
 from ragnb.core.safe import csv_text, write_text
 from ragnb.core.settings import env_model
 from ragnb.docs.documents import split_documents

@@ -11,8 +11,8 @@ pd = lazy('pandas')  # imported on first use: `ragnb generate --help` starts at 
 from ragnb.core.llm import LLM, Pacing
 from ragnb.core.batch import BatchAPI
 from ragnb.core.cache import CallCache
-from ragnb.app.commands.options import (Profile, add_call_options, add_engine_args, call_options, check_output,
-                                       no_endpoint)
+from ragnb.app.commands.options import add_call_options, add_engine_args, call_options, check_output, no_endpoint
+from ragnb.app.commands.profiles import Profile
 from ragnb.core.prompts import DEFAULT_AUDIENCE
 from ragnb.core.safe import write_text
 from ragnb.core.settings import default_cache_dir

@@ -8,7 +8,8 @@ import json, sys
 from pathlib import Path
 import pandas as pd
 from ragnb.core.llm import LLM
-from ragnb.app.commands.options import add_call_options, add_judge_profile, call_options, no_endpoint
+from ragnb.app.commands.options import add_call_options, call_options, no_endpoint
+from ragnb.app.commands.profiles import add_judge_profile
 from ragnb.core.safe import csv_text, printable, write_text
 from ragnb.synth.generate import Dataset
 from ragnb.check.audit import audit, metric_moves
