@@ -8,9 +8,9 @@ from ragnb.check.metrics import CheckingDataError, score
 HEAVY = ('jsonschema', 'openai', 'pandas', 'langchain_text_splitters', 'scipy', 'matplotlib', 'aiohttp', 'bm25s')
 LIGHT = ['generate', 'check', 'metrics', 'regions', 'retrieval', 'meta-eval', 'run', 'compare']  # commands whose --help is light
 
-def loaded_after(code):
-    "The HEAVY modules loaded by a fresh interpreter after running `code`."
-    probe = f"import sys\n{code}\nprint(__import__('json').dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+def loaded_after(code, mods=HEAVY):
+    "The modules of `mods` (the HEAVY libraries) loaded by a fresh interpreter after running `code`."
+    probe = f"import sys\n{code}\nprint(__import__('json').dumps([m for m in {tuple(mods)!r} if m in sys.modules]))"
     r = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-800:]
     return json.loads(r.stdout.splitlines()[-1])
@@ -19,13 +19,16 @@ def loaded_after(code):
 def test_import_loads_no_heavy_library(mod):
     assert loaded_after(f'import {mod}') == []
 
+def help_code(command):
+    "Code that prints `ragnb <command> --help` into a buffer and checks it is that command's usage."
+    return ("import contextlib, io\nfrom ragnb.app.cli import main\nout = io.StringIO()\n"
+            f"with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit): main([{command!r}, '--help'])\n"
+            f"assert out.getvalue().startswith('usage: ragnb {command}'), out.getvalue()[:200]")
+
 @pytest.mark.parametrize('command', LIGHT)
 def test_command_help_loads_no_heavy_library(command):
     assert command in COMMANDS
-    code = ("import contextlib, io\nfrom ragnb.app.cli import main\nout = io.StringIO()\n"
-            f"with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit): main([{command!r}, '--help'])\n"
-            f"assert out.getvalue().startswith('usage: ragnb {command}'), out.getvalue()[:200]")
-    assert loaded_after(code) == []
+    assert loaded_after(help_code(command)) == []
 
 def test_ragnb_schemas_checked_without_jsonschema():
     code = ("from ragnb.core.schema import follows_schema\nfrom ragnb.synth.generate import QA_SCHEMA, RATING_SCHEMA\n"
@@ -78,9 +81,4 @@ def test_score_leaves_the_garbage_collector_as_it_was():
 @pytest.mark.parametrize('command', ['regions', 'parse', 'local'])
 def test_commands_that_judge_nothing_load_no_judge(command):
     "A command that judges and critiques nothing does not load the checking and test-set rooms for its --help."
-    code = ("import contextlib, io, json, sys\nfrom ragnb.app.cli import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit): main([{command!r}, '--help'])\n"
-            "print(json.dumps([m for m in ('ragnb.check.checker', 'ragnb.synth.generate') if m in sys.modules]))")
-    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-800:]
-    assert json.loads(r.stdout.splitlines()[-1]) == []
+    assert loaded_after(help_code(command), ('ragnb.check.checker', 'ragnb.synth.generate')) == []
